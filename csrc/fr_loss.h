@@ -1,0 +1,302 @@
+/* Scalar losses l(f, y) of MATH.md section 2 (BMRM Tables 1-2).
+ *
+ * Each loss is one static inline function returning l(f, y) and writing a
+ * subgradient l'(f, y), plus its Fenchel conjugate l*(a) = sup_f a f - l(f, y)
+ * (+inf outside the domain).  `p` is the loss parameter (quantile tau,
+ * epsilon, huber delta, smoothed-hinge gamma); unused losses ignore it.
+ * Batch loops pick the loss once per call (FR_LOSS_SWITCH), never per element.
+ */
+#ifndef FR_LOSS_H
+#define FR_LOSS_H
+
+#include <math.h>
+#include <stddef.h>
+
+enum {
+    FR_OK = 0,
+    FR_ERR_OVERFLOW = 1,   /* exp() overflowed: the loss value is not finite */
+    FR_ERR_BAD_LOSS = 2
+};
+
+enum fr_loss_kind {
+    FR_HINGE = 0,
+    FR_SQUARED_HINGE,
+    FR_ZERO_MARGIN,
+    FR_SQUARED_ZERO_MARGIN,
+    FR_LOGISTIC,
+    FR_EXPONENTIAL,
+    FR_NOVELTY,
+    FR_SQUARED,
+    FR_ABSOLUTE,
+    FR_QUANTILE,
+    FR_EPSILON_INSENSITIVE,
+    FR_HUBER,
+    FR_POISSON,
+    FR_SMOOTHED_HINGE,
+    FR_N_LOSSES
+};
+
+static inline double fr_sgn(double x) { return (x > 0) - (x < 0); }
+
+/* max(0, 1 - y f) */
+static inline double fr_hinge(double f, double y, double p, double *d)
+{
+    (void)p;
+    double z = y * f;
+    *d = z < 1.0 ? -y : 0.0;
+    return z < 1.0 ? 1.0 - z : 0.0;
+}
+static inline double fr_hinge_conj(double a, double y, double p)
+{
+    (void)p;
+    double s = -a * y;
+    return (s >= 0.0 && s <= 1.0) ? -s : INFINITY;
+}
+
+/* 0.5 max(0, 1 - y f)^2 */
+static inline double fr_squared_hinge(double f, double y, double p, double *d)
+{
+    (void)p;
+    double r = 1.0 - y * f;
+    *d = r > 0.0 ? -y * r : 0.0;
+    return r > 0.0 ? 0.5 * r * r : 0.0;
+}
+static inline double fr_squared_hinge_conj(double a, double y, double p)
+{
+    (void)p;
+    double s = -a * y;
+    return s >= 0.0 ? -s + 0.5 * a * a : INFINITY;
+}
+
+/* max(0, -y f) */
+static inline double fr_zero_margin(double f, double y, double p, double *d)
+{
+    (void)p;
+    double z = y * f;
+    *d = z < 0.0 ? -y : 0.0;
+    return z < 0.0 ? -z : 0.0;
+}
+static inline double fr_zero_margin_conj(double a, double y, double p)
+{
+    (void)p;
+    double s = -a * y;
+    return (s >= 0.0 && s <= 1.0) ? 0.0 : INFINITY;
+}
+
+/* 0.5 max(0, -y f)^2 */
+static inline double fr_squared_zero_margin(double f, double y, double p, double *d)
+{
+    (void)p;
+    double z = y * f;
+    *d = z < 0.0 ? y * z : 0.0;
+    return z < 0.0 ? 0.5 * z * z : 0.0;
+}
+static inline double fr_squared_zero_margin_conj(double a, double y, double p)
+{
+    (void)p;
+    return -a * y >= 0.0 ? 0.5 * a * a : INFINITY;
+}
+
+/* log(1 + exp(-y f)), stable for any |f| */
+static inline double fr_logistic(double f, double y, double p, double *d)
+{
+    (void)p;
+    double z = y * f;
+    double e = exp(-fabs(z));                     /* in (0, 1]: never overflows */
+    *d = z >= 0.0 ? -y * e / (1.0 + e) : -y / (1.0 + e);
+    return (z >= 0.0 ? 0.0 : -z) + log1p(e);
+}
+static inline double fr_xlogx(double s) { return s > 0.0 ? s * log(s) : 0.0; }
+static inline double fr_logistic_conj(double a, double y, double p)
+{
+    (void)p;
+    double s = -a * y;
+    return (s >= 0.0 && s <= 1.0) ? fr_xlogx(s) + fr_xlogx(1.0 - s) : INFINITY;
+}
+
+/* exp(-y f): overflow gives inf, reported by the batch loop */
+static inline double fr_exponential(double f, double y, double p, double *d)
+{
+    (void)p;
+    double e = exp(-y * f);
+    *d = -y * e;
+    return e;
+}
+static inline double fr_exponential_conj(double a, double y, double p)
+{
+    (void)p;
+    double s = -a * y;
+    return s >= 0.0 ? fr_xlogx(s) - s : INFINITY;
+}
+
+/* max(0, 1 - f): one-class novelty detection, y unused */
+static inline double fr_novelty(double f, double y, double p, double *d)
+{
+    (void)p; (void)y;
+    *d = f < 1.0 ? -1.0 : 0.0;
+    return f < 1.0 ? 1.0 - f : 0.0;
+}
+static inline double fr_novelty_conj(double a, double y, double p)
+{
+    (void)p; (void)y;
+    return (a >= -1.0 && a <= 0.0) ? a : INFINITY;
+}
+
+/* 0.5 (f - y)^2 */
+static inline double fr_squared(double f, double y, double p, double *d)
+{
+    (void)p;
+    double r = f - y;
+    *d = r;
+    return 0.5 * r * r;
+}
+static inline double fr_squared_conj(double a, double y, double p)
+{
+    (void)p;
+    return a * y + 0.5 * a * a;
+}
+
+/* |f - y| */
+static inline double fr_absolute(double f, double y, double p, double *d)
+{
+    (void)p;
+    double r = f - y;
+    *d = fr_sgn(r);
+    return fabs(r);
+}
+static inline double fr_absolute_conj(double a, double y, double p)
+{
+    (void)p;
+    return fabs(a) <= 1.0 ? a * y : INFINITY;
+}
+
+/* max(tau (f - y), (1 - tau)(y - f)), p = tau in (0, 1) */
+static inline double fr_quantile(double f, double y, double p, double *d)
+{
+    double r = f - y;
+    *d = r > 0.0 ? p : p - 1.0;
+    return r > 0.0 ? p * r : (p - 1.0) * r;
+}
+static inline double fr_quantile_conj(double a, double y, double p)
+{
+    return (a >= p - 1.0 && a <= p) ? a * y : INFINITY;
+}
+
+/* max(0, |f - y| - eps), p = eps >= 0 */
+static inline double fr_epsilon_insensitive(double f, double y, double p, double *d)
+{
+    double r = f - y, e = fabs(r) - p;
+    *d = e > 0.0 ? fr_sgn(r) : 0.0;
+    return e > 0.0 ? e : 0.0;
+}
+static inline double fr_epsilon_insensitive_conj(double a, double y, double p)
+{
+    return fabs(a) <= 1.0 ? a * y + p * fabs(a) : INFINITY;
+}
+
+/* 0.5 r^2 if |r| <= delta else delta (|r| - delta / 2), r = f - y, p = delta > 0 */
+static inline double fr_huber(double f, double y, double p, double *d)
+{
+    double r = f - y, ar = fabs(r);
+    *d = ar <= p ? r : p * fr_sgn(r);
+    return ar <= p ? 0.5 * r * r : p * (ar - 0.5 * p);
+}
+static inline double fr_huber_conj(double a, double y, double p)
+{
+    return fabs(a) <= p ? a * y + 0.5 * a * a : INFINITY;
+}
+
+/* exp(f) - y f, y >= 0 */
+static inline double fr_poisson(double f, double y, double p, double *d)
+{
+    (void)p;
+    double e = exp(f);
+    *d = e - y;
+    return e - y * f;
+}
+static inline double fr_poisson_conj(double a, double y, double p)
+{
+    (void)p;
+    double s = a + y;
+    return s >= 0.0 ? fr_xlogx(s) - s : INFINITY;
+}
+
+/* Smoothed hinge (Shalev-Shwartz & Zhang), p = gamma > 0:
+ * 0 if z >= 1, 1 - z - gamma/2 if z <= 1 - gamma, (1 - z)^2 / (2 gamma) otherwise. */
+static inline double fr_smoothed_hinge(double f, double y, double p, double *d)
+{
+    double z = y * f;
+    if (z >= 1.0) { *d = 0.0; return 0.0; }
+    if (z <= 1.0 - p) { *d = -y; return 1.0 - z - 0.5 * p; }
+    *d = -y * (1.0 - z) / p;
+    return 0.5 * (1.0 - z) * (1.0 - z) / p;
+}
+static inline double fr_smoothed_hinge_conj(double a, double y, double p)
+{
+    double s = -a * y;
+    return (s >= 0.0 && s <= 1.0) ? -s + 0.5 * p * s * s : INFINITY;
+}
+
+/* X-macro: every loss once, in enum order. */
+#define FR_ALL_LOSSES(X) \
+    X(FR_HINGE, fr_hinge) \
+    X(FR_SQUARED_HINGE, fr_squared_hinge) \
+    X(FR_ZERO_MARGIN, fr_zero_margin) \
+    X(FR_SQUARED_ZERO_MARGIN, fr_squared_zero_margin) \
+    X(FR_LOGISTIC, fr_logistic) \
+    X(FR_EXPONENTIAL, fr_exponential) \
+    X(FR_NOVELTY, fr_novelty) \
+    X(FR_SQUARED, fr_squared) \
+    X(FR_ABSOLUTE, fr_absolute) \
+    X(FR_QUANTILE, fr_quantile) \
+    X(FR_EPSILON_INSENSITIVE, fr_epsilon_insensitive) \
+    X(FR_HUBER, fr_huber) \
+    X(FR_POISSON, fr_poisson) \
+    X(FR_SMOOTHED_HINGE, fr_smoothed_hinge)
+
+/* Sum of c_i l(f_i, y_i) over i < n and g_i = c_i l'(f_i, y_i); c may be NULL
+ * (all weights 1).  The switch runs once; each case is a plain loop. */
+static inline int fr_loss_batch(int kind, double p, ptrdiff_t n, const double *f,
+                                const double *y, const double *c, double *g,
+                                double *value)
+{
+    double total = 0.0;
+    ptrdiff_t i;
+    switch (kind) {
+#define FR_BATCH_CASE(ID, FN) \
+    case ID: \
+        for (i = 0; i < n; ++i) { \
+            double d, v = FN(f[i], y[i], p, &d); \
+            double w = c ? c[i] : 1.0; \
+            total += w * v; \
+            g[i] = w * d; \
+        } \
+        break;
+    FR_ALL_LOSSES(FR_BATCH_CASE)
+#undef FR_BATCH_CASE
+    default:
+        return FR_ERR_BAD_LOSS;
+    }
+    *value = total;
+    return isfinite(total) ? FR_OK : FR_ERR_OVERFLOW;
+}
+
+/* Element-wise conjugate l*(a_i) into out (tests and dual objectives). */
+static inline int fr_loss_conj_batch(int kind, double p, ptrdiff_t n, const double *a,
+                                     const double *y, double *out)
+{
+    ptrdiff_t i;
+    switch (kind) {
+#define FR_CONJ_CASE(ID, FN) \
+    case ID: \
+        for (i = 0; i < n; ++i) out[i] = FN##_conj(a[i], y[i], p); \
+        break;
+    FR_ALL_LOSSES(FR_CONJ_CASE)
+#undef FR_CONJ_CASE
+    default:
+        return FR_ERR_BAD_LOSS;
+    }
+    return FR_OK;
+}
+
+#endif

@@ -1,0 +1,22 @@
+"""fastrisk: regularized risk minimization for linear models with a C/Cython core.
+
+Minimizes ``J(w) = alpha * Omega(w) + (1/m) sum_i c_i loss(<w, x_i>, y_i)``.
+"""
+
+__version__ = "0.1.0"
+
+from fastrisk.config import show_config
+from fastrisk.data import Dataset
+from fastrisk.losses import LOSSES, Loss
+from fastrisk.oracle import LocalOracle, RiskOracle
+from fastrisk.problem import Problem
+from fastrisk.regularizers import PENALTIES, make_regularizer
+from fastrisk.solvers import SOLVERS, solve
+from fastrisk.stopping import History, Result
+from fastrisk.svmlight import dump_svmlight, load_svmlight
+
+__all__ = [
+    "Dataset", "History", "LOSSES", "LocalOracle", "Loss", "PENALTIES", "Problem", "Result",
+    "RiskOracle", "SOLVERS", "dump_svmlight", "load_svmlight", "make_regularizer",
+    "show_config", "solve", "__version__",
+]

@@ -1,0 +1,195 @@
+"""Input validation and the zero-copy row layout the kernels read.
+
+``Dataset`` wraps X (scipy CSR or dense C-contiguous, float32 or float64,
+int32 or int64 indices) without copying it when it already has that form, and
+exposes it as ``(data, indices, indptr, dense)`` (see csrc/fr_rows.pxd).  The
+intercept is a virtual constant feature of value ``intercept_scaling`` that
+the kernels add on the fly (MATH.md 1): X is never widened.
+
+Conversions that do copy (documented, never silent in-place changes): CSC/COO
+and other sparse formats to CSR, other numeric dtypes to float64, dense
+arrays that are not C-contiguous.  CSR matrices with duplicate or unsorted
+column indices are rejected (``X.sum_duplicates()`` fixes both), because the
+row norms the dual solvers use would be wrong with duplicates.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def _finite_or_raise(values, name):
+    if not np.isfinite(values).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+
+
+def check_X(X, name="X"):
+    """Return X as C-contiguous dense or canonical CSR of float32/float64.
+
+    No copy is made when X already has one of those forms.
+    """
+    if sp.issparse(X):
+        if X.format != "csr":
+            X = X.tocsr()
+        if X.dtype not in FLOAT_DTYPES:
+            if not np.issubdtype(X.dtype, np.number) or np.iscomplexobj(X.data):
+                raise TypeError(f"{name} must have a real numeric dtype, got {X.dtype}")
+            X = X.astype(np.float64)
+        if X.indices.dtype != X.indptr.dtype or X.indices.dtype not in (np.int32, np.int64):
+            X = sp.csr_matrix(
+                (X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)), shape=X.shape
+            )
+        if not X.has_canonical_format:
+            raise ValueError(
+                f"{name} has unsorted or duplicate column indices; call {name}.sum_duplicates() first"
+            )
+        data = X.data
+    else:
+        if isinstance(X, np.ndarray) and X.dtype in FLOAT_DTYPES:
+            pass
+        else:
+            try:
+                X = np.asarray(X)
+            except Exception as exc:
+                raise TypeError(f"{name} must be an array or a scipy sparse matrix") from exc
+            if X.dtype == object or not np.issubdtype(X.dtype, np.number) or np.iscomplexobj(X):
+                raise TypeError(f"{name} must have a real numeric dtype, got {X.dtype}")
+            if X.dtype not in FLOAT_DTYPES:
+                X = X.astype(np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-dimensional, got shape {X.shape}")
+        if not X.flags.c_contiguous:
+            X = np.ascontiguousarray(X)
+        data = X
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} is empty (shape {X.shape})")
+    _finite_or_raise(data, name)
+    return X
+
+
+def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
+    """None, or a finite non-negative float64 vector of length n_samples with a positive sum."""
+    if sample_weight is None:
+        return None
+    c = np.asarray(sample_weight, dtype=np.float64)
+    if c.ndim == 0:
+        c = np.full(n_samples, float(c))
+    if c.shape != (n_samples,):
+        raise ValueError(f"{name} has shape {c.shape}, expected ({n_samples},)")
+    _finite_or_raise(c, name)
+    if (c < 0).any():
+        raise ValueError(f"{name} must be non-negative")
+    if c.sum() <= 0:
+        raise ValueError(f"{name} must have a positive sum")
+    return np.ascontiguousarray(c)
+
+
+def check_targets(y, n_samples, name="y"):
+    """Real targets as a finite float64 vector of length n_samples."""
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {y.shape}")
+    if y.shape[0] != n_samples:
+        raise ValueError(f"{name} has {y.shape[0]} entries but X has {n_samples} rows")
+    if y.dtype == object or not np.issubdtype(y.dtype, np.number) or np.iscomplexobj(y):
+        raise TypeError(f"{name} must be numeric for this loss, got dtype {y.dtype}")
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    _finite_or_raise(y, name)
+    return y
+
+
+def _check_labels(y, n_samples, name):
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {y.shape}")
+    if y.shape[0] != n_samples:
+        raise ValueError(f"{name} has {y.shape[0]} entries but X has {n_samples} rows")
+    if y.dtype.kind == "f":
+        _finite_or_raise(y, name)
+    return y
+
+
+def encode_binary(y, n_samples, name="y"):
+    """Map labels with exactly two values to -1/+1 (the larger value is +1).
+
+    Returns (y_pm, classes).
+    """
+    y = _check_labels(y, n_samples, name)
+    classes, inverse = np.unique(y, return_inverse=True)
+    if classes.shape[0] != 2:
+        raise ValueError(
+            f"{name} must hold exactly two classes for a binary loss, got {classes.shape[0]}"
+        )
+    return np.where(inverse == 1, 1.0, -1.0), classes
+
+
+def encode_multiclass(y, n_samples, name="y"):
+    """Map labels to class indices 0..k-1; returns (index, classes), k >= 2."""
+    y = _check_labels(y, n_samples, name)
+    classes, inverse = np.unique(y, return_inverse=True)
+    if classes.shape[0] < 2:
+        raise ValueError(f"{name} must hold at least two classes, got {classes.shape[0]}")
+    return inverse.astype(np.intp), classes
+
+
+class Dataset:
+    """X in kernel layout plus the intercept feature (MATH.md 1).
+
+    Attributes: ``X`` (validated matrix), ``data``, ``indices``, ``indptr``,
+    ``dense`` (the row view of csrc/fr_rows.pxd), ``n_samples``,
+    ``n_features``, ``bias`` (value of the constant feature, 0 for none) and
+    ``n_weights`` (n_features + 1 with an intercept).
+    """
+
+    def __init__(self, X, *, intercept_scaling=0.0, name="X"):
+        X = check_X(X, name)
+        if not isinstance(intercept_scaling, numbers.Real) or not np.isfinite(intercept_scaling) \
+                or intercept_scaling < 0:
+            raise ValueError(f"intercept_scaling must be a finite number >= 0, got {intercept_scaling!r}")
+        self.X = X
+        self.n_samples, self.n_features = X.shape
+        self.bias = float(intercept_scaling)
+        self.n_weights = self.n_features + (self.bias != 0.0)
+        self.dtype = X.dtype
+        if sp.issparse(X):
+            self.dense = False
+            self.data, self.indices, self.indptr = X.data, X.indices, X.indptr
+        else:
+            self.dense = True
+            n, d = X.shape
+            itype = np.int32 if n * d < 2**31 - 1 else np.int64
+            self.data = X.reshape(-1)
+            self.indices = np.arange(d, dtype=itype)
+            self.indptr = np.arange(0, (n + 1) * d, d, dtype=itype)
+
+    @property
+    def nnz(self):
+        return int(self.indptr[-1])
+
+    def row_sqnorms(self):
+        """||x_i||^2 including the intercept feature, as float64."""
+        if self.dense:
+            sq = np.einsum("ij,ij->i", self.X, self.X, dtype=np.float64)
+        else:
+            rows = np.repeat(np.arange(self.n_samples), np.diff(self.indptr))
+            sq = np.bincount(rows, weights=np.square(self.data, dtype=np.float64),
+                             minlength=self.n_samples)
+        return sq + self.bias**2
+
+    def decision(self, w):
+        """X w (+ bias * w[-1]) for a weight vector of length n_weights."""
+        f = np.asarray(self.X @ w[: self.n_features], dtype=np.float64)
+        return f + self.bias * w[-1] if self.bias else f
+
+    def split(self, w):
+        """(coef, intercept) from a full weight vector (intercept already scaled)."""
+        if self.bias:
+            return w[: self.n_features], float(w[-1] * self.bias)
+        return w, 0.0

@@ -1,0 +1,218 @@
+"""The loss registry (MATH.md section 2): name -> kernel id, properties, NumPy reference.
+
+Scalar losses are evaluated by the C kernels (csrc/fr_loss.h); their NumPy
+references here are independent implementations used by the tests.  Vector
+losses act on a score matrix F = X W^T (one column per class) and are
+evaluated in NumPy.
+"""
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+from scipy.special import logsumexp
+
+from fastrisk import _oracle
+
+
+def _sgn(x):
+    return np.sign(x)
+
+
+def _xlogx(s):
+    return np.where(s > 0, s * np.log(np.where(s > 0, s, 1.0)), 0.0)
+
+
+def _in(cond, value):
+    return np.where(cond, value, np.inf)
+
+
+# Each reference: (f, y, p) -> (value, derivative); conjugate: (a, y, p) -> l*(a).
+_REFERENCES = {
+    "hinge": (
+        lambda f, y, p: (np.maximum(0, 1 - y * f), np.where(y * f < 1, -y, 0.0)),
+        lambda a, y, p: _in((-a * y >= 0) & (-a * y <= 1), a * y),
+    ),
+    "squared_hinge": (
+        lambda f, y, p: (0.5 * np.maximum(0, 1 - y * f) ** 2, -y * np.maximum(0, 1 - y * f)),
+        lambda a, y, p: _in(-a * y >= 0, a * y + 0.5 * a * a),
+    ),
+    "zero_margin": (
+        lambda f, y, p: (np.maximum(0, -y * f), np.where(y * f < 0, -y, 0.0)),
+        lambda a, y, p: _in((-a * y >= 0) & (-a * y <= 1), 0.0 * a),
+    ),
+    "squared_zero_margin": (
+        lambda f, y, p: (0.5 * np.minimum(0, y * f) ** 2, y * np.minimum(0, y * f)),
+        lambda a, y, p: _in(-a * y >= 0, 0.5 * a * a),
+    ),
+    "logistic": (
+        lambda f, y, p: (np.logaddexp(0, -y * f), -y * np.exp(-np.logaddexp(0, y * f))),
+        lambda a, y, p: _in((-a * y >= 0) & (-a * y <= 1), _xlogx(-a * y) + _xlogx(1 + a * y)),
+    ),
+    "exponential": (
+        lambda f, y, p: (np.exp(-y * f), -y * np.exp(-y * f)),
+        lambda a, y, p: _in(-a * y >= 0, _xlogx(-a * y) + a * y),
+    ),
+    "novelty": (
+        lambda f, y, p: (np.maximum(0, 1 - f), np.where(f < 1, -1.0, 0.0)),
+        lambda a, y, p: _in((a >= -1) & (a <= 0), a),
+    ),
+    "squared": (
+        lambda f, y, p: (0.5 * (f - y) ** 2, f - y),
+        lambda a, y, p: a * y + 0.5 * a * a,
+    ),
+    "absolute": (
+        lambda f, y, p: (np.abs(f - y), _sgn(f - y)),
+        lambda a, y, p: _in(np.abs(a) <= 1, a * y),
+    ),
+    "quantile": (
+        lambda f, y, p: (np.maximum(p * (f - y), (p - 1) * (f - y)), np.where(f > y, p, p - 1)),
+        lambda a, y, p: _in((a >= p - 1) & (a <= p), a * y),
+    ),
+    "epsilon_insensitive": (
+        lambda f, y, p: (np.maximum(0, np.abs(f - y) - p), np.where(np.abs(f - y) > p, _sgn(f - y), 0.0)),
+        lambda a, y, p: _in(np.abs(a) <= 1, a * y + p * np.abs(a)),
+    ),
+    "huber": (
+        lambda f, y, p: (
+            np.where(np.abs(f - y) <= p, 0.5 * (f - y) ** 2, p * (np.abs(f - y) - 0.5 * p)),
+            np.clip(f - y, -p, p),
+        ),
+        lambda a, y, p: _in(np.abs(a) <= p, a * y + 0.5 * a * a),
+    ),
+    "poisson": (
+        lambda f, y, p: (np.exp(f) - y * f, np.exp(f) - y),
+        lambda a, y, p: _in(a + y >= 0, _xlogx(a + y) - (a + y)),
+    ),
+    "smoothed_hinge": (
+        lambda f, y, p: (
+            np.where(y * f >= 1, 0.0, np.where(y * f <= 1 - p, 1 - y * f - 0.5 * p, (1 - y * f) ** 2 / (2 * p))),
+            -y * np.clip((1 - y * f) / p, 0, 1),
+        ),
+        lambda a, y, p: _in((-a * y >= 0) & (-a * y <= 1), a * y + 0.5 * p * a * a),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class LossSpec:
+    """Static facts about one loss.
+
+    task: "binary" (labels -1/+1), "regression" (real y), "counts" (y >= 0),
+    "novelty" (y unused) or "multiclass" (vector loss over classes).
+    lipschitz: sup |l'| in f for |y| <= 1, or None when unbounded.
+    param: name, default and valid open/closed interval of the loss parameter.
+    dual_step: SDCA has a closed-form (or Newton) coordinate step for it.
+    """
+
+    name: str
+    task: str
+    smooth: bool
+    lipschitz: Optional[float]
+    probabilistic: bool = False
+    dual_step: bool = False
+    param: Optional[tuple] = None  # (name, default, low, high, low_open, high_open)
+    kernel_id: int = -1
+    reference: Optional[Callable] = field(default=None, repr=False, compare=False)
+    conjugate_reference: Optional[Callable] = field(default=None, repr=False, compare=False)
+
+    @property
+    def vector(self):
+        return self.task == "multiclass"
+
+
+def _spec(name, task, smooth, lipschitz, **kw):
+    ref, conj = _REFERENCES.get(name, (None, None))
+    kid = _oracle.LOSS_IDS.get(name, -1)
+    return LossSpec(name, task, smooth, lipschitz, kernel_id=kid, reference=ref,
+                    conjugate_reference=conj, **kw)
+
+
+LOSSES = {
+    s.name: s
+    for s in [
+        _spec("hinge", "binary", False, 1.0, dual_step=True),
+        _spec("squared_hinge", "binary", True, None, dual_step=True),
+        _spec("zero_margin", "binary", False, 1.0),
+        _spec("squared_zero_margin", "binary", True, None),
+        _spec("logistic", "binary", True, 1.0, probabilistic=True, dual_step=True),
+        _spec("exponential", "binary", True, None),
+        _spec("novelty", "novelty", False, 1.0),
+        _spec("squared", "regression", True, None, dual_step=True),
+        _spec("absolute", "regression", False, 1.0, dual_step=True),
+        _spec("quantile", "regression", False, 1.0, param=("tau", 0.5, 0.0, 1.0, True, True)),
+        _spec("epsilon_insensitive", "regression", False, 1.0, dual_step=True,
+              param=("epsilon", 0.1, 0.0, np.inf, False, True)),
+        _spec("huber", "regression", True, None, param=("delta", 1.0, 0.0, np.inf, True, True)),
+        _spec("poisson", "counts", True, None),
+        _spec("smoothed_hinge", "binary", True, 1.0, dual_step=True,
+              param=("gamma", 1.0, 0.0, np.inf, True, True)),
+        _spec("softmax", "multiclass", True, None, probabilistic=True),
+        _spec("multiclass_hinge", "multiclass", False, None),
+    ]
+}
+SCALAR_LOSSES = tuple(n for n, s in LOSSES.items() if not s.vector)
+VECTOR_LOSSES = tuple(n for n, s in LOSSES.items() if s.vector)
+
+
+class Loss:
+    """A registry entry bound to its parameter value (``loss.param``)."""
+
+    def __init__(self, name, param=None):
+        if not isinstance(name, str) or name not in LOSSES:
+            raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {name!r}")
+        self.spec = LOSSES[name]
+        self.name = name
+        if self.spec.param is None:
+            if param is not None:
+                raise ValueError(f"loss {name!r} takes no parameter, got loss_param={param!r}")
+            self.param = 0.0
+        else:
+            pname, default, lo, hi, lo_open, hi_open = self.spec.param
+            value = default if param is None else param
+            if not isinstance(value, (int, float, np.number)) or isinstance(value, bool) or not (
+                (lo < value if lo_open else lo <= value) and (value < hi if hi_open else value <= hi)
+            ):
+                raise ValueError(f"loss_param ({pname} of loss {name!r}) must lie in "
+                                 f"{'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}, got {value!r}")
+            self.param = float(value)
+
+    def __repr__(self):
+        return f"Loss({self.name!r}, param={self.param})"
+
+    def values(self, f, y):
+        """Kernel (l(f_i, y_i), l'(f_i, y_i)) for scalar losses."""
+        f = np.ascontiguousarray(f, dtype=np.float64)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        return _oracle.loss_values(self.spec.kernel_id, self.param, f, y)
+
+    def conjugate(self, a, y):
+        """Kernel l*(a_i) at y_i for scalar losses (+inf outside the domain)."""
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        return _oracle.loss_conjugates(self.spec.kernel_id, self.param, a, y)
+
+
+def vector_loss(name, F, y):
+    """Multiclass losses on scores F (n x k) with class indices y.
+
+    Returns (values (n,), G (n x k)) with G the gradient in F (MATH.md 2):
+    softmax: log sum exp(F) - F_y, G = softmax(F) - e_y;
+    multiclass_hinge: max_y' (F_y' - F_y + [y' != y]), G = e_{y*} - e_y.
+    """
+    n = F.shape[0]
+    rows = np.arange(n)
+    if name == "softmax":
+        lse = logsumexp(F, axis=1)
+        G = np.exp(F - lse[:, None])
+        G[rows, y] -= 1.0
+        return lse - F[rows, y], G
+    if name == "multiclass_hinge":
+        margin = F - F[rows, y][:, None] + 1.0
+        margin[rows, y] = 0.0
+        star = np.argmax(margin, axis=1)
+        G = np.zeros_like(F)
+        G[rows, star] += 1.0
+        G[rows, y] -= 1.0
+        return margin[rows, star], G
+    raise ValueError(f"{name!r} is not a vector loss")

@@ -1,0 +1,105 @@
+"""Problem = data + loss + regularizer + alpha (MATH.md 1).
+
+``J(w) = alpha * Omega(w) + (1/m) sum_i c_i l(<w, x_i>, y_i)`` where alpha is
+lambda of the papers and means exactly what ``SGDClassifier(alpha=...)``
+means.  With ``fit_intercept=True`` the intercept is the weight of a constant
+feature of value ``intercept_scaling`` and is regularized like the others
+(as LIBLINEAR does), so every solver minimizes the same J.
+"""
+
+import numbers
+
+import numpy as np
+
+from fastrisk.data import (Dataset, check_sample_weight, check_targets, encode_binary,
+                           encode_multiclass)
+from fastrisk.losses import Loss
+from fastrisk.oracle import LocalOracle, VectorOracle
+from fastrisk.regularizers import make_regularizer
+
+
+def check_alpha(alpha):
+    if not isinstance(alpha, numbers.Real) or isinstance(alpha, bool) or not np.isfinite(alpha) \
+            or alpha <= 0:
+        raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
+    return float(alpha)
+
+
+class Problem:
+    """A regularized risk minimization problem; see the module docstring.
+
+    Attributes: ``data`` (Dataset), ``y`` (encoded targets: -1/+1 for binary
+    losses, class indices for vector losses), ``classes_`` (original labels
+    or None), ``loss``, ``regularizer``, ``alpha``, ``oracle``, ``n_weights``
+    (length of w: n_features [+1], times n_classes for vector losses).
+    """
+
+    def __init__(self, X, y=None, loss="hinge", penalty="l2", alpha=1e-4, *, loss_param=None,
+                 l1_ratio=0.15, p=2.0, sample_weight=None, fit_intercept=False,
+                 intercept_scaling=1.0, n_threads=None, n_partitions=1):
+        self.loss = Loss(loss, loss_param)
+        self.regularizer = make_regularizer(penalty, l1_ratio=l1_ratio, p=p)
+        self.penalty = penalty
+        self.alpha = check_alpha(alpha)
+        if not isinstance(fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be a bool, got {fit_intercept!r}")
+        if fit_intercept and (not isinstance(intercept_scaling, numbers.Real)
+                              or not intercept_scaling > 0):
+            raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling!r}")
+        self.data = Dataset(X, intercept_scaling=intercept_scaling if fit_intercept else 0.0)
+        m = self.data.n_samples
+        self.sample_weight = check_sample_weight(sample_weight, m)
+        task = self.loss.spec.task
+        self.classes_ = None
+        self.n_classes = 1
+        if task == "binary":
+            self.y, self.classes_ = encode_binary(y, m)
+        elif task == "multiclass":
+            self.y, self.classes_ = encode_multiclass(y, m)
+            self.n_classes = len(self.classes_)
+        elif task == "novelty":
+            self.y = np.zeros(m) if y is None else check_targets(y, m)
+        else:
+            self.y = check_targets(y, m)
+            if task == "counts" and (self.y < 0).any():
+                raise ValueError(f"y must be non-negative for the {loss} loss")
+        if self.loss.spec.vector:
+            self.oracle = VectorOracle(self.data, loss, self.y, self.n_classes,
+                                       self.sample_weight, n_partitions=n_partitions)
+        else:
+            self.oracle = LocalOracle(self.data, self.loss, self.y, self.sample_weight,
+                                      n_partitions=n_partitions, n_threads=n_threads)
+        self.n_weights = self.oracle.n_weights
+
+    @property
+    def n_samples(self):
+        return self.data.n_samples
+
+    def risk(self, w):
+        """R_emp(w)."""
+        return self.oracle(w)[0]
+
+    def objective(self, w):
+        """J(w) = alpha Omega(w) + R_emp(w)."""
+        return self.alpha * self.regularizer.value(w) + self.oracle(w)[0]
+
+    def objective_gradient(self, w):
+        """(J(w), a subgradient of J at w)."""
+        risk, grad = self.oracle(w)
+        return (self.alpha * self.regularizer.value(w) + risk,
+                grad + self.alpha * self.regularizer.subgradient(w))
+
+    def coef_intercept(self, w):
+        """(coef_, intercept_) in scikit-learn's shapes: (d,), float or (k, d), (k,)."""
+        d = self.data
+        if self.n_classes > 1:
+            W = np.asarray(w).reshape(self.n_classes, d.n_weights)
+            coef = W[:, : d.n_features].copy()
+            intercept = W[:, -1] * d.bias if d.bias else np.zeros(self.n_classes)
+            return coef, intercept
+        coef, intercept = d.split(np.asarray(w))
+        return coef.copy(), intercept
+
+    def __repr__(self):
+        return (f"Problem(n_samples={self.n_samples}, n_features={self.data.n_features}, "
+                f"loss={self.loss.name!r}, penalty={self.penalty!r}, alpha={self.alpha})")
