@@ -1,0 +1,95 @@
+"""Fixtures shared by tests/ and benchmarks/: the real data sets of ../shared/data."""
+
+import functools
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SHARED_DATA = Path(os.environ.get("FASTRISK_SHARED_DATA",
+                                  Path(__file__).resolve().parent.parent / "shared" / "data"))
+
+# file stem -> (train file, test file or None, n_features)
+LIBSVM_SETS = {
+    "a9a": ("a9a.bz2", "a9a.t.bz2", 123),
+    "w8a": ("w8a.bz2", None, 300),
+    "ijcnn1": ("ijcnn1.trn.bz2", "ijcnn1.tst.bz2", 22),
+    "reuters": ("reuters-moneyfx.trn.bz2", "reuters-moneyfx.tst.bz2", 8315),
+    "mushrooms": ("mushrooms.bz2", None, 112),
+    "phishing": ("phishing.bz2", None, 68),
+    "mnist": ("mnist.scale.t.bz2", None, 780),
+    "abalone": ("abalone_scale.bz2", None, 8),
+    "housing": ("housing_scale.bz2", None, 13),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def load_libsvm(name, split="train"):
+    """(X, y) of a ../shared/data set by short name (see LIBSVM_SETS); cached per process."""
+    from fastrisk.svmlight import load_svmlight
+
+    train, test, d = LIBSVM_SETS[name]
+    path = SHARED_DATA / (train if split == "train" else test)
+    if not path.exists():
+        pytest.fail(f"shared data file {path} is missing (set FASTRISK_SHARED_DATA)")
+    X, y = load_svmlight(path, n_features=d)
+    return X, y
+
+
+@pytest.fixture(scope="session")
+def libsvm():
+    """Callable: libsvm(name, split="train") -> (X, y), read-only arrays."""
+
+    def get(name, split="train"):
+        X, y = load_libsvm(name, split)
+        for a in (X.data, X.indices, X.indptr, y):
+            a.flags.writeable = False
+        return X, y
+
+    return get
+
+
+IMDB_CACHE = Path(os.environ.get("FASTRISK_CACHE", Path.home() / ".cache" / "fastrisk"))
+
+
+@functools.lru_cache(maxsize=None)
+def load_imdb_bigrams():
+    """IMDB train set as unigram+bigram tf-idf, (X CSR float64, y -1/+1): 25000 x ~1.5M, ~8.8M nnz.
+
+    Built from ../shared/data/aclImdb-v1-train-test.tar.xz with scikit-learn's
+    ``TfidfVectorizer(ngram_range=(1, 2))`` once, then cached as .npz in
+    ``$FASTRISK_CACHE`` (default ~/.cache/fastrisk), outside the repository.
+    """
+    import tarfile
+
+    import scipy.sparse as sp
+
+    cache = IMDB_CACHE / "imdb_bigrams_train.npz"
+    if cache.exists():
+        with np.load(cache, allow_pickle=False) as z:
+            X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+            return X, z["y"]
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    docs, labels = [], []
+    with tarfile.open(SHARED_DATA / "aclImdb-v1-train-test.tar.xz") as tar:
+        for member in tar:
+            parts = member.name.split("/")
+            if member.isfile() and len(parts) == 4 and parts[1] == "train" and parts[2] in ("pos", "neg"):
+                docs.append((member.name, tar.extractfile(member).read().decode("utf-8", "replace")))
+    docs.sort()
+    labels = np.array([1.0 if name.split("/")[2] == "pos" else -1.0 for name, _ in docs])
+    X = TfidfVectorizer(ngram_range=(1, 2)).fit_transform([text for _, text in docs]).tocsr()
+    X.sort_indices()
+    IMDB_CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(".tmp.npz")
+    np.savez(tmp, data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape), y=labels)
+    os.replace(tmp, cache)
+    return X, labels
+
+
+@pytest.fixture(scope="session")
+def imdb_bigrams():
+    """(X, y) of the IMDB unigram+bigram tf-idf problem (cached outside the repo)."""
+    return load_imdb_bigrams()

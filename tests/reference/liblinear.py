@@ -1,0 +1,56 @@
+"""Objectives reached by LIBLINEAR through scikit-learn: the outside reference for l2/l1 problems.
+
+With ``C = 1 / (alpha m)`` LIBLINEAR minimizes ``m C`` times our J (no
+intercept), so its solution is ours; tolerances are tight (1e-9 by default).
+"""
+
+import functools
+
+import numpy as np
+from sklearn.svm import LinearSVC
+from sklearn.linear_model import LogisticRegression
+
+
+def objective(X, y, w, loss, alpha, penalty="l2"):
+    """J(w) computed in plain NumPy (labels -1/+1)."""
+    f = np.asarray(X @ w).ravel()
+    z = y * f
+    if loss == "hinge":
+        risk = np.maximum(0.0, 1.0 - z).mean()
+    elif loss == "squared_hinge":
+        risk = 0.5 * (np.maximum(0.0, 1.0 - z) ** 2).mean()
+    elif loss == "logistic":
+        risk = np.logaddexp(0.0, -z).mean()
+    else:
+        raise ValueError(loss)
+    reg = 0.5 * w @ w if penalty == "l2" else np.abs(w).sum()
+    return alpha * reg + risk
+
+
+def liblinear_solution(X, y, loss, alpha, penalty="l2", tol=1e-9, max_iter=100_000):
+    """(w, J(w)) from LIBLINEAR at tight tolerance, labels -1/+1, no intercept."""
+    C = 1.0 / (alpha * X.shape[0])
+    if loss in ("hinge", "squared_hinge") and penalty == "l2":
+        est = LinearSVC(loss=loss, dual=True, C=C, tol=tol, max_iter=max_iter, fit_intercept=False)
+    elif loss == "logistic":
+        est = LogisticRegression(solver="liblinear", C=C, tol=tol, max_iter=max_iter,
+                                 fit_intercept=False, l1_ratio=1.0 if penalty == "l1" else 0.0)
+    else:
+        raise ValueError((loss, penalty))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    w = est.coef_.ravel().astype(np.float64)
+    return w, objective(X, y, w, loss, alpha, penalty)
+
+
+@functools.lru_cache(maxsize=None)
+def liblinear_objective(name, loss, alpha, penalty="l2"):
+    """Cached LIBLINEAR objective on a ../shared/data set by short name."""
+    from conftest import load_libsvm
+
+    X, y = load_libsvm(name)
+    y = np.where(y == np.max(y), 1.0, -1.0)
+    return liblinear_solution(X, y, loss, alpha, penalty)[1]
