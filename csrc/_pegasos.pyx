@@ -126,6 +126,10 @@ def pegasos_epoch(const floating[::1] data, const index_t[::1] indices,
     with nogil:
         while pos < n:
             b = batch_size if n - pos >= batch_size else n - pos
+            if pos + b < n and not dense:
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, order[pos + b],
+                               &val, &idx)
+                prefetch_row(w.v, idx, nnz)
             for k in range(b):
                 i = order[pos + k]
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)

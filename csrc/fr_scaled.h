@@ -28,6 +28,14 @@
 #define FR_SCALE_MAX 1e9
 #define FR_AVG_AMPLIFY 1e5
 
+/* Prefetch hint for the weights the next row will touch: the epoch loops are
+ * bound by cache misses on v for large d (IMDB bigrams: 1.5M weights). */
+#if defined(__GNUC__) || defined(__clang__)
+#define FR_PREFETCH(ptr) __builtin_prefetch((ptr), 1, 1)
+#else
+#define FR_PREFETCH(ptr) ((void)(ptr))
+#endif
+
 typedef struct {
     double *v;        /* length d */
     double *u;        /* averaging correction, length d (NULL: no averaging) */

@@ -11,6 +11,7 @@ from cython cimport floating
 cdef extern from "fr_scaled.h" nogil:
     double FR_SCALE_MIN
     double FR_SCALE_MAX
+    void FR_PREFETCH(const double* ptr)
     ctypedef struct fr_scaled:
         double* v
         double* u
@@ -67,3 +68,10 @@ cdef inline void scaled_add(fr_scaled* w, double c, const floating* val, const i
     if w.sqnorm < 0.0:
         w.sqnorm = 0.0
 
+
+
+cdef inline void prefetch_row(const double* v, const index_t* idx, Py_ssize_t nnz) noexcept nogil:
+    """Ask the cache for v[idx[k]] ahead of the row's dot product."""
+    cdef Py_ssize_t k
+    for k in range(nnz):
+        FR_PREFETCH(v + idx[k])

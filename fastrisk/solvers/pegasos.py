@@ -302,12 +302,13 @@ def solve_optimistic(problem, *, tol=1e-4, max_iter=100, time_limit=None, callba
                      shuffle=True, state=None, epsilon=None, delta=0.1, G=None):
     """Optimistic proximal SVM solver (seed 000 Alg. 3): R from min(1, radius), doubled as needed.
 
-    ``epsilon`` is Alg. 3's desired suboptimality (default tol * R_emp(0)),
+    ``epsilon`` is Alg. 3's desired suboptimality (default tol * R_emp(0),
+    1e-4 * R_emp(0) when tol = 0),
     ``delta`` its failure probability, ``G`` the gradient bound; a phase of T(R) steps without a
     doubling ends the run with status "converged"."""
     if epsilon is None:
         check_l2_problem(problem, "optimistic")
-        epsilon = tol * problem.risk(np.zeros(problem.n_weights))
+        epsilon = (tol if tol > 0 else 1e-4) * problem.risk(np.zeros(problem.n_weights))
     if not (isinstance(epsilon, (int, float, np.number)) and epsilon > 0):
         raise ValueError(f"epsilon must be a number > 0, got {epsilon!r}")
     if not (isinstance(delta, (int, float, np.number)) and 0 < delta < 1):
