@@ -13,6 +13,9 @@ import numpy as np
 
 
 def _batches(order, k):
+    """Batches of k rows; ``order`` may be a list of epochs (batches never straddle them)."""
+    if isinstance(order, list):
+        return [b for epoch in order for b in _batches(epoch, k)]
     return [order[s:s + k] for s in range(0, len(order), k)]
 
 
@@ -55,9 +58,8 @@ def _rda_w(g_bar, t, lam, sigma, gamma, rho):
 def accelerated_rda(X, y, c, order, k, loss, lam, sigma, gamma, rho, L):
     """Algorithm 3 with alpha_t = t/2, beta_t = gamma (t+1)^{3/2}/2, h = 0.5||w||^2 + rho||w||_1."""
     n = X.shape[1]
-    w, v, g_tilde, A, t, total = np.zeros(n), np.zeros(n), np.zeros(n), 0.0, 0, 0.0
-    for rows in _batches(order, k):
-        t += 1
+    w, v, g_tilde, A, total = np.zeros(n), np.zeros(n), np.zeros(n), 0.0, 0.0
+    for t, rows in enumerate(_batches(order, k), start=1):
         alpha = t / 2.0
         A += alpha
         theta = alpha / A
