@@ -81,6 +81,7 @@ def dump_svmlight(X, y, path, *, zero_based=False):
     """Write X (dense or sparse) and y in svmlight format; zero entries are skipped."""
     X = sp.csr_matrix(X)
     y = np.asarray(y, dtype=np.float64).ravel()
+    labels = y.tolist()  # Python floats: repr is the shortest round-trip text
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows")
     X.sum_duplicates()
@@ -90,4 +91,4 @@ def dump_svmlight(X, y, path, *, zero_based=False):
         for i in range(X.shape[0]):
             lo, hi = X.indptr[i], X.indptr[i + 1]
             feats = " ".join(f"{j + off}:{v!r}" for j, v in zip(X.indices[lo:hi].tolist(), X.data[lo:hi].tolist()))
-            fh.write(f"{y[i]!r} {feats}".rstrip().encode() + b"\n")
+            fh.write(f"{labels[i]!r} {feats}".rstrip().encode() + b"\n")
