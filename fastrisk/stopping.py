@@ -2,7 +2,7 @@
 
 ``tol`` always means one thing: stop when a certified upper bound on
 ``J(w) - J*`` (BMRM's gamma_t, the SDCA duality gap, the Lemma 5 bound of
-MATH.md 4) is at most ``tol * J(w)``.  Solvers without a certificate say so
+MATH.md 4) is at most ``tol * J(w)`` (or at most ``abs_tol`` when given).  Solvers without a certificate say so
 (``bound`` is NaN) and stop on their budget (max_iter, time_limit).
 """
 
@@ -16,7 +16,9 @@ import numpy as np
 
 logger = logging.getLogger("fastrisk")
 
-STATUSES = ("converged", "max_iter", "time_limit", "callback", "interrupted")
+# "stalled": the solver cannot make further progress in floating point (e.g. a line search
+# failing at the precision limit) before its certificate reached ``tol``.
+STATUSES = ("converged", "max_iter", "time_limit", "callback", "interrupted", "stalled")
 
 
 @dataclass
