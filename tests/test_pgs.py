@@ -74,6 +74,8 @@ def test_solver_matches_numpy(layout):
     if layout == "csr32_i64":
         X = sp.csr_matrix((X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)),
                           shape=X.shape)
+    for a in ((X.data, X.indices, X.indptr) if sp.issparse(X) else (X,)) + (y,):
+        a.flags.writeable = False  # read-only inputs (memmaps) must work
     c = np.random.default_rng(3).random(40) + 0.5
     prob = fr.Problem(X, y, loss="logistic", penalty="lp", p=1.6, alpha=0.02, sample_weight=c)
     res = solve_pgs(prob, max_iter=3, random_state=5, batch_size=2, tol=0)
