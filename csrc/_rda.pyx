@@ -70,9 +70,10 @@ cdef inline double sgn(double x) noexcept nogil:
 # Lazy dual averaging (RDA, enhanced, mixed, l2^2, accelerated)
 
 cdef struct Schedule:
-    const double* theta   # theta[r - r0]
-    const double* PB      # PB[i] = sum_{r0 <= r < r0 + i} omega_r b_r
-    const double* PT      # PT[i] = sum_{r0 <= r < r0 + i} omega_r b_r theta_r
+    # rows i = r - r0 of (theta_r, PB[i], PT[i]), side by side so that a lookup
+    # at a lagged step touches one cache line:
+    # PB[i] = sum_{r0 <= r < r0 + i} omega_r b_r, PT[i] = sum_{r0 <= r < r0 + i} omega_r b_r theta_r
+    const double* rows
     Py_ssize_t r0
 
 
@@ -92,21 +93,23 @@ cdef inline double window_sum(const Schedule* sc, double s, Py_ssize_t a,
     cdef double m = fabs(s)
     if a > e or s == 0.0:
         return 0.0
+    cdef const double* R = sc.rows
     lo = a - sc.r0
     hi = e - sc.r0
-    if sc.theta[lo] >= m:
+    if R[3 * lo] >= m:
         return 0.0
-    if sc.theta[hi] >= m:
+    if R[3 * hi] >= m:
         # theta[lo] < m <= theta[hi]: find the last step with theta < m
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if sc.theta[mid] < m:
+            if R[3 * mid] < m:
                 lo = mid
             else:
                 hi = mid
         hi = lo
     lo = a - sc.r0
-    return -s * (sc.PB[hi + 1] - sc.PB[lo]) + sgn(s) * (sc.PT[hi + 1] - sc.PT[lo])
+    return (-s * (R[3 * (hi + 1) + 1] - R[3 * lo + 1])
+            + sgn(s) * (R[3 * (hi + 1) + 2] - R[3 * lo + 2]))
 
 
 cdef inline void catch_up(const Schedule* sc, double* cj, Py_ssize_t upto) noexcept nogil:
@@ -139,15 +142,15 @@ def dual_averaging_epoch(const floating[::1] data, const index_t[::1] indices,
                          const int64_t[::1] order, Py_ssize_t batch_size,
                          int loss, double loss_param, double[:, ::1] coords,
                          Py_ssize_t t0, Py_ssize_t flush_end,
-                         const double[::1] theta, const double[::1] b,
-                         const double[::1] PB, const double[::1] PT,
+                         const double[:, ::1] schedule, const double[::1] b,
                          const double[::1] alpha, const double[::1] A):
     """Run the steps t = t0 + 1 .. t0 + ceil(len(order) / batch_size).
 
     ``coords`` (n_weights x 3) holds per coordinate (S_j, acc_j, last_j), side by
-    side so that a step touches one cache line per coordinate.  Schedule
-    arrays are indexed by r - t0 for r = t0 .. t0 + n_steps + 1 (``theta``,
-    ``b``; ``PB``/``PT`` have one more entry).  ``alpha``/``A`` empty: plain
+    side so that a step touches one cache line per coordinate.  ``schedule``
+    row i = r - t0 holds (theta_r, PB[i], PT[i]) for r = t0 .. t0 + n_steps + 2
+    (theta of the last row unused); ``b[r - t0]`` for r = t0 .. t0 + n_steps + 1.
+    ``alpha``/``A`` empty: plain
     RDA, S_j = sum of gradients; else accelerated RDA with S_j = sum_t alpha_t
     g_t and ``alpha[r - t0]``, ``A[r - t0]`` as in Algorithm 3.  On return
     every acc_j holds the terms r <= flush_end.
@@ -171,23 +174,21 @@ def dual_averaging_epoch(const floating[::1] data, const index_t[::1] indices,
     if coords.shape[1] != 3:
         raise ValueError("coords must have shape (n_weights, 3)")
     n_steps = (n_rows + batch_size - 1) // batch_size
-    if theta.shape[0] < n_steps + 2 or b.shape[0] < n_steps + 2 or PB.shape[0] < n_steps + 3 \
-            or PT.shape[0] < n_steps + 3 or flush_end > t0 + n_steps:
+    if schedule.shape[0] < n_steps + 3 or schedule.shape[1] != 3 or b.shape[0] < n_steps + 2 \
+            or flush_end > t0 + n_steps:
         raise ValueError("schedule arrays are too short for this call")
     if accelerated and (alpha.shape[0] < n_steps + 2 or A.shape[0] < n_steps + 2):
         raise ValueError("alpha and A are too short for this call")
     fbuf = np.empty(batch_size)
     cdef double[::1] f = fbuf
-    sc.theta = &theta[0]
-    sc.PB = &PB[0]
-    sc.PT = &PT[0]
+    sc.rows = &schedule[0, 0]
     sc.r0 = t0
     with nogil:
         for step in range(n_steps):
             t = t0 + step + 1
             lo = step * batch_size
             hi = min(lo + batch_size, n_rows)
-            th = theta[t - 1 - t0]
+            th = schedule[t - 1 - t0, 0]
             bt = b[t - 1 - t0]
             if accelerated:
                 weight = alpha[t - t0]

@@ -223,10 +223,14 @@ def _rda_schedule(r, lam, sigma, gamma, rho, accelerated, L):
     return theta, b, np.ones_like(r), np.empty(0), np.empty(0)
 
 
-def _prefix(v):
-    out = np.empty(v.shape[0] + 1)
-    out[0] = 0.0
-    np.cumsum(v, out=out[1:])
+def _lazy_schedule(theta, b, omega):
+    """Rows (theta_r, PB, PT) of csrc/_rda.pyx: the threshold and the prefix sums
+    PB[i] = sum_{r < i} omega_r b_r, PT[i] = sum_{r < i} omega_r b_r theta_r."""
+    out = np.empty((theta.shape[0] + 1, 3))
+    out[:-1, 0], out[-1, 0] = theta, np.inf
+    out[0, 1:] = 0.0
+    np.cumsum(omega * b, out=out[1:, 1])
+    np.cumsum(omega * b * theta, out=out[1:, 2])
     return out
 
 
@@ -338,8 +342,8 @@ def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
             theta, b, omega, alpha, A = _rda_schedule(r, lam, sigma, gamma, rho, accelerated, L)
             flush_end = t0 + n_steps if accelerated else t0 + n_steps - 1
             total, status = _rda.dual_averaging_epoch(
-                *args, order, k, loss_id, loss_param, st["coords"], t0, flush_end, theta, b,
-                _prefix(omega * b), _prefix(omega * b * theta), alpha, A)
+                *args, order, k, loss_id, loss_param, st["coords"], t0, flush_end,
+                _lazy_schedule(theta, b, omega), b, alpha, A)
         _raise_status(status, "rda")
         st["t"] = t0 + n_steps
         loss_sum[0] += total
