@@ -110,6 +110,7 @@ def risk_gradient(const floating[::1] data, const index_t[::1] indices,
     cdef double value = 0.0
     cdef int status = FR_OK
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
+    check_loss_id(loss)
     if n_threads < 1 or workspace.shape[0] < n_threads - 1 or (n_threads > 1 and workspace.shape[1] != D):
         raise ValueError("workspace must have shape (n_threads - 1, len(w))")
     if w.shape[0] != D or f.shape[0] < n or g.shape[0] < n:
@@ -144,14 +145,20 @@ def risk_gradient(const floating[::1] data, const index_t[::1] indices,
     return value, status
 
 
+cdef check_loss_id(int loss):
+    if not 0 <= loss < FR_N_LOSSES:
+        raise ValueError(f"loss id must be in [0, {FR_N_LOSSES}), got {loss}")
+
+
 def loss_values(int loss, double loss_param, const double[::1] f, const double[::1] y):
     """Element-wise (l(f_i, y_i), l'(f_i, y_i)); non-finite values stay inf."""
     cdef Py_ssize_t i, n = f.shape[0]
+    check_loss_id(loss)
+    if y.shape[0] != n:
+        raise ValueError("f and y must have the same length")
     out = np.empty(n)
     deriv = np.empty(n)
     cdef double[::1] v = out, dv = deriv
-    if y.shape[0] != n:
-        raise ValueError("f and y must have the same length")
     with nogil:
         for i in range(n):
             fr_loss_batch(loss, loss_param, 1, &f[i], &y[i], NULL, &dv[i], &v[i])
@@ -161,10 +168,12 @@ def loss_values(int loss, double loss_param, const double[::1] f, const double[:
 def loss_conjugates(int loss, double loss_param, const double[::1] a, const double[::1] y):
     """Element-wise l*(a_i) for the loss at y_i (+inf outside the domain)."""
     cdef Py_ssize_t n = a.shape[0]
-    out = np.empty(n)
-    cdef double[::1] v = out
+    check_loss_id(loss)
     if y.shape[0] != n:
         raise ValueError("a and y must have the same length")
+    out = np.empty(n)
+    cdef double[::1] v = out
     if n:
-        fr_loss_conj_batch(loss, loss_param, n, &a[0], &y[0], &v[0])
+        with nogil:
+            fr_loss_conj_batch(loss, loss_param, n, &a[0], &y[0], &v[0])
     return out
