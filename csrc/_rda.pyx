@@ -1,0 +1,425 @@
+# cython: language_level=3
+"""Epoch kernels of regularized dual averaging (MATH.md 6; Xiao, JMLR 2010).
+
+Three kernels, each running one call (one or more epochs, or one streamed
+chunk) without the GIL, over rows in the order Python gives (``order``), in
+mini-batches of ``batch_size`` rows: every row of a batch is evaluated at the
+same point, then the batch's averaged gradient is applied.
+
+``dual_averaging_epoch`` -- l1-RDA, enhanced l1-RDA (rho), mixed l1/l2^2,
+l2^2 (Algorithms 1, 2 and section 2.2) and accelerated RDA (Algorithm 3).
+All these iterates have the per-coordinate form
+
+    z_r(s) = 0                              if |s| <= theta_r
+    z_r(s) = -(s - sgn(s) theta_r) * b_r    otherwise,
+
+a function of the coordinate's running (weighted) gradient sum ``s = S_j``
+and of the step r only; ``theta_r`` is nondecreasing in r.  A step therefore
+evaluates only the coordinates of its rows: O(nnz(x_i)).  The running sum of
+the iterates (``acc``, for w_bar of RDA and for the interpolated w_t of
+accelerated RDA) is kept exactly and lazily: ``last_j`` is the first step not
+yet in ``acc_j`` (S_j, acc_j, last_j sit side by side in one ``coords`` row);
+while S_j stays constant the missing terms are
+``sum_r omega_r z_r(s) = -s sum_r omega_r b_r + sgn(s) sum_r omega_r b_r theta_r``
+over the steps where |s| > theta_r, an initial segment of the window found in
+O(1) (or by bisection when the threshold is crossed inside the window).  The
+two sums come from prefix sums (``PB``, ``PT``) that Python computes once
+per call -- for l1-RDA these are the prefix sums of t^{-1/2} and t^{1/2} of
+MATH.md 6.  A coordinate is caught up just before its S_j changes, and every
+coordinate at the end of the call (``flush_end``).
+
+``pnorm_rda_epoch`` -- p-norm RDA (section 7.2).  w = theta^{-1}(g_hat) divides
+by ||g_hat||_q^{q-2}, a norm over all coordinates whose threshold lambda*t
+moves at every step, so each step costs O(d) (not O(nnz)).
+
+``truncated_gradient_epoch`` -- the baselines of section 6: SGD with the l1
+subgradient and truncated gradient (TG, period K; K = 1 is FOBOS), constant
+step eta.  A coordinate that no row touches only feels the penalty: the
+subgradient steps ``v <- v - eta lambda sgn(v)`` (which reach zero and then
+oscillate with period 2) or the truncations at multiples of K; both have an
+O(1) closed form, applied just in time (``last_j`` = last step applied, kept
+next to w_j in one ``coords`` row).
+
+The intercept is the virtual feature of value ``bias`` at coordinate
+``len(S) - 1`` when bias != 0.  Status: 0 ok, 1 a loss value overflowed,
+2 unknown loss id.
+"""
+
+import numpy as np
+from cython cimport floating
+from libc.math cimport fabs, sqrt, pow, ceil
+from libc.stdint cimport int64_t
+
+from fr_rows cimport index_t, row_view
+
+cdef extern from "fr_rda.h" nogil:
+    ctypedef double (*fr_loss_fn)(double f, double y, double p, double* d)
+    fr_loss_fn fr_loss_pointer(int kind)
+
+cdef enum:
+    STATUS_OK = 0
+    STATUS_OVERFLOW = 1
+    STATUS_BAD_LOSS = 2
+
+
+cdef inline double sgn(double x) noexcept nogil:
+    return (x > 0) - (x < 0)
+
+
+# ---------------------------------------------------------------------------
+# Lazy dual averaging (RDA, enhanced, mixed, l2^2, accelerated)
+
+cdef struct Schedule:
+    # rows i = r - r0 of (theta_r, PB[i], PT[i]), side by side so that a lookup
+    # at a lagged step touches one cache line:
+    # PB[i] = sum_{r0 <= r < r0 + i} omega_r b_r, PT[i] = sum_{r0 <= r < r0 + i} omega_r b_r theta_r
+    const double* rows
+    Py_ssize_t r0
+
+
+cdef inline double z_value(double s, double th, double b) noexcept nogil:
+    """The iterate z_r(s) at one coordinate, th = theta_r, b = b_r (closed form
+    (10)/(30) of seed 001)."""
+    if fabs(s) <= th:
+        return 0.0
+    return -(s - sgn(s) * th) * b
+
+
+cdef inline double window_sum(const Schedule* sc, double s, Py_ssize_t a,
+                              Py_ssize_t e) noexcept nogil:
+    """sum_{r=a}^{e} omega_r z_r(s) for a constant s, exactly, in O(1) (bisection
+    only when the threshold crossing falls inside the window)."""
+    cdef Py_ssize_t lo, hi, mid
+    cdef double m = fabs(s)
+    if a > e or s == 0.0:
+        return 0.0
+    cdef const double* R = sc.rows
+    lo = a - sc.r0
+    hi = e - sc.r0
+    if R[3 * lo] >= m:
+        return 0.0
+    if R[3 * hi] >= m:
+        # theta[lo] < m <= theta[hi]: find the last step with theta < m
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if R[3 * mid] < m:
+                lo = mid
+            else:
+                hi = mid
+        hi = lo
+    lo = a - sc.r0
+    return (-s * (R[3 * (hi + 1) + 1] - R[3 * lo + 1])
+            + sgn(s) * (R[3 * (hi + 1) + 2] - R[3 * lo + 2]))
+
+
+cdef inline void catch_up(const Schedule* sc, double* cj, Py_ssize_t upto) noexcept nogil:
+    """Coordinate state cj = (S_j, acc_j, last_j): add the terms
+    r = last_j .. upto - 1 to acc_j."""
+    cdef Py_ssize_t last = <Py_ssize_t>cj[2]
+    if last < upto:
+        cj[1] += window_sum(sc, cj[0], last, upto - 1)
+        cj[2] = <double>upto
+
+
+cdef inline double lazy_coord(const Schedule* sc, double* cj, Py_ssize_t t, double th,
+                              double b, bint accelerated, double mix,
+                              double A_prev) noexcept nogil:
+    """Coordinate j of the point where step t queries the gradient, th = theta_{t-1},
+    b = b_{t-1}: RDA: w_t = z_{t-1}(S_j); accelerated: u_t = (1 - theta_t) w_{t-1}
+    + theta_t v_{t-1} with w_{t-1} = acc_j / A_{t-1} (acc caught up to step t - 1)."""
+    cdef double v = z_value(cj[0], th, b)
+    if not accelerated:
+        return v
+    catch_up(sc, cj, t)
+    if A_prev == 0.0:
+        return mix * v
+    return (1.0 - mix) * (cj[1] / A_prev) + mix * v
+
+
+def dual_averaging_epoch(const floating[::1] data, const index_t[::1] indices,
+                         const index_t[::1] indptr, bint dense, double bias,
+                         const double[::1] y, const double[::1] sample_weight,
+                         const int64_t[::1] order, Py_ssize_t batch_size,
+                         int loss, double loss_param, double[:, ::1] coords,
+                         Py_ssize_t t0, Py_ssize_t flush_end,
+                         const double[:, ::1] schedule, const double[::1] b,
+                         const double[::1] alpha, const double[::1] A):
+    """Run the steps t = t0 + 1 .. t0 + ceil(len(order) / batch_size).
+
+    ``coords`` (n_weights x 3) holds per coordinate (S_j, acc_j, last_j), side by
+    side so that a step touches one cache line per coordinate.  ``schedule``
+    row i = r - t0 holds (theta_r, PB[i], PT[i]) for r = t0 .. t0 + n_steps + 2
+    (theta of the last row unused); ``b[r - t0]`` for r = t0 .. t0 + n_steps + 1.
+    ``alpha``/``A`` empty: plain
+    RDA, S_j = sum of gradients; else accelerated RDA with S_j = sum_t alpha_t
+    g_t and ``alpha[r - t0]``, ``A[r - t0]`` as in Algorithm 3.  On return
+    every acc_j holds the terms r <= flush_end.
+    Returns (sum of c_i l_i at the query points, status).
+    """
+    cdef Py_ssize_t D = coords.shape[0], d = D - (bias != 0.0)
+    cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, t, lo, hi, q, i, kk, nnz, j
+    cdef bint accelerated = alpha.shape[0] > 0
+    cdef bint weighted = sample_weight.shape[0] > 0
+    cdef double fval, deriv, lval, c, coef, mix = 1.0, A_prev = 0.0, weight = 1.0
+    cdef double th, bt, total = 0.0
+    cdef double* cs = &coords[0, 0]
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef Schedule sc
+    cdef fr_loss_fn fn = fr_loss_pointer(loss)
+    if fn == NULL:
+        return 0.0, STATUS_BAD_LOSS
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    if coords.shape[1] != 3:
+        raise ValueError("coords must have shape (n_weights, 3)")
+    n_steps = (n_rows + batch_size - 1) // batch_size
+    if schedule.shape[0] < n_steps + 3 or schedule.shape[1] != 3 or b.shape[0] < n_steps + 2 \
+            or flush_end > t0 + n_steps:
+        raise ValueError("schedule arrays are too short for this call")
+    if accelerated and (alpha.shape[0] < n_steps + 2 or A.shape[0] < n_steps + 2):
+        raise ValueError("alpha and A are too short for this call")
+    fbuf = np.empty(batch_size)
+    cdef double[::1] f = fbuf
+    sc.rows = &schedule[0, 0]
+    sc.r0 = t0
+    with nogil:
+        for step in range(n_steps):
+            t = t0 + step + 1
+            lo = step * batch_size
+            hi = min(lo + batch_size, n_rows)
+            th = schedule[t - 1 - t0, 0]
+            bt = b[t - 1 - t0]
+            if accelerated:
+                weight = alpha[t - t0]
+                mix = alpha[t - t0] / A[t - t0]
+                A_prev = A[t - 1 - t0]
+            # 1. query point at the rows of the batch
+            for q in range(lo, hi):
+                i = order[q]
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                fval = 0.0
+                for kk in range(nnz):
+                    fval += val[kk] * lazy_coord(&sc, cs + 3 * idx[kk], t, th, bt,
+                                                 accelerated, mix, A_prev)
+                if bias != 0.0:
+                    fval += bias * lazy_coord(&sc, cs + 3 * d, t, th, bt, accelerated, mix,
+                                              A_prev)
+                f[q - lo] = fval
+            # 2. the (weighted) averaged gradient enters the running sums
+            for q in range(lo, hi):
+                i = order[q]
+                c = sample_weight[i] if weighted else 1.0
+                lval = fn(f[q - lo], y[i], loss_param, &deriv)
+                total += c * lval
+                coef = weight * c * deriv / (hi - lo)
+                if coef == 0.0:
+                    continue
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                for kk in range(nnz):
+                    j = idx[kk]
+                    catch_up(&sc, cs + 3 * j, t)
+                    cs[3 * j] += coef * val[kk]
+                if bias != 0.0:
+                    catch_up(&sc, cs + 3 * d, t)
+                    cs[3 * d] += coef * bias
+        for j in range(D):
+            catch_up(&sc, cs + 3 * j, flush_end + 1)
+    return total, (STATUS_OK if total == total and fabs(total) < 1e308 else STATUS_OVERFLOW)
+
+
+# ---------------------------------------------------------------------------
+# p-norm RDA (section 7.2): O(d) per step
+
+def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
+                    const index_t[::1] indptr, bint dense, double bias,
+                    const double[::1] y, const double[::1] sample_weight,
+                    const int64_t[::1] order, Py_ssize_t batch_size,
+                    int loss, double loss_param,
+                    double[::1] S, double[::1] acc, double[::1] w, Py_ssize_t t0,
+                    double lam, double gamma, double rho, double p):
+    """Steps t = t0 + 1 ..: w_t = theta^{-1}(g_hat_{t-1}) with
+    g_hat_r = -((p - 1) / (gamma sqrt(r))) shrink(S, lam r + gamma rho sqrt(r))
+    and theta^{-1}_j(g) = sgn(g_j) |g_j|^{q-1} / ||g||_q^{q-2}; acc += w_t.
+    ``w`` (len(S)) receives the last query point.  Returns (loss sum, status)."""
+    cdef Py_ssize_t D = S.shape[0], d = D - (bias != 0.0)
+    cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, t, lo, hi, q, i, kk, nnz, j
+    cdef bint weighted = sample_weight.shape[0] > 0
+    cdef double fval, deriv, lval, c, coef, total = 0.0
+    cdef double q_exp = p / (p - 1.0), th, m, norm_q, scale, r
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef fr_loss_fn fn = fr_loss_pointer(loss)
+    if fn == NULL:
+        return 0.0, STATUS_BAD_LOSS
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    if acc.shape[0] != D or w.shape[0] != D:
+        raise ValueError("S, acc and w must have the same length")
+    n_steps = (n_rows + batch_size - 1) // batch_size
+    fbuf = np.empty(batch_size)
+    cdef double[::1] f = fbuf
+    with nogil:
+        for step in range(n_steps):
+            t = t0 + step + 1
+            lo = step * batch_size
+            hi = min(lo + batch_size, n_rows)
+            # 1. w_t over all coordinates: the norm of g_hat needs every one
+            r = <double>(t - 1)
+            th = lam * r + gamma * rho * sqrt(r)
+            norm_q = 0.0
+            for j in range(D):
+                m = fabs(S[j]) - th
+                if m > 0.0:
+                    norm_q += pow(m, q_exp)
+            if norm_q > 0.0:
+                # |g_hat_j| = k m_j with k = (p-1)/(gamma sqrt r); w_j = -sgn k m^{q-1} / N^{(q-2)/q}
+                scale = (p - 1.0) / (gamma * sqrt(r)) / pow(norm_q, (q_exp - 2.0) / q_exp)
+                for j in range(D):
+                    m = fabs(S[j]) - th
+                    w[j] = -sgn(S[j]) * scale * pow(m, q_exp - 1.0) if m > 0.0 else 0.0
+                    acc[j] += w[j]
+            else:
+                for j in range(D):
+                    w[j] = 0.0
+            # 2. gradient at w_t
+            for q in range(lo, hi):
+                i = order[q]
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                fval = 0.0
+                for kk in range(nnz):
+                    fval += val[kk] * w[idx[kk]]
+                if bias != 0.0:
+                    fval += bias * w[d]
+                f[q - lo] = fval
+            for q in range(lo, hi):
+                i = order[q]
+                c = sample_weight[i] if weighted else 1.0
+                lval = fn(f[q - lo], y[i], loss_param, &deriv)
+                total += c * lval
+                coef = c * deriv / (hi - lo)
+                if coef == 0.0:
+                    continue
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                for kk in range(nnz):
+                    S[idx[kk]] += coef * val[kk]
+                if bias != 0.0:
+                    S[d] += coef * bias
+    return total, (STATUS_OK if total == total and fabs(total) < 1e308 else STATUS_OVERFLOW)
+
+
+# ---------------------------------------------------------------------------
+# Baselines: SGD with the l1 subgradient and truncated gradient
+
+cdef inline double idle_steps(double v, Py_ssize_t a, Py_ssize_t e, double c, Py_ssize_t K,
+                              bint truncate) noexcept nogil:
+    """v after the penalty-only steps r = a .. e.
+
+    SGD-l1 (truncate=0): v <- v - c sgn(v) each step; it reaches the other side
+    of zero after k = ceil(|v|/c) steps and then alternates with period 2.
+    TG (truncate=1): at each r with r % K == 0, v <- sgn(v) max(|v| - c K, 0)."""
+    cdef Py_ssize_t n = e - a + 1, k
+    cdef double s = sgn(v), v2
+    if n <= 0 or v == 0.0 or c == 0.0:
+        return v
+    if truncate:
+        n = e // K - (a - 1) // K
+        return s * max(fabs(v) - n * (c * K), 0.0) if n > 0 else v
+    k = <Py_ssize_t>ceil(fabs(v) / c)
+    if k < 1:
+        k = 1
+    # make k the exact first step count at which the sign is lost
+    while k > 1 and sgn(v - (k - 1) * c * s) != s:
+        k -= 1
+    while sgn(v - k * c * s) == s:
+        k += 1
+    if n < k:
+        return v - n * c * s
+    v2 = v - k * c * s
+    if v2 == 0.0 or (n - k) % 2 == 0:
+        return v2
+    return v2 + c * s
+
+
+def truncated_gradient_epoch(const floating[::1] data, const index_t[::1] indices,
+                             const index_t[::1] indptr, bint dense, double bias,
+                             const double[::1] y, const double[::1] sample_weight,
+                             const int64_t[::1] order, Py_ssize_t batch_size,
+                             int loss, double loss_param, double[:, ::1] coords,
+                             Py_ssize_t t0, double eta, double lam, Py_ssize_t K,
+                             bint truncate):
+    """Steps t = t0 + 1 .. of SGD-l1 (truncate=0):
+    w_{t+1} = w_t - eta (g_t + lam sgn(w_t)), or TG (truncate=1):
+    w_{t+1} = trnc(w_t - eta g_t, eta lam K) when t % K == 0 (seed 001 (29),
+    theta = inf).  ``coords`` (n_weights x 2) holds per coordinate (w_j, last_j):
+    w_j is the value after step last_j; on return every coordinate is brought
+    to the last step.  Returns (loss sum, status)."""
+    cdef Py_ssize_t D = coords.shape[0], d = D - (bias != 0.0)
+    cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, t, lo, hi, q, i, kk, nnz, j, t_end
+    cdef bint weighted = sample_weight.shape[0] > 0
+    cdef double fval, deriv, lval, c, coef, total = 0.0, pen = eta * lam
+    cdef double* cs = &coords[0, 0]
+    cdef double* cj
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef fr_loss_fn fn = fr_loss_pointer(loss)
+    if fn == NULL:
+        return 0.0, STATUS_BAD_LOSS
+    if batch_size < 1 or K < 1:
+        raise ValueError("batch_size and K must be >= 1")
+    if coords.shape[1] != 2:
+        raise ValueError("coords must have shape (n_weights, 2)")
+    n_steps = (n_rows + batch_size - 1) // batch_size
+    t_end = t0 + n_steps
+    fbuf = np.empty(batch_size)
+    cdef double[::1] f = fbuf
+    with nogil:
+        for step in range(n_steps):
+            t = t0 + step + 1
+            lo = step * batch_size
+            hi = min(lo + batch_size, n_rows)
+            # 1. bring the batch's coordinates to w_t, evaluate
+            for q in range(lo, hi):
+                i = order[q]
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                fval = 0.0
+                for kk in range(nnz + (bias != 0.0)):
+                    cj = cs + 2 * (idx[kk] if kk < nnz else d)
+                    if cj[1] < t - 1:
+                        cj[0] = idle_steps(cj[0], <Py_ssize_t>cj[1] + 1, t - 1, pen, K, truncate)
+                        cj[1] = t - 1
+                    fval += (val[kk] if kk < nnz else bias) * cj[0]
+                f[q - lo] = fval
+            # 2. gradient step (SGD-l1: with the penalty subgradient at w_t)
+            for q in range(lo, hi):
+                i = order[q]
+                c = sample_weight[i] if weighted else 1.0
+                lval = fn(f[q - lo], y[i], loss_param, &deriv)
+                total += c * lval
+                coef = eta * c * deriv / (hi - lo)
+                if coef == 0.0:
+                    continue
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                for kk in range(nnz + (bias != 0.0)):
+                    cj = cs + 2 * (idx[kk] if kk < nnz else d)
+                    if not truncate and cj[1] == t - 1:
+                        cj[0] -= pen * sgn(cj[0])
+                        cj[1] = t
+                    cj[0] -= coef * (val[kk] if kk < nnz else bias)
+            # 3. TG: truncate the touched coordinates at multiples of K
+            if truncate:
+                for q in range(lo, hi):
+                    i = order[q]
+                    nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                    for kk in range(nnz + (bias != 0.0)):
+                        cj = cs + 2 * (idx[kk] if kk < nnz else d)
+                        if cj[1] == t - 1:
+                            if t % K == 0:
+                                cj[0] = sgn(cj[0]) * max(fabs(cj[0]) - pen * K, 0.0)
+                            cj[1] = t
+        for j in range(D):
+            cj = cs + 2 * j
+            if cj[1] < t_end:
+                cj[0] = idle_steps(cj[0], <Py_ssize_t>cj[1] + 1, t_end, pen, K, truncate)
+                cj[1] = t_end
+    return total, (STATUS_OK if total == total and fabs(total) < 1e308 else STATUS_OVERFLOW)

@@ -1,0 +1,448 @@
+"""Regularized dual averaging (Xiao, JMLR 2010; seed 001, MATH.md 6) and its baselines.
+
+RDA (Algorithm 1) keeps the sum of all past (mini-batch) subgradients
+``S = sum_t g_t`` and takes
+``w_{t+1} = argmin_w <S/t, w> + Psi(w) + (beta_t / t) h(w)``, which here is, per
+coordinate and in closed form (seed 001 (10), (30), section 2.2),
+
+    w_{t+1,j} = -shrink(S_j, lambda t + gamma rho sqrt(t)) / (sigma t + gamma sqrt(t)),
+
+``shrink(s, c) = sgn(s) max(|s| - c, 0)``, with the objective's regularizer
+``alpha * Omega(w)`` read as ``Psi(w) = lambda ||w||_1 + (sigma/2) ||w||^2``:
+
+=================  ==========================  ==============================
+problem.penalty    lambda                      sigma
+=================  ==========================  ==============================
+"l1"               alpha                       0       (l1-RDA, Algorithm 2)
+"elasticnet"       alpha * l1_ratio            alpha * (1 - l1_ratio) (mixed)
+"l2"               0                           alpha   (l2^2-RDA)
+=================  ==========================  ==============================
+
+Parameters of the method (all documented on ``solve_rda``):
+
+* ``gamma`` -- beta_t = gamma sqrt(t), h(w) = 0.5||w||^2 (+ rho ||w||_1).  The
+  paper's best choice is gamma* = G / D (Corollary 2).  Default: for
+  sigma = 0 (and for accelerated RDA), G / D_hat with G = L_loss max_i ||x_i||
+  and D_hat = sqrt(R_emp(0) / (lambda sqrt 2)) (see ``_default_gamma``: a
+  measured heuristic, not a guarantee); for sigma > 0 the paper's beta_t = 0
+  (section 2.2), i.e. gamma = 0.
+* ``rho`` -- enhanced l1-RDA (Algorithm 2): h_rho = 0.5||w||^2 + rho ||w||_1,
+  threshold lambda + gamma rho / sqrt(t).  Default 0.  The paper's MNIST runs
+  use gamma = 5000, gamma rho = 25.
+* ``p_norm`` -- p-norm RDA (section 7.2), h = ||w||_p^2 / (2(p-1)), p in (1, 2].
+* ``accelerated`` -- Algorithm 3 with alpha_t = t/2, beta_t = gamma (t+1)^{3/2}/2
+  (Corollary 7) for smooth losses; ``L`` the Lipschitz constant of the
+  gradient of the average loss (default: loss curvature * max_i c_i ||x_i||^2).
+
+Cost per step: every variant except p-norm is O(nnz(x_i)) per example
+(lazy coordinates and exact lazy averaging, see csrc/_rda.pyx).  p-norm RDA
+costs O(d) per step: the link map divides by ||g_hat||_q^{q-2}, a norm over
+every coordinate whose threshold lambda t moves at every step.
+
+Baselines of section 6 (same framework, same lazy O(nnz) steps):
+``solve_sgd_l1`` (SGD with the subgradient of lambda ||w||_1) and
+``solve_truncated_gradient`` (TG of Langford et al., period K; K = 1 is FOBOS),
+both with the paper's constant step ``eta = sqrt(2/T) / gamma`` by default
+(T = total number of steps, seed 001 (19)).
+
+Streaming: every solver here takes ``state=`` (``result.extra["state"]`` of
+the previous call) and continues exactly where it stopped, so feeding chunks
+one after another (``shuffle=False``) gives the iterates of one pass over
+their concatenation.  ``max_iter`` counts epochs over the given Problem.
+
+Stopping: ``max_iter`` epochs / ``time_limit``.  A certified bound on
+J(w) - J* exists only when J is strongly convex (sigma > 0): by strong
+convexity ``J(w) - J* <= dist(0, dJ(w))^2 / (2 sigma)``, computed from one
+full oracle call (for penalty="l2" this is MATH.md 4, Lemma 5).  For pure l1
+there is no certificate: the bound is NaN and the solver stops on its budget.
+"""
+
+import math
+import numbers
+
+import numpy as np
+
+from fastrisk import _rda
+from fastrisk.stopping import Monitor
+
+STATUS_MESSAGES = {1: "a loss value overflowed (inf/NaN): lower the step size or gamma",
+                   2: "the loss has no kernel"}
+
+# curvature bound of l'' for the smooth scalar losses (accelerated RDA's L)
+_CURVATURE = {"logistic": 0.25, "squared": 1.0, "squared_hinge": 1.0,
+              "squared_zero_margin": 1.0, "huber": 1.0}
+
+
+# ---------------------------------------------------------------------------
+# validation and shared pieces
+
+def _check_problem(problem, solver, penalties):
+    from fastrisk.problem import Problem
+
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a fastrisk.Problem, got {type(problem).__name__}")
+    if problem.loss.spec.vector or problem.loss.spec.kernel_id < 0:
+        raise ValueError(f"{solver} needs a scalar loss, got loss={problem.loss.name!r}")
+    if problem.penalty not in penalties:
+        raise ValueError(f"{solver} supports penalty in {penalties}, got {problem.penalty!r}")
+
+
+def _psi(problem):
+    """(lambda, sigma) of Psi = lambda ||w||_1 + sigma/2 ||w||^2 = alpha * Omega."""
+    a = problem.alpha
+    if problem.penalty == "l1":
+        return a, 0.0
+    if problem.penalty == "elasticnet":
+        r = problem.regularizer.l1_ratio
+        return a * r, a * (1.0 - r)
+    return 0.0, a
+
+
+def _check_number(value, name, low=0.0, low_open=False, high=math.inf):
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not np.isfinite(value) \
+            or not (value > low if low_open else value >= low) or value > high:
+        bound = f"{'>' if low_open else '>='} {low}" + (f" and <= {high}" if high < math.inf else "")
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return float(value)
+
+
+def _check_int(value, name, low=1):
+    if not isinstance(value, (numbers.Integral, np.integer)) or isinstance(value, bool) \
+            or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def _default_gamma(problem, lam):
+    """gamma = G / D_hat (Corollary 2's gamma* = G/D with estimates).
+
+    G = L_loss * max_i ||x_i|| bounds the stochastic subgradients (L_loss = 1 for
+    losses without a Lipschitz constant).  A priori D^2 = ||w*||^2/2 <= D_1^2
+    with D_1 = R_emp(0) / (lambda sqrt 2), because lambda ||w*||_1 <= J(0); that
+    bound is far too loose for small lambda, and D = 1 ignores the data, so
+    D_hat = sqrt(D_1) (their geometric mean; 1 when lambda = 0).  A heuristic:
+    on Reuters money-fx it lands within 3x of the best gamma for lambda from
+    1e-5 to 1e-3 (benchmarks/bench_rda.py); tune gamma as the paper does.
+    """
+    lip = problem.loss.spec.lipschitz or 1.0
+    G = lip * math.sqrt(float(problem.data.row_sqnorms().max()))
+    risk0 = problem.risk(np.zeros(problem.n_weights))
+    D1 = risk0 / (lam * math.sqrt(2.0)) if lam > 0 and risk0 > 0 else 1.0
+    return G / math.sqrt(D1)
+
+
+def _kernel_args(problem):
+    d = problem.data
+    c = problem.sample_weight if problem.sample_weight is not None else np.empty(0)
+    return (d.data, d.indices, d.indptr, d.dense, d.bias, problem.y, c)
+
+
+def _orders(problem, epochs, shuffle, random_state):
+    """One row order per epoch: a fresh permutation (shuffle) or 0..m-1."""
+    m = problem.n_samples
+    if not shuffle:
+        for _ in range(epochs):
+            yield np.arange(m, dtype=np.int64)
+        return
+    rng = np.random.default_rng(random_state)
+    for _ in range(epochs):
+        yield rng.permutation(m).astype(np.int64)
+
+
+def _raise_status(status, solver):
+    if status != 0:
+        raise FloatingPointError(f"{solver}: {STATUS_MESSAGES.get(status, status)}")
+
+
+def _strong_convexity_bound(problem, w, lam, sigma):
+    """(J(w), dist(0, dJ(w))^2 / (2 sigma)) -- NaN bound when sigma == 0."""
+    risk, a = problem.oracle(w)
+    J = problem.alpha * problem.regularizer.value(w) + risk
+    if sigma == 0.0:
+        return J, math.nan
+    g = np.where(w != 0, a + lam * np.sign(w) + sigma * w,
+                 np.sign(a) * np.maximum(np.abs(a) - lam, 0.0))
+    return J, float(g @ g) / (2.0 * sigma)
+
+
+def _new_or_check_state(state, solver, config, fresh):
+    """A fresh state, or ``state`` after checking it continues the same run."""
+    if state is None:
+        return fresh()
+    if not isinstance(state, dict) or state.get("solver") != solver:
+        raise ValueError(f"state must be result.extra['state'] of a previous {solver} call")
+    if state["config"] != config:
+        raise ValueError(f"state was made with different settings {state['config']} "
+                         f"(this call: {config})")
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
+
+
+def _run(problem, solver, *, tol, max_iter, time_limit, callback, verbose, eval_every,
+         epoch, output, lam, sigma, average):
+    """The epoch loop shared by every solver here: run ``epoch(order)``, then
+    evaluate J (and the certificate) every ``eval_every`` epochs."""
+    eval_every = _check_int(eval_every, "eval_every", low=0)
+    mon = Monitor(problem, solver, tol=tol, max_iter=max_iter, time_limit=time_limit,
+                  callback=callback, verbose=verbose)
+    status = "max_iter"
+    for it in range(1, max_iter + 1):
+        epoch(it)
+        evaluate = eval_every and (it % eval_every == 0 or it == max_iter)
+        # w is O(d) to form: only when it is evaluated, seen or returned
+        w = output(average) if evaluate or callback is not None or it == max_iter else None
+        if evaluate:
+            J, bound = _strong_convexity_bound(problem, w, lam, sigma)
+        else:
+            J, bound = math.nan, math.nan
+        stop = mon.check(it, w, J, bound, keep_best=False)
+        if stop is not None:
+            status = stop
+            if w is None:
+                mon.best_w = output(average)
+            break
+    return mon, status, it
+
+
+# ---------------------------------------------------------------------------
+# RDA
+
+def _rda_schedule(r, lam, sigma, gamma, rho, accelerated, L):
+    """theta_r, b_r, omega_r of the lazy form (csrc/_rda.pyx) for steps r."""
+    r = r.astype(np.float64)
+    if accelerated:
+        alpha = r / 2.0                                   # (37)
+        A = r * (r + 1.0) / 4.0
+        beta = gamma * (r + 1.0) ** 1.5 / 2.0             # (38)
+        theta = lam * A + rho * (L + beta)
+        b = 1.0 / (sigma * A + L + beta)
+        return theta, b, alpha, alpha, A
+    sq = np.sqrt(r)
+    theta = lam * r + gamma * rho * sq
+    den = sigma * r + gamma * sq
+    b = np.divide(1.0, den, out=np.zeros_like(den), where=r > 0)   # w_1 = 0
+    return theta, b, np.ones_like(r), np.empty(0), np.empty(0)
+
+
+def _lazy_schedule(theta, b, omega):
+    """Rows (theta_r, PB, PT) of csrc/_rda.pyx: the threshold and the prefix sums
+    PB[i] = sum_{r < i} omega_r b_r, PT[i] = sum_{r < i} omega_r b_r theta_r."""
+    out = np.empty((theta.shape[0] + 1, 3))
+    out[:-1, 0], out[-1, 0] = theta, np.inf
+    out[0, 1:] = 0.0
+    np.cumsum(omega * b, out=out[1:, 1])
+    np.cumsum(omega * b * theta, out=out[1:, 2])
+    return out
+
+
+def _rda_final(S, t, lam, sigma, gamma, rho):
+    """w_{t+1} = z_t(S) (seed 001 (10)/(30), section 2.2)."""
+    if t == 0:
+        return np.zeros_like(S)
+    th = lam * t + gamma * rho * math.sqrt(t)
+    b = 1.0 / (sigma * t + gamma * math.sqrt(t))
+    return np.where(np.abs(S) <= th, 0.0, -(S - np.sign(S) * th) * b)
+
+
+def _pnorm_final(S, t, lam, gamma, rho, p):
+    """w_{t+1} = theta^{-1}(g_hat_t) (seed 001 section 7.2)."""
+    if t == 0:
+        return np.zeros_like(S)
+    q = p / (p - 1.0)
+    m = np.maximum(np.abs(S) - (lam * t + gamma * rho * math.sqrt(t)), 0.0)
+    N = float(np.sum(m ** q))
+    if N == 0.0:
+        return np.zeros_like(S)
+    scale = (p - 1.0) / (gamma * math.sqrt(t)) / N ** ((q - 2.0) / q)
+    return -np.sign(S) * scale * m ** (q - 1.0)
+
+
+def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None, verbose=0,
+              random_state=None, gamma=None, rho=0.0, batch_size=1, p_norm=None,
+              accelerated=False, L=None, average=False, shuffle=True, eval_every=1,
+              state=None):
+    """Regularized dual averaging (seed 001 Algorithms 1-3, MATH.md 6).
+
+    Parameters
+    ----------
+    problem : Problem with penalty "l1", "elasticnet" or "l2" and a scalar loss.
+    tol : stop when the certified bound (strongly convex J only) is <= tol * J.
+    max_iter : number of epochs over ``problem``'s rows.
+    gamma : beta_t = gamma sqrt(t) (see the module docstring for the default).
+    rho : sparsity-enhancing parameter of Algorithm 2 (>= 0).
+    batch_size : k rows per step; the step's subgradient is their average.
+    p_norm : None (h = 0.5||w||^2) or p in (1, 2] for p-norm RDA (penalty "l1";
+        O(d) per step).
+    accelerated : Algorithm 3 (smooth losses; returns w_t, no averaging).
+    L : Lipschitz constant of the average loss's gradient (accelerated only).
+    average : return w_bar_T (the iterate of the convergence theorems) as
+        ``result.w`` instead of the last iterate w_{T+1} (the sparse one).
+    shuffle : a fresh permutation per epoch (from random_state) or row order.
+    eval_every : evaluate J (one full oracle pass) every k epochs and at the
+        end; 0 never (history objective NaN).
+    state : ``result.extra["state"]`` of a previous call to continue from.
+
+    Returns a Result; ``extra`` holds ``w_bar`` (not for accelerated),
+    ``w_last``, ``n_steps`` (total), ``gamma``, ``L``, ``state``.
+    """
+    _check_problem(problem, "rda", ("l1", "elasticnet", "l2"))
+    lam, sigma = _psi(problem)
+    rho = _check_number(rho, "rho")
+    k = _check_int(batch_size, "batch_size")
+    if isinstance(state, dict) and "config" in state:   # streaming: keep the first call's
+        gamma = state["config"][3] if gamma is None else gamma   # data-dependent defaults
+        L = state["config"][8] if L is None else L
+    max_iter = _check_int(max_iter, "max_iter")
+    if gamma is None:
+        gamma = _default_gamma(problem, lam) if sigma == 0.0 or accelerated else 0.0
+    gamma = _check_number(gamma, "gamma")
+    if p_norm is not None:
+        p_norm = _check_number(p_norm, "p_norm", low=1.0, low_open=True, high=2.0)
+        if sigma > 0.0 or accelerated:
+            raise ValueError("p_norm RDA is defined for penalty='l1' without acceleration")
+    if accelerated:
+        if not problem.loss.spec.smooth:
+            raise ValueError(f"accelerated RDA needs a smooth loss, got {problem.loss.name!r}")
+        if L is None:
+            curv = (1.0 / problem.loss.param if problem.loss.name == "smoothed_hinge"
+                    else _CURVATURE.get(problem.loss.name))
+            if curv is None:
+                raise ValueError(f"give L for the {problem.loss.name!r} loss (its gradient has "
+                                 "no global Lipschitz constant)")
+            c = problem.sample_weight.max() if problem.sample_weight is not None else 1.0
+            L = curv * c * float(problem.data.row_sqnorms().max())
+        L = _check_number(L, "L")
+        if L + gamma == 0.0:
+            raise ValueError("accelerated RDA needs L + gamma > 0")
+    elif sigma == 0.0 and gamma == 0.0:
+        raise ValueError("gamma must be > 0 when Psi is not strongly convex (seed 001 (13))")
+    D = problem.n_weights
+    config = (D, lam, sigma, gamma, rho, k, p_norm, bool(accelerated), L)
+    # coords[:, 0] = S (gradient sums), [:, 1] = acc (running sum of iterates),
+    # [:, 2] = last (first step not yet in acc; after a call every coordinate is current)
+    st = _new_or_check_state(state, "rda", config, lambda: {
+        "solver": "rda", "config": config, "t": 0, "coords": np.zeros((D, 3))})
+    S, acc = st["coords"][:, 0], st["coords"][:, 1]
+    args = _kernel_args(problem)
+    loss_id, loss_param = problem.loss.spec.kernel_id, problem.loss.param
+    orders = _orders(problem, max_iter, shuffle, random_state)
+    n_steps = -(-problem.n_samples // k)
+
+    loss_sum = [0.0]
+
+    def epoch(_):
+        order, t0 = next(orders), st["t"]
+        if p_norm is not None:
+            w_query = np.zeros(D)
+            S_c, acc_c = np.ascontiguousarray(S), np.ascontiguousarray(acc)
+            total, status = _rda.pnorm_rda_epoch(*args, order, k, loss_id, loss_param, S_c,
+                                                 acc_c, w_query, t0, lam, gamma, rho, p_norm)
+            S[:], acc[:] = S_c, acc_c
+        else:
+            r = np.arange(t0, t0 + n_steps + 2)
+            theta, b, omega, alpha, A = _rda_schedule(r, lam, sigma, gamma, rho, accelerated, L)
+            flush_end = t0 + n_steps if accelerated else t0 + n_steps - 1
+            total, status = _rda.dual_averaging_epoch(
+                *args, order, k, loss_id, loss_param, st["coords"], t0, flush_end,
+                _lazy_schedule(theta, b, omega), b, alpha, A)
+        _raise_status(status, "rda")
+        st["t"] = t0 + n_steps
+        loss_sum[0] += total
+
+    def output(avg):
+        t = st["t"]
+        if accelerated:
+            return acc / (t * (t + 1.0) / 4.0)
+        if avg:
+            return acc / t
+        if p_norm is not None:
+            return _pnorm_final(S, t, lam, gamma, rho, p_norm)
+        return _rda_final(S, t, lam, sigma, gamma, rho)
+
+    mon, status, it = _run(problem, "rda", tol=tol, max_iter=max_iter, time_limit=time_limit,
+                           callback=callback, verbose=verbose, eval_every=eval_every,
+                           epoch=epoch, output=output, lam=lam, sigma=sigma,
+                           average=average and not accelerated)
+    extra = {"state": st, "n_steps": st["t"], "gamma": gamma, "L": L, "loss_sum": loss_sum[0]}
+    if accelerated:
+        extra["w_last"] = mon.best_w
+    elif average:
+        extra["w_bar"], extra["w_last"] = mon.best_w, output(False)
+    else:
+        extra["w_bar"], extra["w_last"] = output(True), mon.best_w
+    return mon.result(status, it, **extra)
+
+
+# ---------------------------------------------------------------------------
+# Baselines: SGD with the l1 subgradient, truncated gradient (TG / FOBOS)
+
+def _solve_truncation(problem, solver, truncate, *, tol, max_iter, time_limit, callback, verbose,
+                      random_state, eta, gamma, K, batch_size, shuffle, eval_every, state):
+    _check_problem(problem, solver, ("l1",))
+    lam = problem.alpha
+    k = _check_int(batch_size, "batch_size")
+    K = _check_int(K, "K")
+    max_iter = _check_int(max_iter, "max_iter")
+    n_steps = -(-problem.n_samples // k)
+    if eta is None:
+        if state is not None and isinstance(state, dict) and "eta" in state:
+            eta = state["eta"]
+        else:
+            g = (_default_gamma(problem, lam) if gamma is None
+                 else _check_number(gamma, "gamma", low_open=True))
+            eta = math.sqrt(2.0 / (max_iter * n_steps)) / g       # seed 001 (19)
+    eta = _check_number(eta, "eta", low_open=True)
+    D = problem.n_weights
+    config = (D, lam, eta, K, k, bool(truncate))
+    # coords[:, 0] = w, [:, 1] = last step applied to that coordinate
+    st = _new_or_check_state(state, solver, config, lambda: {
+        "solver": solver, "config": config, "eta": eta, "t": 0, "coords": np.zeros((D, 2))})
+    args = _kernel_args(problem)
+    orders = _orders(problem, max_iter, shuffle, random_state)
+    loss_sum = [0.0]
+
+    def epoch(_):
+        total, status = _rda.truncated_gradient_epoch(
+            *args, next(orders), k, problem.loss.spec.kernel_id, problem.loss.param,
+            st["coords"], st["t"], eta, lam, K, truncate)
+        _raise_status(status, solver)
+        st["t"] += n_steps
+        loss_sum[0] += total
+
+    mon, status, it = _run(problem, solver, tol=tol, max_iter=max_iter, time_limit=time_limit,
+                           callback=callback, verbose=verbose, eval_every=eval_every,
+                           epoch=epoch, output=lambda avg: st["coords"][:, 0].copy(), lam=lam, sigma=0.0,
+                           average=False)
+    return mon.result(status, it, state=st, n_steps=st["t"], eta=eta, loss_sum=loss_sum[0])
+
+
+def solve_sgd_l1(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None, verbose=0,
+                 random_state=None, eta=None, gamma=None, batch_size=1, shuffle=True,
+                 eval_every=1, state=None):
+    """SGD with the l1 subgradient, w_{t+1} = w_t - eta (g_t + lambda sgn(w_t)) (seed 001 s. 6).
+
+    penalty must be "l1" (lambda = alpha).  Constant step ``eta``; default
+    ``sqrt(2/T)/gamma`` with T = max_iter * ceil(m / batch_size) and gamma as in
+    solve_rda (seed 001 (19)).  O(nnz(x_i)) per step: idle coordinates get
+    their subgradient steps in closed form just in time.  No certificate
+    (bound NaN).  ``state`` continues a previous call (streaming).
+    """
+    return _solve_truncation(problem, "sgd_l1", False, tol=tol, max_iter=max_iter,
+                             time_limit=time_limit, callback=callback, verbose=verbose,
+                             random_state=random_state, eta=eta, gamma=gamma, K=1,
+                             batch_size=batch_size, shuffle=shuffle, eval_every=eval_every,
+                             state=state)
+
+
+def solve_truncated_gradient(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
+                             verbose=0, random_state=None, K=1, eta=None, gamma=None,
+                             batch_size=1, shuffle=True, eval_every=1, state=None):
+    """Truncated gradient (Langford et al.; seed 001 (29), theta = inf): an SGD step
+    w - eta g_t, and every K-th step the soft threshold eta lambda K.  K = 1 is
+    FOBOS.  penalty "l1", constant ``eta`` (default as in solve_sgd_l1).
+    O(nnz(x_i)) per step (lazy truncation with exact catch-up); no certificate.
+    """
+    return _solve_truncation(problem, "truncated_gradient", True, tol=tol, max_iter=max_iter,
+                             time_limit=time_limit, callback=callback, verbose=verbose,
+                             random_state=random_state, eta=eta, gamma=gamma, K=K,
+                             batch_size=batch_size, shuffle=shuffle, eval_every=eval_every,
+                             state=state)
