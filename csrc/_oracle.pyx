@@ -38,7 +38,7 @@ STATUS_OVERFLOW = FR_ERR_OVERFLOW
 
 
 cdef void block_bounds(const index_t* indptr, Py_ssize_t start, Py_ssize_t stop,
-                       bint dense, int n_blocks, Py_ssize_t* bounds) noexcept nogil:
+                       int n_blocks, Py_ssize_t* bounds) noexcept nogil:
     """bounds[t]..bounds[t+1] are the rows of block t, balanced by nnz."""
     cdef Py_ssize_t r = start, t
     cdef double total = <double>(indptr[stop] - indptr[start])
@@ -48,6 +48,40 @@ cdef void block_bounds(const index_t* indptr, Py_ssize_t start, Py_ssize_t stop,
             r += 1
         bounds[t] = r
     bounds[n_blocks] = stop
+
+
+cdef int risk_block(const floating* data, const index_t* indices, const index_t* indptr,
+                    bint dense, double b, Py_ssize_t d, const double* w, int loss,
+                    double loss_param, const double* y, const double* c, Py_ssize_t start,
+                    Py_ssize_t lo, Py_ssize_t hi, double* f, double* g, double* buf,
+                    double* value) noexcept nogil:
+    """Rows [lo, hi): f and g of those rows, buf += X^T g, value = sum c_i l_i; returns a status.
+
+    One gather pass (f = X w), the loss over the block (switch once), one
+    scatter pass.  Interleaving the two passes chunk by chunk (to reuse the
+    cached rows) was measured slower on IMDB (thread CPU time 98 vs 72 ms
+    with chunks of 4096 or 32768 nnz): w and buf then compete for the
+    last-level cache, and the random accesses into them, not the streaming
+    of X, dominate the time.
+    """
+    cdef Py_ssize_t i, nnz
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double s
+    for i in range(lo, hi):
+        nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
+        s = row_dot(val, idx, nnz, w)
+        if b != 0.0:
+            s += b * w[d]
+        f[i - start] = s
+    cdef int status = fr_loss_batch(loss, loss_param, hi - lo, &f[lo - start], &y[lo],
+                                    c + lo if c != NULL else NULL, &g[lo - start], value)
+    for i in range(lo, hi):
+        nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
+        row_axpy(g[i - start], val, idx, nnz, buf)
+        if b != 0.0:
+            buf[d] += b * g[i - start]
+    return status
 
 
 def risk_gradient(const floating[::1] data, const index_t[::1] indices,
@@ -60,63 +94,72 @@ def risk_gradient(const floating[::1] data, const index_t[::1] indices,
     """Partial risk of rows [start, stop); returns (sum_i c_i l_i, status).
 
     ``w`` has length d, or d + 1 when ``bias != 0`` (the constant feature of
-    value ``bias`` is the last coordinate).  ``f`` and ``g`` (length
+    value ``bias`` is the last coordinate).  ``f`` and ``g`` (length >=
     stop - start) receive the scores and ``c_i l'(f_i, y_i)``; ``grad``
     (len(w)) is overwritten with ``X^T g``.  ``sample_weight`` is empty for
-    unit weights.  ``workspace`` has shape (n_threads - 1, len(w)), must be
-    zero on entry and is left zero on return.
+    unit weights.  ``workspace`` (shape (n_threads - 1, len(w)), any content)
+    holds the buffers of threads 1.. .
+
+    Thread t owns the rows of block t (nnz-balanced, contiguous), zeroes its
+    own buffer (thread 0 uses ``grad``) and runs gather, loss and scatter
+    over its block; then the buffers are added to ``grad`` in thread order and the
+    block values in block order.
     """
     cdef Py_ssize_t n = stop - start, D = grad.shape[0], d = D - (bias != 0)
-    cdef Py_ssize_t i, j, t, nnz
-    cdef const floating* val
-    cdef const index_t* idx
+    cdef Py_ssize_t j, t
     cdef double* buf
-    cdef double value = 0.0, s, b = bias
-    cdef int status
+    cdef double value = 0.0
+    cdef int status = FR_OK
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
-    cdef Py_ssize_t[:] bounds = np.empty(n_threads + 1, dtype=np.intp)
+    check_loss_id(loss)
     if n_threads < 1 or workspace.shape[0] < n_threads - 1 or (n_threads > 1 and workspace.shape[1] != D):
         raise ValueError("workspace must have shape (n_threads - 1, len(w))")
     if w.shape[0] != D or f.shape[0] < n or g.shape[0] < n:
         raise ValueError("w, f, g have inconsistent lengths")
+    if start < 0 or stop > indptr.shape[0] - 1 or y.shape[0] < stop or (
+            c != NULL and sample_weight.shape[0] < stop):
+        raise ValueError("rows [start, stop) out of range of X, y or sample_weight")
     if n <= 0:
         grad[:] = 0.0
         return 0.0, FR_OK
+    if n_threads > n:
+        n_threads = <int>n
+    cdef Py_ssize_t[::1] bounds = np.empty(n_threads + 1, dtype=np.intp)
+    cdef double[::1] values = np.zeros(n_threads)
+    cdef int[::1] statuses = np.zeros(n_threads, dtype=np.intc)
     with nogil:
-        block_bounds(&indptr[0], start, stop, dense, n_threads, &bounds[0])
-        for i in prange(start, stop, num_threads=n_threads, schedule="static"):
-            nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
-            s = row_dot(val, idx, nnz, &w[0])
-            if b != 0.0:
-                s = s + b * w[d]
-            f[i - start] = s
-        status = fr_loss_batch(loss, loss_param, n, &f[0], &y[start],
-                               c + start if c != NULL else NULL, &g[0], &value)
+        block_bounds(&indptr[0], start, stop, n_threads, &bounds[0])
         for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
             buf = &grad[0] if t == 0 else &workspace[t - 1, 0]
-            if t == 0:
-                memset(buf, 0, D * sizeof(double))
-            for i in range(bounds[t], bounds[t + 1]):
-                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
-                row_axpy(g[i - start], val, idx, nnz, buf)
-                if b != 0.0:
-                    buf[d] += b * g[i - start]
+            memset(buf, 0, D * sizeof(double))
+            statuses[t] = risk_block(&data[0], &indices[0], &indptr[0], dense, bias, d, &w[0],
+                                     loss, loss_param, &y[0], c, start, bounds[t], bounds[t + 1],
+                                     &f[0], &g[0], buf, &values[t])
         if n_threads > 1:
             for j in prange(D, num_threads=n_threads, schedule="static"):
                 for t in range(n_threads - 1):
                     grad[j] += workspace[t, j]
-                    workspace[t, j] = 0.0
+        for t in range(n_threads):
+            value += values[t]
+            if statuses[t] != FR_OK:
+                status = statuses[t]
     return value, status
+
+
+cdef check_loss_id(int loss):
+    if not 0 <= loss < FR_N_LOSSES:
+        raise ValueError(f"loss id must be in [0, {FR_N_LOSSES}), got {loss}")
 
 
 def loss_values(int loss, double loss_param, const double[::1] f, const double[::1] y):
     """Element-wise (l(f_i, y_i), l'(f_i, y_i)); non-finite values stay inf."""
     cdef Py_ssize_t i, n = f.shape[0]
+    check_loss_id(loss)
+    if y.shape[0] != n:
+        raise ValueError("f and y must have the same length")
     out = np.empty(n)
     deriv = np.empty(n)
     cdef double[::1] v = out, dv = deriv
-    if y.shape[0] != n:
-        raise ValueError("f and y must have the same length")
     with nogil:
         for i in range(n):
             fr_loss_batch(loss, loss_param, 1, &f[i], &y[i], NULL, &dv[i], &v[i])
@@ -126,10 +169,12 @@ def loss_values(int loss, double loss_param, const double[::1] f, const double[:
 def loss_conjugates(int loss, double loss_param, const double[::1] a, const double[::1] y):
     """Element-wise l*(a_i) for the loss at y_i (+inf outside the domain)."""
     cdef Py_ssize_t n = a.shape[0]
-    out = np.empty(n)
-    cdef double[::1] v = out
+    check_loss_id(loss)
     if y.shape[0] != n:
         raise ValueError("a and y must have the same length")
+    out = np.empty(n)
+    cdef double[::1] v = out
     if n:
-        fr_loss_conj_batch(loss, loss_param, n, &a[0], &y[0], &v[0])
+        with nogil:
+            fr_loss_conj_batch(loss, loss_param, n, &a[0], &y[0], &v[0])
     return out

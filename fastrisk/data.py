@@ -7,8 +7,9 @@ intercept is a virtual constant feature of value ``intercept_scaling`` that
 the kernels add on the fly (MATH.md 1): X is never widened.
 
 Conversions that do copy (documented, never silent in-place changes): CSC/COO
-and other sparse formats to CSR, other numeric dtypes to float64, dense
-arrays that are not C-contiguous.  CSR matrices with duplicate or unsorted
+and other sparse formats to CSR, other real dtypes (bool, integers) to
+float64, dense arrays that are not C-contiguous, CSR matrices whose index
+arrays differ in dtype or are not contiguous (to int64).  CSR matrices with duplicate or unsorted
 column indices are rejected (``X.sum_duplicates()`` fixes both), because the
 row norms the dual solvers use would be wrong with duplicates.
 """
@@ -35,13 +36,16 @@ def check_X(X, name="X"):
         if X.format != "csr":
             X = X.tocsr()
         if X.dtype not in FLOAT_DTYPES:
-            if not np.issubdtype(X.dtype, np.number) or np.iscomplexobj(X.data):
+            if X.dtype.kind not in "biuf":
                 raise TypeError(f"{name} must have a real numeric dtype, got {X.dtype}")
             X = X.astype(np.float64)
-        if X.indices.dtype != X.indptr.dtype or X.indices.dtype not in (np.int32, np.int64):
-            X = sp.csr_matrix(
-                (X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)), shape=X.shape
-            )
+        arrays = (X.data, X.indices, X.indptr)
+        if X.indices.dtype != X.indptr.dtype or X.indices.dtype not in (np.int32, np.int64) \
+                or not all(a.flags.c_contiguous for a in arrays):
+            itype = X.indices.dtype if X.indices.dtype == X.indptr.dtype \
+                and X.indices.dtype in (np.int32, np.int64) else np.int64
+            X = sp.csr_matrix((np.ascontiguousarray(X.data), np.ascontiguousarray(X.indices, itype),
+                               np.ascontiguousarray(X.indptr, itype)), shape=X.shape)
         if not X.has_canonical_format:
             raise ValueError(
                 f"{name} has unsorted or duplicate column indices; call {name}.sum_duplicates() first"
@@ -55,7 +59,7 @@ def check_X(X, name="X"):
                 X = np.asarray(X)
             except Exception as exc:
                 raise TypeError(f"{name} must be an array or a scipy sparse matrix") from exc
-            if X.dtype == object or not np.issubdtype(X.dtype, np.number) or np.iscomplexobj(X):
+            if X.dtype.kind not in "biuf":
                 raise TypeError(f"{name} must have a real numeric dtype, got {X.dtype}")
             if X.dtype not in FLOAT_DTYPES:
                 X = X.astype(np.float64)
@@ -74,7 +78,10 @@ def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
     """None, or a finite non-negative float64 vector of length n_samples with a positive sum."""
     if sample_weight is None:
         return None
-    c = np.asarray(sample_weight, dtype=np.float64)
+    c = np.asarray(sample_weight)
+    if c.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric, got dtype {c.dtype}")
+    c = c.astype(np.float64, copy=False)
     if c.ndim == 0:
         c = np.full(n_samples, float(c))
     if c.shape != (n_samples,):
@@ -96,7 +103,7 @@ def check_targets(y, n_samples, name="y"):
         raise ValueError(f"{name} must be 1-dimensional, got shape {y.shape}")
     if y.shape[0] != n_samples:
         raise ValueError(f"{name} has {y.shape[0]} entries but X has {n_samples} rows")
-    if y.dtype == object or not np.issubdtype(y.dtype, np.number) or np.iscomplexobj(y):
+    if y.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be numeric for this loss, got dtype {y.dtype}")
     y = np.ascontiguousarray(y, dtype=np.float64)
     _finite_or_raise(y, name)
@@ -116,13 +123,27 @@ def _check_labels(y, n_samples, name):
     return y
 
 
-def encode_binary(y, n_samples, name="y"):
+def encode_labels(y, classes, name="y"):
+    """(classes, index of each label in classes): classes given (a chunk of a stream may
+    lack some) or the sorted distinct labels."""
+    if classes is None:
+        return np.unique(y, return_inverse=True)
+    classes = np.unique(np.asarray(classes))
+    index = np.searchsorted(classes, y)
+    if not (index < classes.shape[0]).all() or (classes[np.minimum(index, len(classes) - 1)]
+                                                 != y).any():
+        raise ValueError(f"{name} holds labels that are not in classes {classes.tolist()}")
+    return classes, index
+
+
+def encode_binary(y, n_samples, name="y", classes=None):
     """Map labels with exactly two values to -1/+1 (the larger value is +1).
 
+    ``classes``: the two labels, when y may hold only one of them.
     Returns (y_pm, classes).
     """
     y = _check_labels(y, n_samples, name)
-    classes, inverse = np.unique(y, return_inverse=True)
+    classes, inverse = encode_labels(y, classes, name)
     if classes.shape[0] != 2:
         raise ValueError(
             f"{name} must hold exactly two classes for a binary loss, got {classes.shape[0]}"
@@ -130,10 +151,13 @@ def encode_binary(y, n_samples, name="y"):
     return np.where(inverse == 1, 1.0, -1.0), classes
 
 
-def encode_multiclass(y, n_samples, name="y"):
-    """Map labels to class indices 0..k-1; returns (index, classes), k >= 2."""
+def encode_multiclass(y, n_samples, name="y", classes=None):
+    """Map labels to class indices 0..k-1; returns (index, classes), k >= 2.
+
+    ``classes``: all labels, when y may lack some of them.
+    """
     y = _check_labels(y, n_samples, name)
-    classes, inverse = np.unique(y, return_inverse=True)
+    classes, inverse = encode_labels(y, classes, name)
     if classes.shape[0] < 2:
         raise ValueError(f"{name} must hold at least two classes, got {classes.shape[0]}")
     return inverse.astype(np.intp), classes

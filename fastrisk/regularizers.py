@@ -1,40 +1,63 @@
 """Regularizers Omega(w) (MATH.md 1, 5, 6): value, subgradient, prox, conjugate.
 
-``prox(v, t) = argmin_w t Omega(w) + 0.5 ||w - v||^2``;
+``prox(v, t) = argmin_w t Omega(w) + 0.5 ||w - v||^2`` (t >= 0);
 ``conjugate(u) = sup_w <u, w> - Omega(w)`` and ``conjugate_grad(u)`` its
-gradient, the argmax (the link map the dual-averaging and PGS solvers use).
+gradient, the maximizing w (the link map of dual averaging and PGS).
+The maps run in the compiled kernels of csrc/fr_conj.h (fastrisk._conj).
+Every method takes a 1-D array-like and returns a new float64 array (or a
+float); the argument is never modified.
 """
 
 import numbers
 
 import numpy as np
+from scipy.optimize import brentq
+
+from fastrisk import _conj
+
+
+def _vec(x, name):
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {x.shape}")
+    return x
+
+
+def _step(t):
+    if not isinstance(t, numbers.Real) or isinstance(t, bool) or not np.isfinite(t) or t < 0:
+        raise ValueError(f"t must be a finite number >= 0, got {t!r}")
+    return float(t)
 
 
 def soft_threshold(v, t):
     """sgn(v) max(|v| - t, 0): the prox of t ||.||_1."""
-    return np.sign(v) * np.maximum(np.abs(v) - t, 0.0)
+    v = _vec(v, "v")
+    out = np.empty_like(v)
+    _conj.shrink(v, _step(t), 1.0, out)
+    return out
 
 
 class L2:
-    """Omega = 0.5 ||w||^2."""
+    """Omega = 0.5 ||w||^2 (self-conjugate)."""
 
     name = "l2"
     strongly_convex = True
 
     def value(self, w):
+        w = _vec(w, "w")
         return 0.5 * float(np.dot(w, w))
 
     def subgradient(self, w):
-        return np.array(w, dtype=np.float64)
+        return _vec(w, "w").copy()
 
     def prox(self, v, t):
-        return np.asarray(v, dtype=np.float64) / (1.0 + t)
+        return _vec(v, "v") / (1.0 + _step(t))
 
     def conjugate(self, u):
-        return 0.5 * float(np.dot(u, u))
+        return self.value(u)
 
     def conjugate_grad(self, u):
-        return np.array(u, dtype=np.float64)
+        return _vec(u, "u").copy()
 
 
 class L1:
@@ -44,16 +67,16 @@ class L1:
     strongly_convex = False
 
     def value(self, w):
-        return float(np.abs(w).sum())
+        return float(np.abs(_vec(w, "w")).sum())
 
     def subgradient(self, w):
-        return np.sign(w).astype(np.float64)
+        return np.sign(_vec(w, "w"))
 
     def prox(self, v, t):
-        return soft_threshold(np.asarray(v, dtype=np.float64), t)
+        return soft_threshold(v, t)
 
     def conjugate(self, u):
-        return 0.0 if np.abs(u).max(initial=0.0) <= 1.0 else np.inf
+        return 0.0 if np.abs(_vec(u, "u")).max(initial=0.0) <= 1.0 else np.inf
 
     def conjugate_grad(self, u):
         raise ValueError("the l1 conjugate is an indicator function: it has no gradient map; "
@@ -61,74 +84,113 @@ class L1:
 
 
 class ElasticNet:
-    """Omega = l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2 (scikit-learn's convention)."""
+    """Omega = r ||w||_1 + (1 - r)/2 ||w||^2, r = l1_ratio (scikit-learn's convention).
+
+    prox(v, t) = S_{t r}(v) / (1 + t (1 - r)); conjugate_grad(u) = S_r(u) / (1 - r)
+    and conjugate(u) = ||S_r(u)||^2 / (2 (1 - r)) (MATH.md 6, mixed Psi).
+    """
 
     name = "elasticnet"
 
     def __init__(self, l1_ratio=0.15):
-        if not isinstance(l1_ratio, numbers.Real) or not 0.0 <= l1_ratio <= 1.0:
+        if not isinstance(l1_ratio, numbers.Real) or isinstance(l1_ratio, bool) \
+                or not 0.0 <= l1_ratio <= 1.0:
             raise ValueError(f"l1_ratio must be in [0, 1], got {l1_ratio!r}")
         self.l1_ratio = float(l1_ratio)
         self.strongly_convex = self.l1_ratio < 1.0
 
     def value(self, w):
-        r = self.l1_ratio
+        w, r = _vec(w, "w"), self.l1_ratio
         return r * float(np.abs(w).sum()) + 0.5 * (1.0 - r) * float(np.dot(w, w))
 
     def subgradient(self, w):
-        r = self.l1_ratio
-        return r * np.sign(w) + (1.0 - r) * np.asarray(w, dtype=np.float64)
+        w, r = _vec(w, "w"), self.l1_ratio
+        return r * np.sign(w) + (1.0 - r) * w
 
     def prox(self, v, t):
-        r = self.l1_ratio
-        return soft_threshold(np.asarray(v, dtype=np.float64), t * r) / (1.0 + t * (1.0 - r))
+        v, t, r = _vec(v, "v"), _step(t), self.l1_ratio
+        out = np.empty_like(v)
+        _conj.shrink(v, t * r, 1.0 / (1.0 + t * (1.0 - r)), out)
+        return out
 
     def conjugate(self, u):
         r = self.l1_ratio
         if r == 1.0:
             return L1().conjugate(u)
-        s = soft_threshold(u, r)
-        return float(np.dot(s, s)) / (2.0 * (1.0 - r))
+        u = _vec(u, "u")
+        sq = _conj.shrink(u, r, 1.0, np.empty_like(u))
+        return sq / (2.0 * (1.0 - r))
 
     def conjugate_grad(self, u):
         r = self.l1_ratio
         if r == 1.0:
             return L1().conjugate_grad(u)
-        return soft_threshold(np.asarray(u, dtype=np.float64), r) / (1.0 - r)
+        u = _vec(u, "u")
+        out = np.empty_like(u)
+        _conj.shrink(u, r, 1.0 / (1.0 - r), out)
+        return out
 
 
 class Lp:
-    """Omega = ||w||_p^2 / (2 (p - 1)), p in (1, 2] (PGS, MATH.md 5); 1/p + 1/q = 1."""
+    """Omega = ||w||_p^2 / (2 (p - 1)), p in (1, 2] (PGS, MATH.md 5); 1/p + 1/q = 1.
+
+    conjugate(u) = ||u||_q^2 / (2 (q - 1)), and conjugate_grad(u) =
+    grad(||u||_q^2 / 2) / (q - 1), whose p-norm is ||u||_q / (q - 1).
+    Omega is 1-strongly convex with respect to ||.||_p.
+    """
 
     name = "lp"
-    strongly_convex = True  # 1-strongly convex w.r.t. ||.||_p
+    strongly_convex = True
 
     def __init__(self, p=2.0):
-        if not isinstance(p, numbers.Real) or not 1.0 < p <= 2.0:
+        if not isinstance(p, numbers.Real) or isinstance(p, bool) or not 1.0 < p <= 2.0:
             raise ValueError(f"p must be in (1, 2], got {p!r}")
         self.p = float(p)
         self.q = self.p / (self.p - 1.0)
 
-    @staticmethod
-    def _link(u, r):
-        """Gradient of ||u||_r^2 / 2: ||u||_r^{2-r} |u_i|^{r-1} sgn(u_i)."""
-        u = np.asarray(u, dtype=np.float64)
-        norm = np.linalg.norm(u, r)
-        if norm == 0.0:
-            return np.zeros_like(u)
-        return norm ** (2.0 - r) * np.abs(u) ** (r - 1.0) * np.sign(u)
-
     def value(self, w):
-        return float(np.linalg.norm(w, self.p)) ** 2 / (2.0 * (self.p - 1.0))
+        return _conj.norm(_vec(w, "w"), self.p) ** 2 / (2.0 * (self.p - 1.0))
 
     def subgradient(self, w):
-        return self._link(w, self.p) / (self.p - 1.0)
+        w = _vec(w, "w")
+        out = np.empty_like(w)
+        _conj.lp_link(w, self.p, out)
+        return out / (self.p - 1.0)
 
     def conjugate(self, u):
-        return float(np.linalg.norm(u, self.q)) ** 2 / (2.0 * (self.q - 1.0))
+        return _conj.norm(_vec(u, "u"), self.q) ** 2 / (2.0 * (self.q - 1.0))
 
     def conjugate_grad(self, u):
-        return self._link(u, self.q) / (self.q - 1.0)
+        u = _vec(u, "u")
+        out = np.empty_like(u)
+        _conj.lp_link(u, self.q, out)
+        return out / (self.q - 1.0)
+
+    def prox(self, v, t):
+        """argmin_w t ||w||_p^2 / (2(p-1)) + 0.5 ||w - v||^2 by a 1-D root find on N = ||w||_p.
+
+        Optimality: w + (t/(p-1)) N^{2-p} |w_i|^{p-1} sgn(w_i) = v.  For a
+        trial N the coordinates solve x_i + lam x_i^{p-1} = |v_i| with
+        lam = t N^{2-p} / (p-1) (Newton per coordinate, lp_prox_coords);
+        phi(N) = ||x(N)||_p - N is decreasing, phi(0) = ||v||_p >= 0 and
+        phi(||v||_p) <= 0, so Brent's method on [0, ||v||_p] finds the N
+        at which the trial point is the prox.  p = 2 is v / (1 + t).
+        """
+        v, t, p = _vec(v, "v"), _step(t), self.p
+        if p == 2.0 or t == 0.0:
+            return v / (1.0 + t)
+        c = t / (p - 1.0)
+        out = np.empty_like(v)
+        top = _conj.norm(v, p)
+        if top == 0.0:
+            return np.zeros_like(v)
+
+        def phi(N):
+            return _conj.lp_prox_coords(v, c * N ** (2.0 - p), p, out) - N
+
+        N = brentq(phi, 0.0, top, xtol=1e-15 * top, rtol=4 * np.finfo(float).eps)
+        _conj.lp_prox_coords(v, c * N ** (2.0 - p), p, out)
+        return out
 
 
 PENALTIES = ("l2", "l1", "elasticnet", "lp")

@@ -47,9 +47,13 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto")
     if not labels:
         raise ValueError(f"{path}: no data lines")
     pairs = b" ".join(tokens).replace(b":", b" ")
-    flat = np.fromstring(pairs.decode("ascii", "replace"), dtype=np.float64, sep=" ")
+    bad = ValueError(f"{path}: a feature is not of the form index:value with numbers")
+    try:
+        flat = np.fromstring(pairs.decode("ascii", "replace"), dtype=np.float64, sep=" ")
+    except ValueError:
+        raise bad from None
     if flat.size != 2 * len(tokens):
-        raise ValueError(f"{path}: a feature is not of the form index:value with numbers")
+        raise bad
     flat = flat.reshape(-1, 2)
     index, value = flat[:, 0], flat[:, 1]
     if (index != np.round(index)).any() or (index < 0).any():
@@ -78,11 +82,15 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto")
 
 
 def dump_svmlight(X, y, path, *, zero_based=False):
-    """Write X (dense or sparse) and y in svmlight format; zero entries are skipped."""
+    """Write X (dense or sparse) and y in svmlight format; zero entries are skipped.
+
+    Numbers are written with Python's shortest round-trip repr, so reading
+    the file back gives the same bits.
+    """
     X = sp.csr_matrix(X)
-    y = np.asarray(y, dtype=np.float64).ravel()
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows")
+    y = np.asarray(y, dtype=np.float64).ravel().tolist()
+    if len(y) != X.shape[0]:
+        raise ValueError(f"y has {len(y)} entries but X has {X.shape[0]} rows")
     X.sum_duplicates()
     X.eliminate_zeros()
     off = 0 if zero_based else 1

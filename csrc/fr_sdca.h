@@ -1,0 +1,228 @@
+/* Dual coordinate steps of SDCA (MATH.md 7; Shalev-Shwartz & Zhang; seed 002).
+ *
+ * Dual variables are kept in the "negative derivative" scale: at the optimum
+ * u_i = -l'(<w, x_i>, y_i) and v = (1 / (lambda n)) sum_i c_i u_i x_i, with
+ * w = v for the l2 penalty (w = soft(v, kappa) for the elastic net).  For the
+ * binary losses s_i = y_i u_i is the alpha_i of the paper (hinge: in [0, 1]).
+ *
+ * A step maximises the dual along one coordinate (or its separable surrogate
+ * in a mini-batch):
+ *
+ *     u = argmax_u  -l*(-u) - (u - u0) f - (q / 2) (u - u0)^2
+ *
+ * with f = <w, x_i> and q = c_i ||x_i||^2 / (lambda n) (times the mini-batch
+ * factor beta).  Every supported loss has a closed form except the logistic,
+ * solved by a safeguarded 1-D Newton iteration.  Kernels pick the step
+ * function once per call (fr_sdca_step_for), never per row.
+ */
+#ifndef FR_SDCA_H
+#define FR_SDCA_H
+
+#include <math.h>
+#include "fr_loss.h"
+
+typedef double (*fr_sdca_step_fn)(double u0, double f, double y, double p, double q);
+typedef double (*fr_loss_fn)(double f, double y, double p, double *d);
+typedef double (*fr_conj_fn)(double a, double y, double p);
+
+static inline double fr_clip(double x, double lo, double hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+static inline double fr_soft_threshold(double x, double t)
+{
+    return x > t ? x - t : (x < -t ? x + t : 0.0);
+}
+
+/* hinge: -l*(-u) = s on s = y u in [0, 1]  ->  s = clip(s0 + (1 - y f) / q, 0, 1) */
+static inline double fr_hinge_sdca_step(double u0, double f, double y, double p, double q)
+{
+    (void)p;
+    return y * fr_clip(y * u0 + (1.0 - y * f) / q, 0.0, 1.0);
+}
+
+/* squared hinge: -l*(-u) = s - s^2 / 2 on s >= 0 */
+static inline double fr_squared_hinge_sdca_step(double u0, double f, double y, double p, double q)
+{
+    (void)p;
+    double s = (1.0 - y * f + q * y * u0) / (1.0 + q);
+    return y * (s > 0.0 ? s : 0.0);
+}
+
+/* smoothed hinge (gamma = p): -l*(-u) = s - gamma s^2 / 2 on s in [0, 1] */
+static inline double fr_smoothed_hinge_sdca_step(double u0, double f, double y, double p, double q)
+{
+    return y * fr_clip((1.0 - y * f + q * y * u0) / (p + q), 0.0, 1.0);
+}
+
+/* logistic: -l*(-u) = -s log s - (1 - s) log(1 - s), s in [0, 1].  With
+ * s = sigmoid(t) the optimality condition is F(t) = t + y f + q (s - s0) = 0;
+ * F' = 1 + q s (1 - s) >= 1 and the root lies in
+ * [-y f - q (1 - s0), -y f + q s0].  Newton steps that leave the bracket
+ * are replaced by bisection. */
+static inline double fr_logistic_sdca_step(double u0, double f, double y, double p, double q)
+{
+    (void)p;
+    double s0 = y * u0, yf = y * f;
+    double lo = -yf - q * (1.0 - s0), hi = -yf + q * s0;
+    double t;
+    int it;
+    if (s0 > 0.0 && s0 < 1.0)
+        t = fr_clip(log(s0) - log1p(-s0), lo, hi);
+    else
+        t = 0.5 * (lo + hi);
+    for (it = 0; it < 100; ++it) {
+        double e = exp(-fabs(t));
+        double s = t >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+        double F = t + yf + q * (s - s0);
+        double step, t_new;
+        if (F > 0.0) hi = t; else lo = t;
+        step = F / (1.0 + q * s * (1.0 - s));
+        t_new = t - step;
+        if (!(t_new > lo && t_new < hi))
+            t_new = 0.5 * (lo + hi);
+        if (fabs(t_new - t) <= 1e-13 * (1.0 + fabs(t)) || hi - lo <= 1e-13 * (1.0 + fabs(t))) {
+            t = t_new;
+            break;
+        }
+        t = t_new;
+    }
+    {
+        double e = exp(-fabs(t));
+        return y * (t >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e));
+    }
+}
+
+/* squared: -l*(-u) = u y - u^2 / 2, unconstrained */
+static inline double fr_squared_sdca_step(double u0, double f, double y, double p, double q)
+{
+    (void)p;
+    return (y - f + q * u0) / (1.0 + q);
+}
+
+/* absolute: -l*(-u) = u y on |u| <= 1 */
+static inline double fr_absolute_sdca_step(double u0, double f, double y, double p, double q)
+{
+    (void)p;
+    return fr_clip(u0 + (y - f) / q, -1.0, 1.0);
+}
+
+/* epsilon-insensitive (eps = p): -l*(-u) = u y - eps |u| on |u| <= 1 */
+static inline double fr_epsilon_insensitive_sdca_step(double u0, double f, double y, double p,
+                                                      double q)
+{
+    return fr_clip(fr_soft_threshold(u0 + (y - f) / q, p / q), -1.0, 1.0);
+}
+
+/* Shrinking (LIBLINEAR-style, for the losses with a box-constrained dual):
+ * the ascent direction G = d/du [-l*(-u)] - f of the dual along u, and where
+ * u sits: -1 at the lower end of the box, +1 at the upper end, 0 inside. */
+typedef double (*fr_sdca_grad_fn)(double u, double f, double y, double p, int *bound);
+
+static inline int fr_box_end(double u, double lo, double hi)
+{
+    return u <= lo ? -1 : (u >= hi ? 1 : 0);
+}
+
+static inline double fr_hinge_sdca_grad(double u, double f, double y, double p, int *bound)
+{
+    (void)p;
+    *bound = y > 0 ? fr_box_end(u, 0.0, 1.0) : -fr_box_end(-u, 0.0, 1.0);
+    return y - f;
+}
+
+static inline double fr_smoothed_hinge_sdca_grad(double u, double f, double y, double p, int *bound)
+{
+    *bound = y > 0 ? fr_box_end(u, 0.0, 1.0) : -fr_box_end(-u, 0.0, 1.0);
+    return y * (1.0 - p * y * u) - f;
+}
+
+static inline double fr_squared_hinge_sdca_grad(double u, double f, double y, double p, int *bound)
+{
+    (void)p;
+    *bound = y * u <= 0.0 ? (y > 0 ? -1 : 1) : 0;
+    return y * (1.0 - y * u) - f;
+}
+
+static inline double fr_absolute_sdca_grad(double u, double f, double y, double p, int *bound)
+{
+    (void)p;
+    *bound = fr_box_end(u, -1.0, 1.0);
+    return y - f;
+}
+
+static inline double fr_epsilon_insensitive_sdca_grad(double u, double f, double y, double p,
+                                                      int *bound)
+{
+    *bound = fr_box_end(u, -1.0, 1.0);
+    if (u > 0.0) return y - f - p;
+    if (u < 0.0) return y - f + p;
+    return fr_soft_threshold(y - f, p);   /* at the kink: the least violation */
+}
+
+#define FR_SDCA_BOX_LOSSES(X) \
+    X(FR_HINGE, fr_hinge) \
+    X(FR_SQUARED_HINGE, fr_squared_hinge) \
+    X(FR_SMOOTHED_HINGE, fr_smoothed_hinge) \
+    X(FR_ABSOLUTE, fr_absolute) \
+    X(FR_EPSILON_INSENSITIVE, fr_epsilon_insensitive)
+
+/* The shrinking gradient of a loss, or NULL when its dual has no box (logistic, squared). */
+static inline fr_sdca_grad_fn fr_sdca_grad_for(int kind)
+{
+    switch (kind) {
+#define FR_GRAD_CASE(ID, FN) case ID: return FN##_sdca_grad;
+    FR_SDCA_BOX_LOSSES(FR_GRAD_CASE)
+#undef FR_GRAD_CASE
+    default: return NULL;
+    }
+}
+
+/* X-macro: the losses with a dual step. */
+#define FR_SDCA_LOSSES(X) \
+    X(FR_HINGE, fr_hinge) \
+    X(FR_SQUARED_HINGE, fr_squared_hinge) \
+    X(FR_SMOOTHED_HINGE, fr_smoothed_hinge) \
+    X(FR_LOGISTIC, fr_logistic) \
+    X(FR_SQUARED, fr_squared) \
+    X(FR_ABSOLUTE, fr_absolute) \
+    X(FR_EPSILON_INSENSITIVE, fr_epsilon_insensitive)
+
+/* The step of a loss, or NULL when it has none. */
+static inline fr_sdca_step_fn fr_sdca_step_for(int kind)
+{
+    switch (kind) {
+#define FR_STEP_CASE(ID, FN) case ID: return FN##_sdca_step;
+    FR_SDCA_LOSSES(FR_STEP_CASE)
+#undef FR_STEP_CASE
+    default: return NULL;
+    }
+}
+
+/* The loss value l(f, y) and its conjugate, looked up once per call. */
+static inline fr_loss_fn fr_loss_for(int kind)
+{
+    switch (kind) {
+#define FR_LOSS_CASE(ID, FN) case ID: return FN;
+    FR_ALL_LOSSES(FR_LOSS_CASE)
+#undef FR_LOSS_CASE
+    default: return NULL;
+    }
+}
+
+static inline fr_conj_fn fr_conj_for(int kind)
+{
+    switch (kind) {
+#define FR_CONJ_FOR_CASE(ID, FN) case ID: return FN##_conj;
+    FR_ALL_LOSSES(FR_CONJ_FOR_CASE)
+#undef FR_CONJ_FOR_CASE
+    default: return NULL;
+    }
+}
+
+/* Smallest curvature used in a step: a row of norm 0 (q = 0) maximises its
+ * conjugate term alone; a tiny q gives that maximiser without 0/0. */
+#define FR_SDCA_QMIN 1e-100
+
+#endif

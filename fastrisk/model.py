@@ -1,0 +1,260 @@
+"""LinearModel: a fitted linear model and its file format (npz + JSON, never pickle).
+
+A model file is a NumPy ``.npz`` archive (a zip file) holding exactly these
+members:
+
+* ``meta``: the UTF-8 bytes of a JSON object (uint8 array) with the format
+  name and version, the fastrisk version that wrote it, the loss and its
+  parameter, the penalty, alpha, the solver, the training data shape and
+  solver facts (objective, certified gap, status, iterations), and the
+  SHA-256 of every array below;
+* ``coef`` (float64, shape (n_features,) or (n_classes, n_features));
+* ``intercept`` (float64, shape () or (n_classes,));
+* ``classes`` (classifiers only; any non-object dtype: ints, floats, bools, strings).
+
+Reading uses ``np.load(..., allow_pickle=False)`` and checks the format
+version, the member names, every dtype and shape against the metadata and the
+checksums; a truncated or altered file raises ``ValueError`` naming the
+file and what is wrong.  Arrays are stored as raw bytes, so a round trip is
+bit-exact.
+"""
+
+import hashlib
+import io
+import json
+import math
+import os
+import zipfile
+
+import numpy as np
+from scipy.special import expit, softmax
+
+FORMAT_NAME = "fastrisk-linear-model"
+FORMAT_VERSION = 1
+_ARRAYS = ("coef", "intercept", "classes")
+
+
+def _sha256(a):
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+def _json_number(x):
+    """Floats for JSON; NaN and inf are written as strings (JSON has no such numbers)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else repr(x)
+
+
+def _from_json_number(x):
+    return None if x is None else float(x)
+
+
+class LinearModel:
+    """A fitted linear model: scores ``f = X coef^T + intercept``.
+
+    Attributes: ``coef`` (float64, (n_features,) or (n_classes, n_features)),
+    ``intercept`` (float or (n_classes,) array), ``classes`` (labels for
+    classifiers, else None), ``loss``, ``loss_param``, ``penalty``, ``alpha``,
+    ``solver``, ``n_samples`` and ``n_features`` (training data shape),
+    ``fastrisk_version`` and ``info`` (dict of solver facts: objective, gap,
+    status, n_iter, fit_intercept, ...; JSON-serializable values only).
+    """
+
+    def __init__(self, coef, intercept, *, loss, penalty, alpha, solver, n_samples,
+                 classes=None, loss_param=None, info=None, fastrisk_version=None):
+        from fastrisk import __version__
+        from fastrisk.losses import LOSSES
+
+        if loss not in LOSSES:
+            raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
+        coef = np.asarray(coef, dtype=np.float64)
+        if coef.ndim not in (1, 2) or coef.shape[-1] == 0:
+            raise ValueError(f"coef must have shape (n_features,) or (n_classes, n_features), "
+                             f"got {coef.shape}")
+        intercept = np.asarray(intercept, dtype=np.float64)
+        expected = () if coef.ndim == 1 else (coef.shape[0],)
+        if intercept.shape != expected:
+            raise ValueError(f"intercept has shape {intercept.shape}, expected {expected}")
+        if classes is not None:
+            classes = np.asarray(classes)
+            if classes.dtype == object or classes.ndim != 1:
+                raise ValueError("classes must be a 1-d array of numbers, bools or strings")
+            n_scores = 1 if coef.ndim == 1 else coef.shape[0]
+            if not (classes.shape[0] == n_scores or (n_scores == 1 and classes.shape[0] == 2)):
+                raise ValueError(f"{classes.shape[0]} classes do not fit coef of shape {coef.shape}")
+        self.coef = coef
+        self.intercept = float(intercept) if coef.ndim == 1 else intercept
+        self.classes = classes
+        self.loss = loss
+        self.loss_param = None if loss_param is None else float(loss_param)
+        self.penalty = str(penalty)
+        self.alpha = float(alpha)
+        self.solver = str(solver)
+        self.n_samples = int(n_samples)
+        self.n_features = int(coef.shape[-1])
+        self.info = dict(info or {})
+        self.fastrisk_version = __version__ if fastrisk_version is None else str(fastrisk_version)
+
+    @property
+    def task(self):
+        from fastrisk.losses import LOSSES
+
+        return LOSSES[self.loss].task
+
+    @property
+    def is_classifier(self):
+        return self.classes is not None
+
+    def __repr__(self):
+        kind = f"{len(self.classes)} classes" if self.is_classifier else "regression"
+        return (f"LinearModel(loss={self.loss!r}, penalty={self.penalty!r}, alpha={self.alpha:g}, "
+                f"solver={self.solver!r}, n_features={self.n_features}, {kind})")
+
+    # ---- prediction -------------------------------------------------------------------
+
+    def _check_X(self, X):
+        from fastrisk.data import check_X
+
+        X = check_X(X)
+        if X.shape[1] != self.n_features:
+            raise ValueError(f"X has {X.shape[1]} features, but the model expects {self.n_features}")
+        return X
+
+    def decision_function(self, X):
+        """Scores: (n,) for one score per row, (n, n_classes) otherwise."""
+        X = self._check_X(X)
+        return np.asarray(X @ self.coef.T, dtype=np.float64) + self.intercept
+
+    def predict(self, X):
+        """Class labels for classifiers; exp(score) for poisson; else the score."""
+        f = self.decision_function(X)
+        if self.is_classifier:
+            if f.ndim == 1:
+                return self.classes[(f > 0).astype(np.intp)]
+            return self.classes[np.argmax(f, axis=1)]
+        return np.exp(f) if self.loss == "poisson" else f
+
+    def predict_proba(self, X):
+        """Class probabilities (logistic: sigmoid, one-vs-rest normalized; softmax)."""
+        from fastrisk.losses import LOSSES
+
+        if not (self.is_classifier and LOSSES[self.loss].probabilistic):
+            raise AttributeError(f"predict_proba is not available for the {self.loss} loss")
+        f = self.decision_function(X)
+        if f.ndim == 1:
+            p = expit(f)
+            return np.column_stack([1.0 - p, p])
+        if self.loss == "softmax":
+            return softmax(f, axis=1)
+        p = expit(f)
+        return p / p.sum(axis=1, keepdims=True)
+
+    # ---- file format ------------------------------------------------------------------
+
+    def _meta(self):
+        arrays = self._arrays()
+        return {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "fastrisk_version": self.fastrisk_version,
+            "loss": self.loss,
+            "loss_param": _json_number(self.loss_param),
+            "penalty": self.penalty,
+            "alpha": _json_number(self.alpha),
+            "solver": self.solver,
+            "n_samples": self.n_samples,
+            "n_features": self.n_features,
+            "info": {k: _json_number(v) if isinstance(v, float) else v
+                     for k, v in self.info.items()},
+            "arrays": {k: {"dtype": a.dtype.str, "shape": list(a.shape), "sha256": _sha256(a)}
+                       for k, a in arrays.items()},
+        }
+
+    def _arrays(self):
+        arrays = {"coef": self.coef, "intercept": np.asarray(self.intercept, dtype=np.float64)}
+        if self.classes is not None:
+            arrays["classes"] = self.classes
+        return arrays
+
+    def save(self, path):
+        """Write the model to ``path`` (any name; written atomically through a temp file)."""
+        path = os.fspath(path)
+        meta = json.dumps(self._meta(), sort_keys=True, allow_nan=False).encode("utf-8")
+        tmp = f"{path}.tmp{os.getpid()}"
+        try:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, meta=np.frombuffer(meta, dtype=np.uint8), **self._arrays())
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        return path
+
+    def to_estimator(self):
+        """A fitted LinearClassifier / LinearRegressor with this model's weights."""
+        from fastrisk.estimators import estimator_from_model
+
+        return estimator_from_model(self)
+
+
+def _bad(path, why):
+    return ValueError(f"{path}: not a valid fastrisk model file ({why})")
+
+
+def load(path):
+    """Read a model written by ``LinearModel.save`` / ``estimator.save``; see the module docstring."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise FileNotFoundError(f"{path}: cannot read model file ({exc.strerror})") from None
+    try:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+            names = set(z.files)
+            arrays = {k: z[k] for k in names}
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
+        raise _bad(path, f"unreadable archive: {exc}") from None
+    if "meta" not in names:
+        raise _bad(path, "no 'meta' member")
+    try:
+        meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _bad(path, f"metadata is not JSON: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+        raise _bad(path, "wrong format name")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise _bad(path, f"format version {meta.get('format_version')!r}; this fastrisk reads "
+                         f"version {FORMAT_VERSION}")
+    try:
+        specs = meta["arrays"]
+        expected = {"coef", "intercept"} | ({"classes"} if "classes" in specs else set())
+        if set(specs) != expected or set(arrays) != expected:
+            raise _bad(path, f"members {sorted(arrays)} do not match the metadata {sorted(specs)}")
+        for name, a in arrays.items():
+            spec = specs[name]
+            if a.dtype.str != spec["dtype"] or list(a.shape) != spec["shape"]:
+                raise _bad(path, f"{name} has dtype {a.dtype.str} shape {a.shape}, metadata says "
+                                 f"{spec['dtype']} {tuple(spec['shape'])}")
+            if _sha256(a) != spec["sha256"]:
+                raise _bad(path, f"checksum of {name} does not match (altered file)")
+        coef = arrays["coef"]
+        if coef.dtype != np.float64 or arrays["intercept"].dtype != np.float64:
+            raise _bad(path, "coef and intercept must be float64")
+        if coef.ndim not in (1, 2) or coef.shape[-1] != meta["n_features"]:
+            raise _bad(path, f"coef shape {coef.shape} does not match n_features "
+                             f"{meta['n_features']}")
+        info = {k: _from_json_number(v) if isinstance(v, str) and v in ("nan", "inf", "-inf")
+                else v for k, v in meta["info"].items()}
+        return LinearModel(
+            coef, arrays["intercept"], classes=arrays.get("classes"), loss=meta["loss"],
+            loss_param=_from_json_number(meta["loss_param"]), penalty=meta["penalty"],
+            alpha=_from_json_number(meta["alpha"]), solver=meta["solver"],
+            n_samples=meta["n_samples"], info=info, fastrisk_version=meta["fastrisk_version"])
+    except KeyError as exc:
+        raise _bad(path, f"metadata lacks {exc}") from None
+    except (TypeError, ValueError) as exc:
+        if str(exc).startswith(path):
+            raise
+        raise _bad(path, str(exc)) from None

@@ -1,0 +1,155 @@
+"""Data layer (fastrisk/data.py): zero-copy views, label encodings, input validation."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fastrisk as fr
+from fastrisk.data import (
+    Dataset,
+    check_sample_weight,
+    check_targets,
+    check_X,
+    encode_binary,
+    encode_multiclass,
+)
+
+
+def random_csr(dtype=np.float64, itype=np.int32, shape=(20, 7), seed=0):
+    X = sp.random(*shape, density=0.4, format="csr", dtype=dtype, random_state=seed)
+    # assigned after construction: scipy's constructor would shrink small int64 indices
+    X.indices, X.indptr = X.indices.astype(itype), X.indptr.astype(itype)
+    return X
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_csr_is_not_copied(dtype, itype, read_only):
+    X = random_csr(dtype, itype)
+    if read_only:
+        for a in (X.data, X.indices, X.indptr):
+            a.flags.writeable = False
+    D = Dataset(X)
+    assert np.shares_memory(D.data, X.data) and np.shares_memory(D.indices, X.indices)
+    assert np.shares_memory(D.indptr, X.indptr)
+    assert D.dtype == dtype and D.indices.dtype == itype and not D.dense
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_dense_is_not_copied(dtype, read_only):
+    X = np.random.default_rng(0).normal(size=(6, 4)).astype(dtype)
+    X.flags.writeable = not read_only
+    D = Dataset(X)
+    assert np.shares_memory(D.data, X) and D.dense and D.data.shape == (24,)
+    np.testing.assert_array_equal(D.indptr, np.arange(0, 28, 4))
+
+
+def test_conversions_that_must_copy_give_the_same_matrix():
+    X = random_csr()
+    for other in (X.tocsc(), X.tocoo(), sp.csr_array(X)):
+        np.testing.assert_array_equal(check_X(other).toarray(), X.toarray())
+    counts = (X * 10).astype(np.int64)
+    assert check_X(counts).dtype == np.float64
+    np.testing.assert_array_equal(check_X(counts).toarray(), counts.toarray())
+    dense = X.toarray()
+    Xf = np.asfortranarray(dense)
+    out = check_X(Xf)
+    assert out.flags.c_contiguous and not np.shares_memory(out, Xf)
+    np.testing.assert_array_equal(out, dense)
+    assert check_X(dense.astype(np.int64)).dtype == np.float64
+    assert check_X(dense > 0.5).dtype == np.float64
+    # mixed index dtypes (int32 indices, int64 indptr) become int64 for one kernel signature
+    mixed = X.copy()
+    mixed.indptr = mixed.indptr.astype(np.int64)
+    out = check_X(mixed)
+    assert out.indices.dtype == out.indptr.dtype  # scipy may shrink them to int32
+    np.testing.assert_array_equal(out.toarray(), X.toarray())
+
+
+def test_intercept_is_virtual_and_row_norms_include_it():
+    X = random_csr()
+    D = Dataset(X, intercept_scaling=3.0)
+    assert D.n_weights == 8 and D.bias == 3.0 and D.nnz == X.nnz
+    np.testing.assert_allclose(D.row_sqnorms(), (X.toarray() ** 2).sum(1) + 9.0, rtol=1e-14)
+    w = np.arange(8.0)
+    np.testing.assert_allclose(D.decision(w), X.toarray() @ w[:7] + 3.0 * 7.0, rtol=1e-14)
+    coef, intercept = D.split(w)
+    assert intercept == 21.0 and coef.shape == (7,)
+    Dd = Dataset(X.toarray().astype(np.float32))
+    np.testing.assert_allclose(Dd.row_sqnorms(), (X.toarray() ** 2).sum(1), rtol=1e-6)
+
+
+def test_label_encodings():
+    y_pm, classes = encode_binary(np.array(["spam", "ham", "spam"]), 3)
+    np.testing.assert_array_equal(y_pm, [1, -1, 1])
+    assert list(classes) == ["ham", "spam"]
+    y_pm, classes = encode_binary([0, 7, 7, 0], 4)
+    np.testing.assert_array_equal(y_pm, [-1, 1, 1, -1])
+    idx, classes = encode_multiclass([3, 1, 2, 3], 4)
+    np.testing.assert_array_equal(idx, [2, 0, 1, 2])
+    np.testing.assert_array_equal(check_targets([[0.5], [2.0]], 2), [0.5, 2.0])
+    np.testing.assert_array_equal(check_sample_weight(2.0, 3), [2.0, 2.0, 2.0])
+
+
+def test_problem_encodes_by_task():
+    X = random_csr()
+    y = np.where(np.arange(20) % 3 == 0, 5, 9)
+    prob = fr.Problem(X, y, loss="hinge")
+    np.testing.assert_array_equal(prob.y, np.where(y == 9, 1.0, -1.0))
+    assert list(prob.classes_) == [5, 9]
+    prob = fr.Problem(X, np.linspace(-1, 1, 20), loss="squared")
+    np.testing.assert_array_equal(prob.y, np.linspace(-1, 1, 20))
+    prob = fr.Problem(X, np.arange(20) % 4, loss="softmax")
+    assert prob.n_classes == 4 and prob.n_weights == 4 * 7
+    prob = fr.Problem(X, None, loss="novelty")
+    assert (prob.y == 0).all()
+
+
+BAD = [
+    (lambda X, y: fr.Problem(np.where(X.toarray() > 0.9, np.nan, X.toarray()), y), ValueError, "X contains NaN"),
+    (lambda X, y: fr.Problem(X.multiply(np.inf).tocsr(), y), ValueError, "X contains NaN or inf"),
+    (lambda X, y: fr.Problem(X, y[:-1]), ValueError, "y has 19 entries but X has 20"),
+    (lambda X, y: fr.Problem(X[:0], y[:0]), ValueError, "X is empty"),
+    (lambda X, y: fr.Problem(np.zeros((3, 0)), y[:3]), ValueError, "X is empty"),
+    (lambda X, y: fr.Problem(X, np.ones(20)), ValueError, "y must hold exactly two classes"),
+    (lambda X, y: fr.Problem(X, np.zeros(20), loss="softmax"), ValueError, "y must hold at least two"),
+    (lambda X, y: fr.Problem(X, y, sample_weight=-np.ones(20)), ValueError, "sample_weight must be non-neg"),
+    (lambda X, y: fr.Problem(X, y, sample_weight=np.ones(3)), ValueError, "sample_weight has shape"),
+    (lambda X, y: fr.Problem(X, y, sample_weight=np.r_[np.nan, np.ones(19)]), ValueError,
+     "sample_weight contains NaN"),
+    (lambda X, y: fr.Problem(X, y, sample_weight=["a"] * 20), TypeError, "sample_weight must be numeric"),
+    (lambda X, y: fr.Problem(X, y, sample_weight=np.zeros(20)), ValueError, "positive sum"),
+    (lambda X, y: fr.Problem(X, np.r_[np.nan, y[1:]].astype(float)), ValueError, "y contains NaN"),
+    (lambda X, y: fr.Problem(X, ["a"] * 20, loss="squared"), TypeError, "y must be numeric"),
+    (lambda X, y: fr.Problem(X, -np.ones(20), loss="poisson"), ValueError, "non-negative"),
+    (lambda X, y: fr.Problem(X.toarray().astype(complex), y), TypeError, "X must have a real numeric"),
+    (lambda X, y: fr.Problem(np.array([["a", "b"]] * 20), y), TypeError, "X must have a real numeric"),
+    (lambda X, y: fr.Problem(np.ones(20), y), ValueError, "X must be 2-dimensional"),
+    (lambda X, y: fr.Problem(X, y, fit_intercept=True, intercept_scaling=-1.0), ValueError,
+     "intercept_scaling"),
+    (lambda X, y: fr.Problem(X, y, alpha=0.0), ValueError, "alpha must be"),
+    (lambda X, y: fr.Problem(X, y, n_threads=0), ValueError, "n_threads"),
+    (lambda X, y: fr.Problem(X, y, n_partitions=0), ValueError, "n_partitions"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BAD)))
+def test_bad_input_names_the_argument(case):
+    make, exc, msg = BAD[case]
+    X = random_csr()
+    y = np.where(np.arange(20) % 2 == 0, 1, -1)
+    with pytest.raises(exc, match=msg):
+        make(X, y)
+
+
+def test_unsorted_or_duplicate_csr_indices_are_rejected():
+    data, indptr = np.array([1.0, 2.0]), np.array([0, 2])
+    unsorted = sp.csr_matrix((data, np.array([3, 1]), indptr), shape=(1, 4))
+    dup = sp.csr_matrix((data, np.array([1, 1]), indptr), shape=(1, 4))
+    for X in (unsorted, dup):
+        with pytest.raises(ValueError, match="unsorted or duplicate column indices"):
+            Dataset(X)
+        X.sum_duplicates()  # the documented fix
+        assert Dataset(X).nnz == X.nnz

@@ -1,0 +1,183 @@
+"""LinearModel file format: bit-exact round trips, and clear errors on damaged files."""
+
+import io
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+import fastrisk as fr
+from fastrisk.model import LinearModel
+
+
+def _model(classes=("a", "b", "c"), loss="softmax"):
+    rng = np.random.default_rng(0)
+    k = len(classes)
+    coef = rng.normal(size=(k, 7)) if k > 2 else rng.normal(size=7)
+    # values whose bits a lossy format would change: -0.0, subnormals, huge, tiny
+    coef.flat[:4] = [-0.0, 5e-324, 1.7976931348623157e308, 1e-300]
+    intercept = rng.normal(size=k) if k > 2 else -0.0
+    return LinearModel(coef, intercept, classes=np.asarray(classes), loss=loss, penalty="l2",
+                       alpha=1e-4, solver="bmrm", n_samples=100,
+                       info={"objective": 0.25, "gap": float("nan"), "status": "converged"})
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("classes,loss", [
+    (("a", "b", "c"), "softmax"),            # strings, native multiclass
+    ((3, 7, 11, 12), "hinge"),               # ints, one-vs-rest
+    ((False, True), "logistic"),             # bools, binary
+    ((-1.5, 2.0), "hinge"),                  # floats, binary
+])
+def test_round_trip_is_bit_exact(tmp_path, classes, loss):
+    model = _model(classes, loss)
+    path = model.save(tmp_path / "m.frm")
+    back = fr.load(path)
+    assert _same_bits(back.coef, model.coef)
+    assert _same_bits(np.float64(back.intercept) if np.ndim(back.intercept) == 0 else
+                      back.intercept, np.asarray(model.intercept, dtype=np.float64))
+    assert _same_bits(back.classes, model.classes)
+    assert (back.loss, back.penalty, back.alpha, back.solver, back.n_samples, back.n_features) == \
+        (model.loss, "l2", 1e-4, "bmrm", 100, 7)
+    assert back.info["status"] == "converged" and np.isnan(back.info["gap"])
+    assert back.fastrisk_version == fr.__version__
+    # the file name is kept as given (np.savez would append .npz to a str path)
+    assert path.endswith("m.frm")
+
+
+def test_regression_model_round_trip_and_prediction(tmp_path):
+    rng = np.random.default_rng(1)
+    coef = rng.normal(size=5)
+    model = LinearModel(coef, 0.5, loss="poisson", penalty="l1", alpha=1e-3, solver="lbfgs",
+                        n_samples=20)
+    back = fr.load(model.save(tmp_path / "r.frm"))
+    assert back.classes is None and _same_bits(back.coef, coef)
+    X = rng.normal(size=(4, 5))
+    # poisson predicts the mean exp(<w, x> + b); exact same arithmetic, so 1e-15 relative
+    np.testing.assert_allclose(back.predict(X), np.exp(X @ coef + 0.5), rtol=1e-15)
+
+
+def test_predictions_against_numpy():
+    m = _model((3, 7, 11), "logistic")
+    m.coef[:] = np.random.default_rng(2).normal(size=m.coef.shape)
+    X = np.random.default_rng(3).normal(size=(6, 7))
+    F = X @ m.coef.T + m.intercept
+    np.testing.assert_array_equal(m.predict(X), np.array([3, 7, 11])[F.argmax(1)])
+    P = 1 / (1 + np.exp(-F))
+    # OvR logistic probabilities: sigmoids normalized per row; 1e-12 covers expit vs exp rounding
+    np.testing.assert_allclose(m.predict_proba(X), P / P.sum(1, keepdims=True), rtol=1e-12)
+    with pytest.raises(ValueError, match="X has 3 features, but the model expects 7"):
+        m.predict(X[:, :3])
+
+
+def test_predict_proba_only_for_probabilistic_losses():
+    with pytest.raises(AttributeError, match="hinge"):
+        _model((1, 2), "hinge").predict_proba(np.ones((1, 7)))
+
+
+def test_truncated_file(tmp_path):
+    path = _model().save(tmp_path / "m.frm")
+    raw = open(path, "rb").read()
+    for cut in (0, 10, len(raw) // 2, len(raw) - 1):
+        open(path, "wb").write(raw[:cut])
+        with pytest.raises(ValueError, match="not a valid fastrisk model file"):
+            fr.load(path)
+
+
+def test_flipped_byte_anywhere_is_detected(tmp_path):
+    path = _model().save(tmp_path / "m.frm")
+    raw = bytearray(open(path, "rb").read())
+    # zip CRCs catch changes in member data; the checksums in meta catch a consistent rewrite
+    for pos in range(0, len(raw), max(1, len(raw) // 40)):
+        bad = raw.copy()
+        bad[pos] ^= 0xFF
+        open(path, "wb").write(bytes(bad))
+        try:
+            back = fr.load(path)
+        except ValueError as exc:
+            assert "not a valid fastrisk model file" in str(exc)
+        else:  # the flipped byte was in zip bookkeeping that does not change any content
+            ref = _model()
+            assert _same_bits(back.coef, ref.coef) and _same_bits(back.classes, ref.classes)
+
+
+def _rewrite(path, change):
+    """Re-write the archive with consistent zip CRCs after ``change(members)``."""
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    change(members)
+    with zipfile.ZipFile(path, "w") as z:
+        for n, b in members.items():
+            z.writestr(n, b)
+
+
+def _npy(a):
+    buf = io.BytesIO()
+    np.save(buf, a, allow_pickle=True)
+    return buf.getvalue()
+
+
+def _meta_of(members):
+    return json.loads(np.load(io.BytesIO(members["meta.npy"])).tobytes())
+
+
+def test_consistently_altered_array_fails_checksum(tmp_path):
+    path = _model().save(tmp_path / "m.frm")
+
+    def change(members):
+        coef = np.load(io.BytesIO(members["coef.npy"]))
+        coef[0, 0] = 1.0
+        members["coef.npy"] = _npy(coef)
+
+    _rewrite(path, change)
+    with pytest.raises(ValueError, match="checksum of coef"):
+        fr.load(path)
+
+
+@pytest.mark.parametrize("what,message", [
+    ("version", "format version 99"),
+    ("shape", "metadata says"),
+    ("missing", "do not match the metadata"),
+    ("pickle", "unreadable archive"),
+    ("json", "metadata is not JSON"),
+])
+def test_inconsistent_files(tmp_path, what, message):
+    path = _model().save(tmp_path / "m.frm")
+
+    def set_meta(members, meta):
+        members["meta.npy"] = _npy(np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))
+
+    def change(members):
+        meta = _meta_of(members)
+        if what == "version":
+            meta["format_version"] = 99
+            set_meta(members, meta)
+        elif what == "shape":
+            meta["arrays"]["coef"]["shape"] = [7, 3]
+            set_meta(members, meta)
+        elif what == "missing":
+            del members["classes.npy"]
+        elif what == "pickle":  # an object array would need pickle to load: refused
+            members["classes.npy"] = _npy(np.array(["a", 1, None], dtype=object))
+        elif what == "json":
+            members["meta.npy"] = _npy(np.frombuffer(b"{not json", dtype=np.uint8))
+
+    _rewrite(path, change)
+    with pytest.raises(ValueError, match=message):
+        fr.load(path)
+
+
+def test_missing_file_and_bad_arguments(tmp_path):
+    with pytest.raises(FileNotFoundError, match="cannot read model file"):
+        fr.load(tmp_path / "nope.frm")
+    with pytest.raises(ValueError, match="intercept has shape"):
+        LinearModel(np.ones((3, 4)), 0.0, loss="hinge", penalty="l2", alpha=1.0, solver="x",
+                    n_samples=1)
+    with pytest.raises(ValueError, match="loss must be one of"):
+        LinearModel(np.ones(4), 0.0, loss="nope", penalty="l2", alpha=1.0, solver="x",
+                    n_samples=1)

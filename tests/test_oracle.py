@@ -1,0 +1,184 @@
+"""The risk oracle (csrc/_oracle.pyx via fastrisk/oracle.py) against a plain NumPy computation.
+
+Reference: R = (1/m) sum_i c_i l(f_i, y_i), grad = (1/m) X^T (c * l'(f)) with f = X w + b w_b,
+computed on a dense float64 copy of X with the NumPy loss references of fastrisk/losses.py.
+Both sum the same float64 products in different orders: 1e-12 relative is ample.
+"""
+
+import io
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fastrisk as fr
+from fastrisk import _oracle
+from fastrisk.config import resolve_n_threads
+from fastrisk.losses import LOSSES, SCALAR_LOSSES
+
+PARAMS = {"quantile": 0.3, "epsilon_insensitive": 0.2, "huber": 0.7, "smoothed_hinge": 0.5}
+
+
+def reference(X, y, w, name, param, c=None, bias=0.0):
+    Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
+    Xd = Xd.astype(np.float64)
+    d = Xd.shape[1]
+    f = Xd @ w[:d] + (bias * w[d] if bias else 0.0)
+    value, deriv = LOSSES[name].reference(f, y, param)
+    c = np.ones(len(y)) if c is None else c
+    g = c * deriv
+    grad = Xd.T @ g
+    if bias:
+        grad = np.r_[grad, bias * g.sum()]
+    return np.sum(c * value) / len(y), grad / len(y)
+
+
+def make_data(layout, dtype=np.float64, itype=np.int32, read_only=False, m=120, d=30, seed=0):
+    rng = np.random.default_rng(seed)
+    Xd = rng.normal(size=(m, d)) * (rng.random((m, d)) < 0.2)
+    Xd[5] = 0.0  # an empty row
+    Xd = Xd.astype(dtype)
+    if layout == "dense":
+        X = Xd
+        arrays = [X]
+    else:
+        X = sp.csr_matrix(Xd)
+        X.indices, X.indptr = X.indices.astype(itype), X.indptr.astype(itype)
+        arrays = [X.data, X.indices, X.indptr]
+    if read_only:
+        for a in arrays:
+            a.flags.writeable = False
+    return X
+
+
+def targets(name, m, seed=1):
+    rng = np.random.default_rng(seed)
+    task = LOSSES[name].task
+    if task == "binary":
+        return rng.choice([-1.0, 1.0], m)
+    if task == "counts":
+        return rng.poisson(2.0, m).astype(float)
+    if task == "novelty":
+        return np.zeros(m)
+    return rng.normal(0, 1, m)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", SCALAR_LOSSES)
+def test_every_loss_matches_numpy(name, dtype):
+    X = make_data("csr", dtype)
+    y = targets(name, X.shape[0])
+    prob = fr.Problem(X, y, loss=name, loss_param=PARAMS.get(name), n_threads=2)
+    w = np.random.default_rng(2).normal(size=prob.n_weights) * 0.3
+    value, grad = prob.oracle(w)
+    ref_value, ref_grad = reference(X, prob.y, w, name, prob.loss.param)
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-11, atol=1e-14)
+
+
+@pytest.mark.parametrize("layout,dtype,itype,read_only", [
+    ("dense", np.float64, None, False), ("dense", np.float32, None, True),
+    ("csr", np.float64, np.int32, False), ("csr", np.float32, np.int32, True),
+    ("csr", np.float64, np.int64, True), ("csr", np.float32, np.int64, False),
+])
+@pytest.mark.parametrize("n_threads,n_partitions", [(1, 1), (2, 1), (2, 3), (3, 2)])
+@pytest.mark.parametrize("intercept,weighted", [(False, False), (True, True)])
+def test_layouts_threads_partitions(layout, dtype, itype, read_only, n_threads, n_partitions,
+                                    intercept, weighted):
+    X = make_data(layout, dtype, itype or np.int32, read_only)
+    m = X.shape[0]
+    y = targets("logistic", m)
+    c = np.random.default_rng(3).uniform(0, 2, m) if weighted else None
+    prob = fr.Problem(X, y, loss="logistic", sample_weight=c, fit_intercept=intercept,
+                      intercept_scaling=1.5, n_threads=n_threads, n_partitions=n_partitions)
+    if layout == "csr":  # the kernel read the caller's arrays
+        assert np.shares_memory(prob.data.data, X.data)
+    w = np.random.default_rng(4).normal(size=prob.n_weights)
+    value, grad = prob.oracle(w)
+    ref_value, ref_grad = reference(X, y, w, "logistic", 0.0, c, 1.5 if intercept else 0.0)
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-11, atol=1e-14)
+
+
+def test_real_data_and_repeatable_bits(libsvm):
+    # a9a (read-only arrays from the fixture), 1 and 2 threads and 3 partitions; the same
+    # thread count gives the same bits on every call and for a fresh oracle.
+    X, y = libsvm("a9a")
+    w = np.random.default_rng(0).normal(size=124) * 0.1
+    results = {}
+    for n_threads in (1, 2):
+        prob = fr.Problem(X, y, loss="logistic", fit_intercept=True, n_threads=n_threads,
+                          n_partitions=3)
+        first = prob.oracle(w)
+        for _ in range(3):
+            again = prob.oracle(w)
+            assert again[0] == first[0] and np.array_equal(again[1], first[1])
+        fresh = fr.Problem(X, y, loss="logistic", fit_intercept=True, n_threads=n_threads,
+                           n_partitions=3).oracle(w)
+        assert fresh[0] == first[0] and np.array_equal(fresh[1], first[1])
+        results[n_threads] = first
+    ref_value, ref_grad = reference(X, y, w, "logistic", 0.0, bias=1.0)
+    for value, grad in results.values():
+        assert value == pytest.approx(ref_value, rel=1e-12)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-15)
+
+
+def test_partial_sums_add_up():
+    X = make_data("csr")
+    y = targets("hinge", X.shape[0])
+    oracle = fr.Problem(X, y, loss="hinge", n_partitions=4, n_threads=1).oracle
+    w = np.random.default_rng(5).normal(size=30)
+    parts = [oracle.partial(w, k) for k in range(4)]
+    value, grad = oracle(w)
+    assert sum(p[0] for p in parts) / 120 == pytest.approx(value, rel=1e-14)
+    np.testing.assert_allclose(sum(p[1] for p in parts) / 120, grad, rtol=1e-13, atol=1e-16)
+    assert [b - a for a, b in oracle.partitions] == [30, 30, 30, 30]
+
+
+def test_more_threads_than_rows():
+    X = np.array([[1.0, 2.0], [0.0, -1.0]])
+    prob = fr.Problem(X, [1, -1], loss="squared_hinge", n_threads=4)
+    w = np.array([0.3, 0.1])
+    value, grad = prob.oracle(w)
+    ref_value, ref_grad = reference(X, np.array([1.0, -1.0]), w, "squared_hinge", 0.0)
+    assert value == pytest.approx(ref_value, rel=1e-15)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-15)
+
+
+@pytest.mark.parametrize("name,scale", [("exponential", -1.0), ("poisson", 1.0)])
+def test_overflow_is_a_clear_error(name, scale):
+    X = np.ones((4, 2))
+    y = np.array([1.0, -1.0, 1.0, 0.0]) if name == "poisson" else np.array([1.0, -1.0, 1.0, -1.0])
+    prob = fr.Problem(X, np.abs(y) if name == "poisson" else y, loss=name)
+    prob.oracle(np.array([1.0, 1.0]))  # moderate scores are fine
+    with pytest.raises(FloatingPointError, match=f"the {name} loss overflowed"):
+        prob.oracle(np.array([400.0, 400.0]) * scale)
+
+
+def test_kernel_argument_checks():
+    X = make_data("csr", m=10, d=3)
+    D = fr.Dataset(X)
+    f, g, grad = np.empty(10), np.empty(10), np.empty(3)
+    args = [D.data, D.indices, D.indptr, D.dense, 0.0, np.zeros(3), 0, 0.0, np.zeros(10),
+            np.empty(0), 0, 10, f, g, grad, np.zeros((1, 3)), 2]
+    _oracle.risk_gradient(*args)
+    with pytest.raises(ValueError, match="workspace"):
+        _oracle.risk_gradient(*args[:-2], np.zeros((0, 3)), 2)
+    with pytest.raises(ValueError, match="out of range"):
+        _oracle.risk_gradient(*args[:11], 11, np.empty(11), np.empty(11), *args[14:])
+    with pytest.raises(ValueError, match="loss id"):
+        _oracle.risk_gradient(*args[:6], 42, *args[7:])
+    with pytest.raises(ValueError, match=r"w has shape \(2,\)"):
+        fr.Problem(X, np.r_[np.ones(5), -np.ones(5)]).oracle(np.zeros(2))
+
+
+def test_threads_config_and_show_config():
+    assert resolve_n_threads(1) == 1
+    assert resolve_n_threads(None) >= 1
+    with pytest.raises(ValueError, match="n_threads"):
+        resolve_n_threads(1.5)
+    buf = io.StringIO()
+    fr.show_config(file=buf)
+    text = buf.getvalue()
+    assert f"fastrisk {fr.__version__}" in text and "openmp" in text and "cflags" in text
+    assert ("on" in text.split("openmp")[1].split("\n")[0]) == fr.config.OPENMP

@@ -1,0 +1,121 @@
+"""Regularizers (fastrisk/regularizers.py) against closed forms, finite differences and scipy.optimize."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from fastrisk.regularizers import L1, L2, ElasticNet, Lp, make_regularizer, soft_threshold
+
+SMOOTH = [L2(), ElasticNet(0.0), Lp(1.2), Lp(1.5), Lp(2.0)]
+ALL = [L2(), L1(), ElasticNet(0.3), ElasticNet(1.0), Lp(1.2), Lp(1.5), Lp(2.0)]
+IDS = lambda r: f"{r.name}-{getattr(r, 'l1_ratio', getattr(r, 'p', ''))}"
+
+
+def test_values_closed_form():
+    w = np.array([3.0, -4.0, 0.0])
+    assert L2().value(w) == 12.5
+    assert L1().value(w) == 7.0
+    assert ElasticNet(0.3).value(w) == pytest.approx(0.3 * 7 + 0.35 * 25, rel=1e-15)
+    assert Lp(2.0).value(w) == pytest.approx(12.5, rel=1e-15)
+    p = 1.5
+    assert Lp(p).value(w) == pytest.approx((3**p + 4**p) ** (2 / p) / (2 * (p - 1)), rel=1e-14)
+
+
+@pytest.mark.parametrize("reg", SMOOTH + [ElasticNet(0.3), L1()], ids=IDS)
+def test_subgradient_by_finite_differences(reg):
+    # central differences with h = 1e-6 away from the kinks (all |w_i| >= 0.1): error ~1e-9.
+    rng = np.random.default_rng(0)
+    w = rng.choice([-1, 1], 6) * rng.uniform(0.1, 2, 6)
+    h = 1e-6
+    fd = np.array([(reg.value(w + h * e) - reg.value(w - h * e)) / (2 * h) for e in np.eye(6)])
+    np.testing.assert_allclose(reg.subgradient(w), fd, rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("reg", ALL, ids=IDS)
+@pytest.mark.parametrize("t", [0.0, 0.3, 2.5])
+def test_prox_is_the_argmin(reg, t):
+    # prox(v, t) = argmin t Omega(w) + 0.5||w - v||^2.  The objective at the prox must not be
+    # beaten by scipy minimizations (L-BFGS-B on split variables for |w| terms,
+    # BFGS for smooth ones) by more than 1e-10, and the points agree to the optimizer's 1e-5.
+    rng = np.random.default_rng(1)
+    v = rng.normal(size=5) * 1.5
+    obj = lambda w: t * reg.value(w) + 0.5 * np.sum((w - v) ** 2)
+    if isinstance(reg, (L1, ElasticNet)):
+        r = reg.l1_ratio if isinstance(reg, ElasticNet) else 1.0
+        res = minimize(lambda z: t * (r * z.sum() + 0.5 * (1 - r) * np.sum((z[:5] - z[5:]) ** 2))
+                       + 0.5 * np.sum((z[:5] - z[5:] - v) ** 2), np.full(10, 0.5),
+                       method="L-BFGS-B", bounds=[(0, None)] * 10,
+                       options={"ftol": 1e-15, "gtol": 1e-12})
+        ref = res.x[:5] - res.x[5:]
+    else:
+        ref = minimize(obj, v, method="BFGS", options={"gtol": 1e-11}).x
+    w = reg.prox(v, t)
+    assert obj(w) <= obj(ref) + 1e-10
+    np.testing.assert_allclose(w, ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("p", [1.05, 1.3, 1.7])
+def test_lp_prox_optimality_condition(p):
+    # The exact first-order condition w + t grad Omega(w) = v, evaluated with NumPy formulas;
+    # Brent's method stops at 1e-15 relative in N = ||w||_p, so the residual is ~1e-12.
+    reg, t = Lp(p), 0.8
+    v = np.random.default_rng(2).normal(size=30) * np.logspace(-2, 2, 30)
+    w = reg.prox(v, t)
+    N = np.linalg.norm(w, p)
+    grad = N ** (2 - p) * np.abs(w) ** (p - 1) * np.sign(w) / (p - 1)
+    np.testing.assert_allclose(w + t * grad, v, rtol=1e-9, atol=1e-9 * np.abs(v).max())
+
+
+@pytest.mark.parametrize("reg", [L2(), ElasticNet(0.0), ElasticNet(0.3), Lp(1.2), Lp(1.5), Lp(2.0)],
+                         ids=IDS)
+def test_conjugate_fenchel_young_and_argmax(reg):
+    # Fenchel-Young equality Omega(w) + Omega*(u) = <u, w> at w = conjugate_grad(u)
+    # (exact up to rounding: 1e-12), and w is the argmax of <u, w> - Omega(w) (scipy, 1e-5).
+    u = np.random.default_rng(3).normal(size=5) * 2
+    w = reg.conjugate_grad(u)
+    assert reg.value(w) + reg.conjugate(u) == pytest.approx(u @ w, rel=1e-12)
+    x0 = np.full(5, 0.1)
+    if isinstance(reg, ElasticNet):
+        r = reg.l1_ratio
+        res = minimize(lambda z: r * z.sum() + 0.5 * (1 - r) * np.sum((z[:5] - z[5:]) ** 2)
+                       - u @ (z[:5] - z[5:]), np.full(10, 0.5), method="L-BFGS-B",
+                       bounds=[(0, None)] * 10, options={"ftol": 1e-15, "gtol": 1e-12})
+        ref = res.x[:5] - res.x[5:]
+    else:
+        ref = minimize(lambda x: reg.value(x) - u @ x, x0, method="BFGS", options={"gtol": 1e-11}).x
+    np.testing.assert_allclose(w, ref, atol=1e-5)
+    # Fenchel-Young inequality at any other point
+    z = np.random.default_rng(4).normal(size=5)
+    assert reg.value(z) + reg.conjugate(u) >= u @ z - 1e-12
+
+
+def test_l1_conjugate_is_an_indicator():
+    assert L1().conjugate([0.5, -1.0]) == 0.0
+    assert L1().conjugate([0.5, -1.01]) == np.inf
+    assert ElasticNet(1.0).conjugate([2.0]) == np.inf
+    with pytest.raises(ValueError, match="indicator"):
+        L1().conjugate_grad([0.1])
+
+
+def test_soft_threshold_closed_form_and_no_mutation():
+    v = np.array([-3.0, -0.5, 0.0, 0.5, 3.0])
+    v.flags.writeable = False
+    np.testing.assert_array_equal(soft_threshold(v, 1.0), [-2.0, 0.0, 0.0, 0.0, 2.0])
+    np.testing.assert_array_equal(v, [-3.0, -0.5, 0.0, 0.5, 3.0])
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="penalty"):
+        make_regularizer("l3")
+    with pytest.raises(ValueError, match="l1_ratio"):
+        ElasticNet(1.5)
+    with pytest.raises(ValueError, match="p must be"):
+        Lp(1.0)
+    with pytest.raises(ValueError, match="p must be"):
+        Lp(2.5)
+    with pytest.raises(ValueError, match="t must be"):
+        L2().prox([1.0], -1.0)
+    with pytest.raises(ValueError, match="t must be"):
+        Lp(1.5).prox([1.0], np.nan)
+    with pytest.raises(ValueError, match="w must be 1-dimensional"):
+        L1().value(np.ones((2, 2)))
