@@ -59,6 +59,9 @@ Streaming: every solver here takes ``state=`` (``result.extra["state"]`` of
 the previous call) and continues exactly where it stopped, so feeding chunks
 one after another (``shuffle=False``) gives the iterates of one pass over
 their concatenation.  ``max_iter`` counts epochs over the given Problem.
+Each call (and each epoch) also costs O(d) once -- copying the state,
+bringing every lazy coordinate up to date, forming w -- so streamed chunks
+should hold many rows.
 
 Stopping: ``max_iter`` epochs / ``time_limit``.  A certified bound on
 J(w) - J* exists only when J is strongly convex (sigma > 0): by strong
