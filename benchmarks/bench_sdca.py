@@ -45,7 +45,7 @@ def test_epoch_vs_oracle_imdb(benchmark, imdb_bigrams):
     d, n = prob.data, prob.n_samples
     sqnorm = d.row_sqnorms()
     u, v = np.zeros(n), np.zeros(d.n_weights)
-    f_seen = np.empty(n)
+    row_loss, row_dual = np.empty(n), np.empty(n)
     rng = np.random.default_rng(0)
     kid = prob.loss.spec.kernel_id
 
@@ -53,7 +53,8 @@ def test_epoch_vs_oracle_imdb(benchmark, imdb_bigrams):
         order = rng.permutation(n).astype(np.int64)  # the visiting order is part of the cost
         return _sdca.sdca_epoch(d.data, d.indices, d.indptr, d.dense, d.bias, prob.y,
                                 np.empty(0), sqnorm, order, kid, 0.0, prob.alpha * n, 0.0,
-                                u, v, f_seen, np.empty(0, np.uint8), np.inf, -np.inf)
+                                u, v, row_loss, row_dual, np.empty(0, np.uint8), np.inf,
+                                -np.inf)
 
     epoch()  # leave the all-zero start: later epochs update most rows
     w = v.copy()
@@ -110,14 +111,17 @@ def test_time_to_gap_vs_liblinear(benchmark, libsvm, imdb_bigrams, name, alpha):
     X, y = _small(X, y, benchmark.disabled)
     y = np.where(y == y.max(), 1.0, -1.0)
     prob = fr.Problem(X, y, loss="hinge", alpha=alpha)
-    tol, max_iter = (1e-3, 10) if benchmark.disabled else (1e-3, 5000)
+    tol, max_iter = (1e-3, 10) if benchmark.disabled else (1e-3, 2000)
 
     def run():
-        return fr.solve(prob, solver="sdca", tol=tol, max_iter=max_iter, random_state=0,
-                        n_threads=1)
+        t = time.perf_counter()
+        res = fr.solve(prob, solver="sdca", tol=tol, max_iter=max_iter, random_state=0,
+                       n_threads=1)
+        return res, time.perf_counter() - t
 
-    res = run()
-    t_sdca = _best_of(run, 1 if benchmark.disabled else 2)
+    res, t_sdca = run()
+    if t_sdca < 30 and not benchmark.disabled:  # same seed, same run: keep the faster timing
+        t_sdca = min(t_sdca, run()[1])
     t_ll, k, J_ll = _liblinear_time_to(X, y, alpha, res.objective)
     ratio = t_sdca / t_ll
     benchmark.extra_info.update(ratio=ratio, sdca_s=t_sdca, liblinear_s=t_ll, epochs=res.n_iter,

@@ -249,7 +249,8 @@ def test_minibatch_with_b1_is_single_coordinate_sdca():
     u2, v2 = np.zeros(n), np.zeros(d.n_weights)
     for _ in range(3):
         single = _sdca.sdca_epoch(*args, prob.loss.spec.kernel_id, 0.0, lam_n, 0.0, u1, v1,
-                                  np.empty(n), np.empty(0, np.uint8), np.inf, -np.inf)
+                                  np.empty(n), np.empty(n), np.empty(0, np.uint8), np.inf,
+                                  -np.inf)
         # safe with b = 1: theta = 0, so beta = 1 and gamma = 0
         mini = _sdca.sdca_minibatch_epoch(*args, 1, prob.loss.spec.kernel_id, 0.0, lam_n, 0.0,
                                           u2, v2, 1.0, 0.0, False, 0.25,
