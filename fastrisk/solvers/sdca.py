@@ -154,12 +154,14 @@ def solve_sdca(problem, *, tol=1e-4, max_iter=1000, time_limit=None, callback=No
     warm_start: dual vector of a previous run (``result.extra["alpha"]``), e.g.
         along a regularization path; any dual-feasible vector of length n_samples.
     gap_every: also compute the exact duality gap every k epochs (0: only when
-        the running estimate says converged, and at the end).
+        the running estimate says converged, every max(10, epoch / 4) epochs,
+        and at the end).
     shrinking: skip rows whose dual sits at a bound of its box and is pushed
         outward (LIBLINEAR's rule; b = 1 and box-constrained duals only: hinge,
         squared/smoothed hinge, absolute, epsilon-insensitive); all rows come
-        back whenever an exact gap check fails (checks come at least every
-        max(10, epoch / 4) epochs).
+        back when the active rows' projected-gradient range is below a
+        threshold (0.1 of the first epoch's range, divided by 10 each time)
+        and when the estimated gap says converged but the exact one does not.
 
     ``result.extra``: ``alpha`` (dual variables u, with w = soft(v, kappa),
     v = (1/(lambda n)) sum c_i u_i x_i; for binary losses y_i u_i is the
@@ -221,6 +223,7 @@ def solve_sdca(problem, *, tol=1e-4, max_iter=1000, time_limit=None, callback=No
     row_loss, row_dual = np.zeros(n), np.zeros(n)  # per-row terms at the last visit
     active = np.arange(n)
     pg_max_old, pg_min_old = np.inf, -np.inf
+    pg_eps = None  # unshrink when the active rows' projected-gradient range falls below it
 
     def exact_gap(w, dual_sum):
         total, status = _sdca.primal_loss_sum(*rows, w, y, c_arg, kid, p, row_loss, pass_threads)
@@ -245,10 +248,16 @@ def solve_sdca(problem, *, tol=1e-4, max_iter=1000, time_limit=None, callback=No
             if shrinking:
                 # rows shrunk in earlier epochs: dual terms exact, losses at their last visit
                 loss_sum, dual_sum = float(row_loss.sum()), float(row_dual.sum())
-                active = active[shrink[active] == 0]
+                pg_eps = 0.1 * (pg_max - pg_min) if pg_eps is None else pg_eps
+                if pg_max - pg_min <= pg_eps and len(active) < n:
+                    # the shrunk problem is solved to pg_eps (LIBLINEAR): all rows back
+                    active, pg_max_old, pg_min_old = np.arange(n), np.inf, -np.inf
+                    pg_eps *= 0.1
+                else:
+                    active = active[shrink[active] == 0]
+                    pg_max_old = pg_max if pg_max > 0 else np.inf
+                    pg_min_old = pg_min if pg_min < 0 else -np.inf
                 shrink[:] = 0
-                pg_max_old = pg_max if pg_max > 0 else np.inf
-                pg_min_old = pg_min if pg_min < 0 else -np.inf
         else:
             loss_sum, dual_sum, beta_new, undone, st = _sdca.sdca_minibatch_epoch(
                 *rows, y, c_arg, sqnorm, order, b, kid, p, lam_n, kappa, u, v,
@@ -261,15 +270,16 @@ def solve_sdca(problem, *, tol=1e-4, max_iter=1000, time_limit=None, callback=No
         P_est = loss_sum / n + problem.alpha * problem.regularizer.value(w)
         D = dual_sum / n - 0.5 * lam * float(w @ w)
         gap_estimates.append(P_est - D)
-        exact = ((P_est - D <= mon.tol * abs(P_est) and epoch >= next_exact)
-                 or epoch >= next_forced or epoch >= mon.max_iter
+        triggered = P_est - D <= mon.tol * abs(P_est) and epoch >= next_exact
+        exact = (triggered or epoch >= next_forced or epoch >= mon.max_iter
                  or (gap_every and epoch % gap_every == 0))
         if exact:
             P, D = exact_gap(w, dual_sum)
             status = mon.check(epoch, w, P, max(P - D, 0.0), keep_best=False)
             next_exact = epoch + 1 + epoch // 10
             next_forced = epoch + max(10, epoch // 4)
-            if len(active) < n:  # not converged on all rows: bring the shrunk ones back
+            if triggered and len(active) < n:
+                # the estimate said converged but the certificate did not: all rows back
                 active = np.arange(n)
                 pg_max_old, pg_min_old = np.inf, -np.inf
         else:
