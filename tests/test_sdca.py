@@ -188,16 +188,15 @@ def test_safe_and_aggressive_converge_on_two_identical_points(variant):
 
 
 def _one_batch(prob, u, batch, beta, gamma, n_threads=1):
-    """Apply one mini-batch step in place; return n (D(after) - D(before))."""
+    """Apply one mini-batch step (rows ``batch``) to the dual vector u in place."""
     d = prob.data
     v = d.X.T @ u / (prob.alpha * prob.n_samples)
-    _, dual_after, _, _, status = _sdca.sdca_minibatch_epoch(
+    status = _sdca.sdca_minibatch_epoch(
         d.data, d.indices, d.indptr, d.dense, d.bias, prob.y, np.empty(0), d.row_sqnorms(),
         np.asarray(batch, dtype=np.int64), len(batch), prob.loss.spec.kernel_id, 0.0,
         prob.alpha * prob.n_samples, 0.0, u, v, beta, gamma, False, 0.25,
-        np.array([0, d.n_weights], dtype=np.int64), n_threads)
+        np.array([0, d.n_weights], dtype=np.int64), n_threads)[-1]
     assert status == 0
-    return v
 
 
 def _dual(prob, u):

@@ -28,16 +28,21 @@ the dual sum and the loss at the scores it visited, a cheap estimate of the
 primal P(w).  When that estimated gap says ``tol`` is reached (also every
 max(10, epoch/4) epochs, every ``gap_every`` epochs, and at the end), one
 more parallel pass computes the exact P(w) and the certified duality gap
-P(w) - D(u) >= J(w) - J*, which the Monitor stops on.  Epochs without that pass are logged with the estimated
-objective and a NaN bound; their estimated gaps are in ``extra``.
-"""
+P(w) - D(u) >= J(w) - J*, which the Monitor stops on.  Epochs without that
+pass are logged with the estimated objective and a NaN bound; their
+estimated gaps are in ``extra``.
 
+Shrinking (Hsieh et al. 2008, as in LIBLINEAR) skips rows whose dual is at a
+bound of its box and pushed outward; it is what makes single-coordinate SDCA
+competitive with LIBLINEAR on hinge-type losses (a9a/w8a hinge at 1e-5: 12-14x
+fewer seconds than without it).
+"""
 
 import numpy as np
 
 from fastrisk import _sdca
 from fastrisk.config import resolve_n_threads
-from fastrisk.regularizers import ElasticNet, L2
+from fastrisk.regularizers import L2, ElasticNet
 from fastrisk.stopping import Monitor
 
 VARIANTS = ("naive", "safe", "aggressive")
