@@ -193,15 +193,46 @@ class Loss:
         return _oracle.loss_conjugates(self.spec.kernel_id, self.param, a, y)
 
 
-def vector_loss(name, F, y):
-    """Multiclass losses on scores F (n x k) with class indices y.
+def vector_loss(name, F, y, *, cost=None, beta=1.0, M=None):
+    """Vector losses on scores F (n x k) (MATH.md 2, BMRM Table 2).
 
-    Returns (values (n,), G (n x k)) with G the gradient in F (MATH.md 2):
+    Returns (values (n,), G (n x k)) with G the gradient in F:
     softmax: log sum exp(F) - F_y, G = softmax(F) - e_y;
-    multiclass_hinge: max_y' (F_y' - F_y + [y' != y]), G = e_{y*} - e_y.
+    multiclass_hinge: max_y' (F_y' - F_y + [y' != y]), G = e_{y*} - e_y;
+    scaled_soft_margin: max_y' Delta(y,y')^beta (F_y' - F_y + Delta(y,y')),
+    G = Delta(y,y*)^beta (e_{y*} - e_y), with ``cost`` the k x k matrix Delta
+    (zero diagonal; default 0/1);
+    multivariate_regression: 0.5 (F_i - Y_i)^T M (F_i - Y_i), G = (F - Y) M
+    for a target matrix y = Y (n x k) and a symmetric PSD M (k x k).
+    y holds class indices for the other losses.
     """
     n = F.shape[0]
     rows = np.arange(n)
+    if name == "scaled_soft_margin":
+        k = F.shape[1]
+        cost = 1.0 - np.eye(k) if cost is None else np.asarray(cost, dtype=np.float64)
+        if cost.shape != (k, k) or (np.diag(cost) != 0).any() or (cost < 0).any():
+            raise ValueError(f"cost must be a non-negative ({k}, {k}) matrix with zero diagonal")
+        if not isinstance(beta, (int, float, np.number)) or not beta >= 0:
+            raise ValueError(f"beta must be a number >= 0, got {beta!r}")
+        scale = cost[y] ** beta
+        terms = scale * (F - F[rows, y][:, None] + cost[y])
+        terms[rows, y] = 0.0
+        star = np.argmax(terms, axis=1)
+        G = np.zeros_like(F)
+        G[rows, star] += scale[rows, star]
+        G[rows, y] -= scale[rows, star]
+        return terms[rows, star], G
+    if name == "multivariate_regression":
+        M = np.asarray(M, dtype=np.float64)
+        Y = np.asarray(y, dtype=np.float64)
+        if Y.shape != F.shape:
+            raise ValueError(f"y must be a target matrix of shape {F.shape}, got {Y.shape}")
+        if M.shape != (F.shape[1],) * 2 or not np.allclose(M, M.T):
+            raise ValueError(f"M must be a symmetric ({F.shape[1]}, {F.shape[1]}) matrix")
+        R = F - Y
+        G = R @ M
+        return 0.5 * np.einsum("ij,ij->i", G, R), G
     if name == "softmax":
         lse = logsumexp(F, axis=1)
         G = np.exp(F - lse[:, None])

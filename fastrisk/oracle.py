@@ -27,10 +27,25 @@ class RiskOracle(Protocol):
 
 
 def partition_rows(n_samples, n_partitions):
-    """Contiguous [start, stop) row ranges of nearly equal size."""
-    if not isinstance(n_partitions, (int, np.integer)) or n_partitions < 1:
-        raise ValueError(f"n_partitions must be an integer >= 1, got {n_partitions!r}")
-    edges = np.linspace(0, n_samples, min(int(n_partitions), n_samples) + 1).astype(np.intp)
+    """Contiguous [start, stop) row ranges.
+
+    ``n_partitions`` is a count (ranges of nearly equal size) or a sequence
+    of partition sizes summing to ``n_samples`` (e.g. the row counts of the
+    files or blocks a DaskOracle holds, so both oracles add the same sums).
+    """
+    if isinstance(n_partitions, (list, tuple, np.ndarray)):
+        sizes = np.asarray(n_partitions)
+        if sizes.ndim != 1 or sizes.size == 0 or sizes.dtype.kind not in "iu" \
+                or (sizes < 1).any() or sizes.sum() != n_samples:
+            raise ValueError("n_partitions as a sequence must hold positive integer partition "
+                             f"sizes summing to {n_samples}, got {n_partitions!r}")
+        edges = np.concatenate([[0], np.cumsum(sizes)])
+    elif not isinstance(n_partitions, (int, np.integer)) or isinstance(n_partitions, bool) \
+            or n_partitions < 1:
+        raise ValueError(f"n_partitions must be an integer >= 1 or a sequence of sizes, "
+                         f"got {n_partitions!r}")
+    else:
+        edges = np.linspace(0, n_samples, min(int(n_partitions), n_samples) + 1).astype(np.intp)
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 

@@ -73,9 +73,41 @@ class Problem:
                                       n_partitions=n_partitions, n_threads=n_threads)
         self.n_weights = self.oracle.n_weights
 
+    @classmethod
+    def from_oracle(cls, oracle, *, penalty="l2", alpha=1e-4, l1_ratio=0.15, p=2.0,
+                    n_features=None, bias=0.0, n_classes=1, loss=None, classes=None):
+        """A Problem whose R_emp is any RiskOracle (BMRM section 3.3: user-defined risks).
+
+        ``oracle`` has ``n_samples``, ``n_weights`` and ``__call__(w) -> (risk,
+        subgradient)`` (e.g. fastrisk.multivariate.ScoreOracle, or
+        fastrisk.distributed.DaskOracle); the solvers only use ``.oracle``,
+        ``.regularizer`` and ``.alpha``.  ``n_features`` and ``bias`` (the
+        intercept feature's value, 0 = none) and ``n_classes`` describe how w
+        splits into coef_ and intercept_; by default w is all coef_.  ``data``
+        and ``y`` are None: the data live inside the oracle.
+        """
+        for name in ("n_samples", "n_weights"):
+            if not isinstance(getattr(oracle, name, None), (int, np.integer)):
+                raise TypeError(f"oracle must have an integer attribute {name!r}")
+        if not callable(oracle):
+            raise TypeError("oracle must be callable: oracle(w) -> (risk, subgradient)")
+        self = cls.__new__(cls)
+        self.loss, self.penalty, self.alpha = loss, penalty, check_alpha(alpha)
+        self.regularizer = make_regularizer(penalty, l1_ratio=l1_ratio, p=p)
+        self.data, self.y, self.sample_weight, self.classes_ = None, None, None, classes
+        self.oracle, self.n_weights, self.n_classes = oracle, int(oracle.n_weights), int(n_classes)
+        per_class = self.n_weights // self.n_classes
+        self._layout = (per_class - (bias != 0) if n_features is None else int(n_features),
+                        float(bias))
+        if per_class * self.n_classes != self.n_weights \
+                or self._layout[0] + (bias != 0) != per_class:
+            raise ValueError(f"n_weights={self.n_weights} does not split into n_classes="
+                             f"{n_classes} x (n_features={n_features} [+1 intercept])")
+        return self
+
     @property
     def n_samples(self):
-        return self.data.n_samples
+        return self.oracle.n_samples
 
     def risk(self, w):
         """R_emp(w)."""
@@ -93,15 +125,17 @@ class Problem:
 
     def coef_intercept(self, w):
         """(coef_, intercept_) in scikit-learn's shapes: (d,), float or (k, d), (k,)."""
-        d = self.data
+        n_features, bias = ((self.data.n_features, self.data.bias) if self.data is not None
+                            else self._layout)
+        W = np.asarray(w).reshape(self.n_classes, -1)
+        coef = W[:, :n_features].copy()
+        intercept = W[:, -1] * bias if bias else np.zeros(self.n_classes)
         if self.n_classes > 1:
-            W = np.asarray(w).reshape(self.n_classes, d.n_weights)
-            coef = W[:, : d.n_features].copy()
-            intercept = W[:, -1] * d.bias if d.bias else np.zeros(self.n_classes)
             return coef, intercept
-        coef, intercept = d.split(np.asarray(w))
-        return coef.copy(), intercept
+        return coef[0], float(intercept[0])
 
     def __repr__(self):
-        return (f"Problem(n_samples={self.n_samples}, n_features={self.data.n_features}, "
-                f"loss={self.loss.name!r}, penalty={self.penalty!r}, alpha={self.alpha})")
+        n_features = self.data.n_features if self.data is not None else self._layout[0]
+        loss = getattr(self.loss, "name", type(self.oracle).__name__)
+        return (f"Problem(n_samples={self.n_samples}, n_features={n_features}, "
+                f"loss={loss!r}, penalty={self.penalty!r}, alpha={self.alpha})")

@@ -2,10 +2,11 @@
 
 ``tol`` always means one thing: stop when a certified upper bound on
 ``J(w) - J*`` (BMRM's gamma_t, the SDCA duality gap, the Lemma 5 bound of
-MATH.md 4) is at most ``tol * J(w)``.  Solvers without a certificate say so
+MATH.md 4) is at most ``tol * J(w)`` (or at most ``abs_tol`` when given).  Solvers without a certificate say so
 (``bound`` is NaN) and stop on their budget (max_iter, time_limit).
 """
 
+import contextlib
 import logging
 import math
 import time
@@ -15,7 +16,9 @@ import numpy as np
 
 logger = logging.getLogger("fastrisk")
 
-STATUSES = ("converged", "max_iter", "time_limit", "callback", "interrupted")
+# "stalled": the solver cannot make further progress in floating point (e.g. a line search
+# failing at the precision limit) before its certificate reached ``tol``.
+STATUSES = ("converged", "max_iter", "time_limit", "callback", "interrupted", "stalled")
 
 
 @dataclass
@@ -82,12 +85,17 @@ class Monitor:
     """
 
     def __init__(self, problem, solver, *, tol, max_iter, time_limit=None, callback=None,
-                 verbose=0):
+                 verbose=0, abs_tol=0.0):
         check_budget(tol, max_iter, time_limit)
+        if not isinstance(abs_tol, (int, float, np.number)) or isinstance(abs_tol, bool) \
+                or not abs_tol >= 0:
+            raise ValueError(f"abs_tol must be a number >= 0, got {abs_tol!r}")
         if callback is not None and not callable(callback):
             raise TypeError("callback must be callable or None")
         self.problem, self.solver = problem, solver
         self.tol, self.max_iter, self.time_limit = float(tol), int(max_iter), time_limit
+        self.abs_tol = float(abs_tol)
+        self.interrupted = False
         self.callback, self.verbose = callback, int(verbose)
         self.history = History()
         self.start = time.perf_counter()
@@ -107,7 +115,7 @@ class Monitor:
             level = logging.INFO if self.verbose == 1 else logging.DEBUG
             logger.log(level, "%s it %d  %.3fs  J=%.10g  bound=%.3g", self.solver, iteration,
                        seconds, objective, bound)
-        if bound <= self.tol * abs(self.best_objective):
+        if bound <= max(self.tol * abs(self.best_objective), self.abs_tol):
             return "converged"
         if self.callback is not None and self.callback(self.result("running", iteration)) is False:
             return "callback"
@@ -116,6 +124,21 @@ class Monitor:
         if self.time_limit is not None and seconds >= self.time_limit:
             return "time_limit"
         return None
+
+    @contextlib.contextmanager
+    def interruptible(self):
+        """Context for a solver's loop: Ctrl-C (KeyboardInterrupt) ends it cleanly.
+
+        Sets ``self.interrupted`` so the solver returns ``result("interrupted", ...)``
+        with the best iterate so far; re-raised when no iterate was recorded yet.
+        """
+        try:
+            yield
+        except KeyboardInterrupt:
+            if self.best_w is None:
+                raise
+            self.interrupted = True
+            logger.warning("%s interrupted; returning the best iterate so far", self.solver)
 
     def result(self, status, n_iter, w=None, objective=None, bound=None, **extra):
         """Result from the best iterate (or the given one)."""

@@ -1,0 +1,363 @@
+"""The risk oracle on a Dask cluster (BMRM section 4 and Figure 2; MATH.md 3).
+
+``DaskOracle`` is the multiplexer of BMRM Figure 2 across machines: the data
+are cut into row partitions that live on the Dask workers (loaded there from
+svmlight files, computed there from a dask array / dataframe, or scattered
+once from an in-memory matrix) and are never sent again.  Each call
+broadcasts w, every worker runs the compiled kernel on its partitions
+(``LocalOracle.partial``: GIL released, ``n_threads`` OpenMP threads) and the
+client adds the partial sums in partition order.  The sums are the ones
+``LocalOracle`` adds for the same partition sizes and thread count, so
+``DaskOracle(w)`` equals ``LocalOracle(..., n_partitions=oracle.partition_sizes,
+n_threads=oracle.n_threads)(w)`` bit for bit, and every batch solver (BMRM,
+proximal bundle, L-BFGS) runs on it unchanged through
+``Problem.from_oracle`` (see ``make_dask_problem``).
+
+Failures: a task interrupted by a dying worker is re-run by the scheduler on
+the remaining workers.  Partitions built by tasks (files, dask collections)
+are recomputed there from their source; scattered partitions survive only
+if ``replicas >= 2`` copies were kept.  When a partition is gone for good
+the call raises ``PartitionLostError``; it never returns a partial sum.
+"""
+
+import numbers
+import os
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastrisk.data import Dataset, check_sample_weight, check_targets
+from fastrisk.losses import Loss
+from fastrisk.oracle import LocalOracle, partition_rows
+
+
+class PartitionLostError(RuntimeError):
+    """A data partition was lost with its worker and cannot be rebuilt."""
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError as exc:  # pragma: no cover - the extra is in the test deps
+        raise ImportError("fastrisk.distributed needs dask.distributed: "
+                          "pip install 'fastrisk[dask]'") from exc
+    return distributed
+
+
+# ---------------------------------------------------------------- worker side
+# A "chunk" is the raw (X, y, sample_weight or None) of one partition; a
+# "partition" is the LocalOracle a worker builds over it and keeps.
+
+def _load_svmlight_chunk(path, n_features, dtype):
+    from fastrisk.svmlight import load_svmlight
+
+    X, y = load_svmlight(path, n_features=n_features, dtype=dtype)
+    return X, y, None
+
+
+def _block_chunk(X, y, c):
+    """A chunk from one row block of a dask collection (dataframe blocks become arrays)."""
+    X = X if sp.issparse(X) else np.asarray(X)
+    return X, np.asarray(y).ravel(), None if c is None else np.asarray(c).ravel()
+
+
+def _chunk_summary(chunk, task):
+    """(rows, columns, distinct labels for binary losses, sum of sample weights) of one chunk."""
+    X, y, c = chunk
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got a block of shape {X.shape}")
+    labels = np.unique(np.asarray(y).ravel()) if task == "binary" else None
+    return X.shape[0], X.shape[1], labels, (float(np.sum(c)) if c is not None else X.shape[0])
+
+
+def _build_partition(chunk, loss, task, classes, n_features, bias, n_threads):
+    """The LocalOracle (one partition, n_threads threads) over one chunk."""
+    X, y, c = chunk
+    m = X.shape[0]
+    if sp.issparse(X) and X.shape[1] < n_features:
+        X = X.tocsr()
+        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(m, n_features))
+    elif X.shape[1] != n_features:
+        raise ValueError(f"a partition has {X.shape[1]} features, expected {n_features}")
+    data = Dataset(X, intercept_scaling=bias)
+    if task == "binary":
+        y = np.asarray(y).ravel()
+        if y.shape[0] != m:
+            raise ValueError(f"y has {y.shape[0]} entries for a partition of {m} rows")
+        y = np.where(y == classes[1], 1.0, -1.0)
+    elif task == "novelty":
+        y = np.zeros(m)
+    else:
+        y = check_targets(y, m)
+    return LocalOracle(data, loss, y, check_sample_weight(c, m), n_partitions=1,
+                       n_threads=n_threads)
+
+
+def _partial(partition, w):
+    """(sum_i c_i l_i, X^T g, compute seconds, pid) of one partition."""
+    start = time.perf_counter()
+    value, grad = partition.partial(w, 0)
+    return value, grad, time.perf_counter() - start, os.getpid()
+
+
+# ---------------------------------------------------------------- client side
+
+def get_client(client=None):
+    """A dask Client: the given one, a new one connected to an address, or the current one."""
+    distributed = _distributed()
+    if client is None:
+        try:
+            return distributed.get_client()
+        except ValueError:
+            raise ValueError("no Dask client: pass client= (a Client or a scheduler "
+                             "address such as 'tcp://host:8786')") from None
+    if isinstance(client, str):
+        return distributed.Client(client)
+    if not isinstance(client, distributed.Client):
+        raise TypeError(f"client must be a dask Client, an address or None, got {client!r}")
+    return client
+
+
+class DaskOracle:
+    """R_emp(w) and a subgradient, computed on Dask workers; see the module docstring.
+
+    Build it with ``from_array`` (split an in-memory X), ``from_svmlight``
+    (one partition per file, loaded on the workers) or ``from_dask`` (one
+    partition per row block of a dask array / dataframe).  Attributes:
+    ``n_samples``, ``n_weights``, ``n_features``, ``bias``, ``loss``,
+    ``classes_`` (binary losses), ``partition_sizes``, ``n_threads``,
+    ``n_calls`` and ``last_timing`` (wall seconds of the last call and the
+    compute seconds of each partition: the rest is communication and
+    scheduling).
+    """
+
+    def __init__(self, client, chunks, *, loss="hinge", loss_param=None, fit_intercept=False,
+                 intercept_scaling=1.0, n_features=None, n_threads=1, replicas=1):
+        """Turn chunk futures (X, y, sample_weight) on the workers into partitions.
+
+        Prefer the ``from_*`` constructors; ``chunks`` is a list of futures.
+        """
+        self.client = client
+        self.loss = loss if isinstance(loss, Loss) else Loss(loss, loss_param)
+        if self.loss.spec.vector:
+            raise ValueError(f"DaskOracle supports the scalar losses, not {self.loss.name!r}")
+        if not isinstance(fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be a bool, got {fit_intercept!r}")
+        if fit_intercept and (not isinstance(intercept_scaling, numbers.Real)
+                              or not intercept_scaling > 0):
+            raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling!r}")
+        if not isinstance(n_threads, (int, np.integer)) or isinstance(n_threads, bool) \
+                or n_threads < 1:
+            raise ValueError(f"n_threads must be an integer >= 1, got {n_threads!r}")
+        if not isinstance(replicas, (int, np.integer)) or replicas < 1:
+            raise ValueError(f"replicas must be an integer >= 1, got {replicas!r}")
+        if not chunks:
+            raise ValueError("no data partitions")
+        task = self.loss.spec.task
+        summaries = client.gather([client.submit(_chunk_summary, chunk, task, pure=False)
+                                   for chunk in chunks])
+        rows = [s[0] for s in summaries]
+        if min(rows) < 1:
+            raise ValueError(f"every partition needs at least one row, got sizes {rows}")
+        width = max(s[1] for s in summaries)
+        if n_features is not None:
+            if n_features < width:
+                raise ValueError(f"n_features={n_features} but the data have {width} columns")
+            width = int(n_features)
+        self.classes_ = None
+        if task == "binary":
+            self.classes_ = np.unique(np.concatenate([s[2] for s in summaries]))
+            if self.classes_.shape[0] != 2:
+                raise ValueError("y must hold exactly two classes for a binary loss, got "
+                                 f"{self.classes_.shape[0]}")
+        if sum(s[3] for s in summaries) <= 0:
+            raise ValueError("sample_weight must have a positive sum")
+        self.bias = float(intercept_scaling) if fit_intercept else 0.0
+        self.n_features = width
+        self.n_weights = width + (self.bias != 0.0)
+        self.n_samples = int(sum(rows))
+        self.partition_sizes = rows
+        self.n_threads = int(n_threads)
+        self.partitions = [
+            client.submit(_build_partition, chunk, self.loss, task, self.classes_, width,
+                          self.bias, self.n_threads, pure=False)
+            for chunk in chunks]
+        _distributed().wait(self.partitions)
+        for part in self.partitions:
+            if part.status == "error":
+                part.result()  # raises the worker's validation error here
+        if replicas > 1:
+            client.replicate(self.partitions, n=int(replicas))
+        self.n_calls = 0
+        self.last_timing = None
+
+    # -- constructors -----------------------------------------------------
+
+    @classmethod
+    def from_array(cls, client, X, y, *, sample_weight=None, n_partitions=None, replicas=1,
+                   **options):
+        """Split an in-memory X (CSR or dense) into contiguous row partitions and scatter them.
+
+        ``n_partitions`` is a count (default: the cluster's worker threads) or a
+        list of sizes; ``replicas >= 2`` keeps that many copies of each
+        partition so that the loss of a worker is survived.
+        """
+        client = get_client(client)
+        X = X.tocsr() if sp.issparse(X) else np.asarray(X)
+        m = X.shape[0] if X.ndim == 2 else -1
+        if m < 1:
+            raise ValueError(f"X must be a non-empty 2-d matrix, got shape {X.shape}")
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != m:
+            raise ValueError(f"y must be 1-dimensional with {m} entries, got shape {y.shape}")
+        c = check_sample_weight(sample_weight, m)
+        if n_partitions is None:
+            n_partitions = max(1, sum(w["nthreads"] for w in
+                                      client.scheduler_info()["workers"].values()))
+        chunks = [(X[a:b], y[a:b], None if c is None else c[a:b])
+                  for a, b in partition_rows(m, n_partitions)]
+        futures = client.scatter(chunks, hash=False)
+        return cls(client, futures, replicas=replicas, **options)
+
+    @classmethod
+    def from_svmlight(cls, client, paths, *, n_features=None, dtype=np.float64, **options):
+        """One partition per svmlight file, read by a worker (the files must be
+        readable there); a lost partition is re-read from its file."""
+        client = get_client(client)
+        if isinstance(paths, (str, os.PathLike)) or not len(paths):
+            raise ValueError("paths must be a non-empty list of svmlight files")
+        paths = [os.fspath(p) for p in paths]
+        chunks = [client.submit(_load_svmlight_chunk, p, n_features, dtype, pure=False)
+                  for p in paths]
+        return cls(client, chunks, n_features=n_features, **options)
+
+    @classmethod
+    def from_dask(cls, client, X, y, *, sample_weight=None, **options):
+        """One partition per row block of a dask array or dataframe ``X``.
+
+        ``y`` (and ``sample_weight``) are dask arrays / series with the same row
+        blocks, or in-memory vectors (split along X's blocks).  The blocks are
+        computed on the workers; a lost partition is recomputed from its graph.
+        """
+        import dask
+        import dask.array as da
+
+        client = get_client(client)
+        if hasattr(X, "to_dask_array"):
+            X = X.to_dask_array(lengths=True)
+        if not isinstance(X, da.Array) or X.ndim != 2:
+            raise TypeError("X must be a 2-d dask array or a dask dataframe")
+        X = X.rechunk({1: -1})
+        sizes = X.chunks[0]
+        edges = np.concatenate([[0], np.cumsum(sizes)])
+
+        def blocks(v, name):
+            if v is None:
+                return [None] * len(sizes)
+            if hasattr(v, "to_dask_array"):
+                v = v.to_dask_array(lengths=True)
+            if isinstance(v, da.Array):
+                if v.shape[0] != X.shape[0]:
+                    raise ValueError(f"{name} has {v.shape[0]} entries but X has {X.shape[0]} rows")
+                return list(v.rechunk((sizes,) + v.chunks[1:]).to_delayed().ravel())
+            v = np.asarray(v)
+            if v.shape[:1] != (X.shape[0],):
+                raise ValueError(f"{name} has shape {v.shape}, expected ({X.shape[0]},)")
+            return [v[a:b] for a, b in zip(edges[:-1], edges[1:])]
+
+        chunk = dask.delayed(_block_chunk, pure=True)
+        parts = [chunk(xb, yb, cb) for xb, yb, cb in
+                 zip(X.to_delayed().ravel(), blocks(y, "y"), blocks(sample_weight, "sample_weight"))]
+        return cls(client, client.compute(parts), **options)
+
+    # -- the oracle -------------------------------------------------------
+
+    def _check_w(self, w):
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (self.n_weights,):
+            raise ValueError(f"w has shape {w.shape}, expected ({self.n_weights},)")
+        return w
+
+    def partials(self, w):
+        """[(value, X^T g, compute seconds, worker pid)] of every partition, in order."""
+        distributed = _distributed()
+        client = self.client
+        w = self._check_w(w)
+        w_future = client.scatter(w, broadcast=True, hash=False)
+        futures = [client.submit(_partial, part, w_future, pure=False)
+                   for part in self.partitions]
+        try:
+            return client.gather(futures)
+        except distributed.client.FutureCancelledError as exc:
+            lost = [k for k, p in enumerate(self.partitions) if p.status != "finished"]
+            raise PartitionLostError(
+                f"partitions {lost} were lost with their worker and cannot be rebuilt "
+                "(scattered data: build the oracle with replicas >= 2, or from files / "
+                "dask collections, which are recomputed)") from exc
+
+    def __call__(self, w):
+        start = time.perf_counter()
+        results = self.partials(w)
+        self.n_calls += 1
+        value, grad = results[0][0], results[0][1]
+        for v, g, _, _ in results[1:]:
+            value += v
+            grad += g
+        self.last_timing = (time.perf_counter() - start, [r[2] for r in results])
+        return value / self.n_samples, grad / self.n_samples
+
+    def local_equivalent(self, X, y, sample_weight=None):
+        """The LocalOracle over the same data that adds the same sums (for checks)."""
+        from fastrisk.data import encode_binary
+
+        data = Dataset(X, intercept_scaling=self.bias)
+        m = data.n_samples
+        if self.loss.spec.task == "binary":
+            y = encode_binary(y, m)[0]
+        elif self.loss.spec.task == "novelty":
+            y = np.zeros(m)
+        return LocalOracle(data, self.loss, y, check_sample_weight(sample_weight, m),
+                           n_partitions=self.partition_sizes, n_threads=self.n_threads)
+
+    def close(self):
+        """Release the partitions on the workers."""
+        for p in self.partitions:
+            p.release()
+        self.partitions = []
+
+
+def make_dask_problem(source, y=None, *, client=None, loss="hinge", penalty="l2", alpha=1e-4,
+                      loss_param=None, l1_ratio=0.15, p=2.0, sample_weight=None,
+                      fit_intercept=False, intercept_scaling=1.0, n_partitions=None,
+                      n_features=None, n_threads=1, replicas=1):
+    """A fastrisk Problem whose risk oracle runs on a Dask cluster.
+
+    ``source``: a list of svmlight file paths (y and sample_weight unused),
+    a dask array / dataframe (``y`` a dask or in-memory vector), or an
+    in-memory X (CSR or dense) split into ``n_partitions``.  ``client``: a
+    dask Client, a scheduler address (``"tcp://host:8786"``) or None for the
+    current client.  The other arguments mean what they mean in ``Problem``.
+    Solve with ``fastrisk.solve(problem, solver="bmrm" | "prox_bundle" |
+    "lbfgs")``; ``problem.oracle`` is the DaskOracle and ``problem.classes_``
+    the original binary labels.
+    """
+    from fastrisk.problem import Problem
+
+    client = get_client(client)
+    options = dict(loss=loss, loss_param=loss_param, fit_intercept=fit_intercept,
+                   intercept_scaling=intercept_scaling, n_threads=n_threads)
+    if isinstance(source, (list, tuple)) and source and \
+            all(isinstance(s, (str, os.PathLike)) for s in source):
+        oracle = DaskOracle.from_svmlight(client, source, n_features=n_features,
+                                          replicas=replicas, **options)
+    elif hasattr(source, "dask"):
+        oracle = DaskOracle.from_dask(client, source, y, sample_weight=sample_weight,
+                                      n_features=n_features, replicas=replicas, **options)
+    else:
+        oracle = DaskOracle.from_array(client, source, y, sample_weight=sample_weight,
+                                       n_partitions=n_partitions, n_features=n_features,
+                                       replicas=replicas, **options)
+    return Problem.from_oracle(oracle, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, p=p,
+                               n_features=oracle.n_features, bias=oracle.bias, loss=oracle.loss,
+                               classes=oracle.classes_)

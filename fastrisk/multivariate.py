@@ -1,0 +1,342 @@
+"""Multivariate, ranking and user-defined losses as risk oracles (BMRM 3.1-3.3; MATH.md 2-3).
+
+BMRM only needs ``R_emp(w)`` and a subgradient.  For a loss of the whole
+score vector ``f = X w`` (or score matrix ``F = X W^T`` with one column per
+output) that is: compute F, ask the loss for ``(value, G = dR/dF)``, return
+``(value, X^T G)``.  ``ScoreOracle`` does exactly that for any object with
+
+    risk(F, y) -> (value, G)      # value = R_emp, G has F's shape
+    n_outputs                     # optional, columns of F (default 1: F is the vector f)
+
+so a user-defined loss (a CRF, a max-margin structured loss, ...) plugs in
+by writing that one method; ``make_problem`` turns it into a ``Problem``
+that BMRM, the proximal bundle method and L-BFGS solve.  A loss that needs
+more than the scores (its own features, e.g. a sequence model) implements
+the full oracle instead: any object with ``n_samples``, ``n_weights`` and
+``__call__(w) -> (value, subgradient)``, given to ``Problem.from_oracle``
+(``FunctionOracle`` wraps a plain function).
+
+The losses here, each ``risk(f, y)`` normalized as stated:
+
+* ``OrdinalRegression`` / ``ROCArea``: pairwise hinge over the pairs with
+  ``y_i > y_j``, ``(1/P) sum max(0, 1 - (f_i - f_j))``; equal to the
+  structural-SVM loss of Joachims (2005) with Delta = swapped pairs, an upper
+  bound on 1 - AUC (two levels) or on the fraction of mis-ordered pairs.
+  One sort of f, then counts and sums by binary search: O(m log m) for ROC
+  area, O(L m log m) with L levels.
+* ``FBeta``: ``max_{y'} [1 - F_beta(y, y') + (1/(2m)) sum_i (y'_i - y_i) f_i]``
+  (Joachims 2005; with Delta = error rate this is the mean hinge loss),
+  maximized over contingency tables: O(m log m + n_+ n_-).
+* ``RankingLoss`` (NDCG@k, precision@k): per query,
+  ``max_pi sum_i c_i (f_{pi(i)} - f_{sigma(i)}) + 1 - <a(pi), b(y)> / Z``
+  (Le and Smola 2007, BMRM 3.1 "Document Ranking"), maximized by a linear
+  assignment (scipy's ``linear_sum_assignment``), averaged over queries.
+* ``ScaledSoftMargin`` and ``MultivariateRegression``: the vector losses of
+  BMRM Table 2 (``fastrisk.losses.vector_loss``), averaged over samples.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linear_sum_assignment
+
+from fastrisk.data import Dataset
+from fastrisk.losses import vector_loss
+
+
+def _check_scores(f, m, name="f"):
+    f = np.asarray(f, dtype=np.float64)
+    if f.shape != (m,):
+        raise ValueError(f"{name} must have shape ({m},), got {f.shape}")
+    return f
+
+
+def _binary_labels(y, m):
+    """Labels with exactly two values -> bool (True = the larger value, the positive class)."""
+    y = np.asarray(y)
+    if y.shape != (m,):
+        raise ValueError(f"y must have shape ({m},), got {y.shape}")
+    classes = np.unique(y)
+    if classes.shape[0] != 2:
+        raise ValueError(f"y must hold exactly two classes, got {classes.shape[0]}")
+    return y == classes[1]
+
+
+class OrdinalRegression:
+    """Pairwise hinge over the pairs with y_i > y_j, normalized by their number P.
+
+    ``R(f) = (1/P) sum_{y_i > y_j} max(0, 1 - (f_i - f_j))``; a pair is active
+    when ``f_j > f_i - 1`` (computed once as ``t_i = f_i - 1``, the same test
+    on both sides).  For each level u (ascending): the items i at u against
+    all lower items j, by binary search in the sorted lower scores.
+    """
+
+    def _levels(self, y, m):
+        y = np.asarray(y, dtype=np.float64)
+        if y.shape != (m,) or not np.isfinite(y).all():
+            raise ValueError(f"y must be {m} finite ordinal levels, got shape {y.shape}")
+        return y
+
+    def risk(self, f, y):
+        m = len(f)
+        f = _check_scores(f, m)
+        y = self._levels(y, m)
+        order = np.argsort(f, kind="stable")
+        f_sorted, y_sorted = f[order], y[order]
+        levels = np.unique(y)
+        value, n_pairs = 0.0, 0
+        g = np.zeros(m)
+        for u in levels[1:]:
+            hi = np.flatnonzero(y == u)
+            lower = y_sorted < u
+            s = f_sorted[lower]  # scores of all lower items, ascending
+            cum = np.concatenate([[0.0], np.cumsum(s)])
+            t = f[hi] - 1.0
+            first = np.searchsorted(s, t, side="right")  # lower j with f_j > t_i start here
+            count = s.shape[0] - first
+            value += float(np.sum(count * (1.0 - f[hi]) + (cum[-1] - cum[first])))
+            g[hi] -= count
+            # each lower j is active with the hi items whose t_i < f_j
+            g[order[lower]] += np.searchsorted(np.sort(t), s, side="left")
+            n_pairs += hi.shape[0] * s.shape[0]
+        if n_pairs == 0:
+            raise ValueError("y must hold at least two distinct levels")
+        return value / n_pairs, g / n_pairs
+
+
+class ROCArea(OrdinalRegression):
+    """1 - AUC surrogate: mean hinge over (positive, negative) pairs, O(m log m).
+
+    The larger label value is the positive class (as in ``encode_binary``).
+    """
+
+    def _levels(self, y, m):
+        return _binary_labels(y, m).astype(np.float64)
+
+
+class FBeta:
+    """Structural hinge for F_beta (Joachims 2005), see the module docstring.
+
+    For a labeling with a true positives and b false positives the best
+    score term flips the a highest positives to positive and the b highest
+    negatives to positive, so ``max_{y'}`` is a max over (a, b) of
+    ``1 - F_beta(a, b) + (SN_b - (SP - SP_a)) / m`` with prefix sums of the
+    sorted positive (SP) and negative (SN) scores; F_beta = 0 when a = 0.
+    """
+
+    def __init__(self, beta=1.0):
+        if not isinstance(beta, numbers.Real) or not beta > 0 or not np.isfinite(beta):
+            raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
+        self.beta = float(beta)
+
+    def risk(self, f, y):
+        m = len(f)
+        f = _check_scores(f, m)
+        pos = _binary_labels(y, m)
+        P, N = np.flatnonzero(pos), np.flatnonzero(~pos)
+        P = P[np.argsort(-f[P], kind="stable")]
+        N = N[np.argsort(-f[N], kind="stable")]
+        sp_ = np.concatenate([[0.0], np.cumsum(f[P])])
+        sn_ = np.concatenate([[0.0], np.cumsum(f[N])])
+        b2 = self.beta ** 2
+        b = np.arange(N.shape[0] + 1)
+        best = (-np.inf, 0, 0)
+        for a in range(P.shape[0] + 1):
+            fbeta = (1 + b2) * a / ((1 + b2) * a + b2 * (P.shape[0] - a) + b) if a else 0.0 * b
+            v = 1.0 - fbeta + (sn_ - (sp_[-1] - sp_[a])) / m
+            j = int(np.argmax(v))
+            if v[j] > best[0]:
+                best = (float(v[j]), a, j)
+        value, a, nb = best
+        g = np.zeros(m)
+        g[P[a:]] = -1.0 / m
+        g[N[:nb]] = 1.0 / m
+        return value, g
+
+
+def ndcg_weights(n, k):
+    """DCG position discounts 1/log2(1 + i), i = 1..n, zero beyond position k."""
+    a = 1.0 / np.log2(np.arange(2, n + 2))
+    a[k:] = 0.0
+    return a
+
+
+class RankingLoss:
+    """NDCG@k or precision@k ranking loss over query groups (Le and Smola 2007).
+
+    ``query`` (length m) gives each document's query; ``y`` in ``risk`` its
+    relevance (>= 0).  Per query with n documents: ideal order sigma (by
+    relevance, ties by document index), position weights ``c_i = 1/log2(1+i)``
+    (decreasing), measure vectors a (positions) and b(y) (documents):
+    NDCG@k: ``a_i = 1/log2(1+i)`` for i <= k, ``b = 2^y - 1``;
+    precision@k: ``a_i = 1/k`` for i <= k, ``b = [y > 0]``;
+    ``Z = <a, b(y)_sigma>``.  The loss
+    ``max_pi sum_i c_i (f_{pi(i)} - f_{sigma(i)}) + 1 - <a, b_pi> / Z`` is a
+    linear assignment of documents to positions; its subgradient in f_j is
+    ``c_{pi*^-1(j)} - c_{sigma^-1(j)}``.  Queries with Z = 0 (nothing
+    relevant) carry no information and are skipped; R is the mean over the
+    other queries.  ``k=None`` means all positions.
+    """
+
+    def __init__(self, query, measure="ndcg", k=None):
+        if measure not in ("ndcg", "precision"):
+            raise ValueError(f"measure must be 'ndcg' or 'precision', got {measure!r}")
+        if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
+            raise ValueError(f"k must be None or an integer >= 1, got {k!r}")
+        query = np.asarray(query)
+        if query.ndim != 1:
+            raise ValueError(f"query must be 1-dimensional, got shape {query.shape}")
+        self.measure, self.k, self.query = measure, k, query
+        order = np.argsort(query, kind="stable")
+        cuts = np.flatnonzero(np.diff(query[order])) + 1
+        self.groups = np.split(order, cuts)
+
+    def _query_loss(self, f, rel):
+        n = f.shape[0]
+        k = n if self.k is None else min(self.k, n)
+        if self.measure == "ndcg":
+            a, b = ndcg_weights(n, k), np.exp2(rel) - 1.0
+        else:
+            a, b = np.where(np.arange(n) < k, 1.0 / k, 0.0), (rel > 0).astype(np.float64)
+        sigma = np.argsort(-rel, kind="stable")
+        Z = float(a @ b[sigma])
+        if Z <= 0:
+            return None
+        c = 1.0 / np.log2(np.arange(2, n + 2))
+        S = np.outer(c, f) - np.outer(a, b) / Z  # S[position, document]
+        positions, docs = linear_sum_assignment(S, maximize=True)
+        value = float(S[positions, docs].sum() - c @ f[sigma] + 1.0)
+        g = np.empty(n)
+        g[docs] = c[positions]
+        g[sigma] -= c
+        return value, g
+
+    def risk(self, f, y):
+        m = self.query.shape[0]
+        f = _check_scores(f, m)
+        rel = np.asarray(y, dtype=np.float64)
+        if rel.shape != (m,) or not np.isfinite(rel).all() or (rel < 0).any():
+            raise ValueError(f"y must be {m} finite relevance levels >= 0")
+        value, g, n_queries = 0.0, np.zeros(m), 0
+        for idx in self.groups:
+            out = self._query_loss(f[idx], rel[idx])
+            if out is not None:
+                value += out[0]
+                g[idx] = out[1]
+                n_queries += 1
+        if n_queries == 0:
+            raise ValueError("no query has a relevant document")
+        return value / n_queries, g / n_queries
+
+
+class ScaledSoftMargin:
+    """Mean of BMRM Table 2's scaled soft margin over samples (``vector_loss``).
+
+    ``cost`` is the k x k matrix Delta(y, y') (default 0/1, zero diagonal),
+    ``beta`` the scaling exponent; y holds class indices 0..k-1.
+    """
+
+    def __init__(self, n_classes, cost=None, beta=1.0):
+        if not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
+            raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
+        self.n_outputs = int(n_classes)
+        self.cost, self.beta = cost, beta
+
+    def risk(self, F, y):
+        values, G = vector_loss("scaled_soft_margin", F, np.asarray(y, dtype=np.intp),
+                                cost=self.cost, beta=self.beta)
+        return float(values.mean()), G / F.shape[0]
+
+
+class MultivariateRegression:
+    """Mean of 0.5 (f - y)^T M (f - y) over samples; y is an (m, k) target matrix."""
+
+    def __init__(self, M):
+        M = np.asarray(M, dtype=np.float64)
+        if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] < 1:
+            raise ValueError(f"M must be a square matrix, got shape {M.shape}")
+        self.n_outputs, self.M = M.shape[0], M
+
+    def risk(self, F, y):
+        F = F.reshape(F.shape[0], -1)
+        values, G = vector_loss("multivariate_regression", F, y, M=self.M)
+        return float(values.mean()), G / F.shape[0]
+
+
+class ScoreOracle:
+    """RiskOracle for any loss of the scores: R_emp(w) = loss.risk(F, y), grad X^T G.
+
+    w is W (n_outputs x n_weights) flattened; ``F = X W^T`` (+ intercept
+    feature), passed to ``risk`` as a vector when n_outputs is 1.
+    """
+
+    def __init__(self, X, y, loss, *, fit_intercept=False, intercept_scaling=1.0):
+        if not callable(getattr(loss, "risk", None)):
+            raise TypeError("loss must have a method risk(f, y) -> (value, gradient wrt f)")
+        k = getattr(loss, "n_outputs", 1)
+        if not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"loss.n_outputs must be an integer >= 1, got {k!r}")
+        if not isinstance(fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be a bool, got {fit_intercept!r}")
+        self.data = Dataset(X, intercept_scaling=intercept_scaling if fit_intercept else 0.0)
+        self.loss, self.y, self.n_outputs = loss, y, int(k)
+        self.n_samples = self.data.n_samples
+        self.n_weights = self.n_outputs * self.data.n_weights
+        self.n_calls = 0
+
+    def __call__(self, w):
+        d = self.data
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (self.n_weights,):
+            raise ValueError(f"w has shape {w.shape}, expected ({self.n_weights},)")
+        self.n_calls += 1
+        W = w.reshape(self.n_outputs, d.n_weights)
+        F = np.asarray(d.X @ W[:, : d.n_features].T, dtype=np.float64)
+        if d.bias:
+            F += d.bias * W[:, -1]
+        value, G = self.loss.risk(F[:, 0] if self.n_outputs == 1 else F, self.y)
+        G = np.asarray(G, dtype=np.float64).reshape(self.n_samples, self.n_outputs)
+        if not np.isfinite(value) or not np.isfinite(G).all():
+            raise FloatingPointError(f"{type(self.loss).__name__}.risk returned a non-finite "
+                                     "value or gradient")
+        grad = np.empty((self.n_outputs, d.n_weights))
+        XtG = d.X.T @ G
+        grad[:, : d.n_features] = (XtG.toarray() if sp.issparse(XtG) else np.asarray(XtG)).T
+        if d.bias:
+            grad[:, -1] = d.bias * G.sum(axis=0)
+        return float(value), grad.ravel()
+
+
+class FunctionOracle:
+    """A RiskOracle from a plain function ``oracle(w) -> (R_emp(w), subgradient)``."""
+
+    def __init__(self, func, n_weights, n_samples=1):
+        if not callable(func):
+            raise TypeError("func must be callable: func(w) -> (risk, subgradient)")
+        for name, v in (("n_weights", n_weights), ("n_samples", n_samples)):
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        self.func, self.n_weights, self.n_samples = func, int(n_weights), int(n_samples)
+        self.n_calls = 0
+
+    def __call__(self, w):
+        self.n_calls += 1
+        value, grad = self.func(np.asarray(w, dtype=np.float64))
+        grad = np.asarray(grad, dtype=np.float64)
+        if grad.shape != (self.n_weights,):
+            raise ValueError(f"the oracle returned a subgradient of shape {grad.shape}, "
+                             f"expected ({self.n_weights},)")
+        return float(value), grad
+
+
+def make_problem(X, y, loss, *, penalty="l2", alpha=1e-4, fit_intercept=False,
+                 intercept_scaling=1.0, l1_ratio=0.15, p=2.0):
+    """A Problem minimizing ``alpha Omega(w) + loss.risk(X W^T, y)``; see ScoreOracle."""
+    from fastrisk.problem import Problem
+
+    oracle = ScoreOracle(X, y, loss, fit_intercept=fit_intercept,
+                         intercept_scaling=intercept_scaling)
+    return Problem.from_oracle(oracle, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, p=p,
+                               n_features=oracle.data.n_features, bias=oracle.data.bias,
+                               n_classes=oracle.n_outputs)

@@ -1,0 +1,306 @@
+"""BMRM: the bundle method for regularized risk minimization (seed 004, Algorithm 1; MATH.md 4).
+
+Teo, Le, Smola, Vishwanathan, KDD 2007.  With ``a_t = dR_emp(w_{t-1})`` and
+``b_t = R_emp(w_{t-1}) - <a_t, w_{t-1}>`` the piecewise linear model
+``R_t(w) = max(b_0, max_{i<=t} <a_i, w> + b_i)`` lower-bounds R_emp and
+``w_t = argmin_w J_t(w) = lambda Omega(w) + R_t(w)``.  The constant cut
+``b_0 = inf R_emp = -(1/m) sum_i c_i l*(0, y_i)`` is the paper's 0 for the
+non-negative losses (poisson can be negative: its b_0 is its true infimum).
+
+Inner problems, by penalty:
+
+* ``l2``: the dual QP (12) over ``alpha >= 0, sum alpha <= 1`` with the Gram
+  matrix ``A^T A`` of the cuts kept incrementally (one new row per
+  iteration) and the warm-started active-set solver of ``qp.py``;
+  ``w = -A alpha / lambda`` and ``D_t(alpha)`` is the lower bound J_t(w_t).
+* ``l1``: the LP (11) with scipy's HiGHS; the certified lower bound is the LP
+  dual value at the HiGHS multipliers scaled back into the dual feasible set
+  (``alpha >= 0, sum alpha <= 1, ||A alpha||_inf <= lambda``).
+* ``elasticnet`` (l1_ratio < 1) and ``lp``: the generic inner solver, the
+  dual ``max_{alpha in simplex} b^T alpha - lambda Omega*(-A alpha / lambda)``
+  by accelerated projected gradient (FISTA) on the simplex, with
+  ``w = grad Omega*(-A alpha / lambda)`` and the gradient in alpha equal to the
+  cut values ``b_i + <a_i, w>``; it stops when its own primal-dual gap is a
+  quarter of ``min_j J(w_j) - D(alpha)`` (the outer gap it certifies).  Each
+  inner step costs O(k n_weights).
+
+Any feasible alpha gives a lower bound on J* (weak duality), so the
+certificate never depends on how exactly the inner problem was solved:
+``gamma_t = min_{j<t} J(w_j) - max_{i<=t} J_i^-`` bounds ``J(w_best) - J*``
+(Lemma 1) and the run stops when ``gamma_t <= max(tol J(w_best), abs_tol)``.
+
+Bounded bundle: at most ``max_bundle`` cuts are kept.  When full, the cut
+that has been inactive (alpha = 0) the longest is dropped; if every cut is
+active, the older half is aggregated into one cut ``sum_S alpha_i (a_i, b_i)
+/ sum_S alpha_i`` carrying their total multiplier, so the previous dual
+solution stays feasible with the same value: the lower bounds never
+decrease and Theorem 2's argument (a line search between the aggregate and
+the new cut) still applies.
+"""
+
+import time
+
+import numpy as np
+from scipy.optimize import linprog
+
+from fastrisk.solvers.qp import simplex_qp
+from fastrisk.stopping import Monitor
+
+CUT_MEMORY = 2 ** 28  # bytes of cut storage the default bundle bound allows
+
+
+def default_max_bundle(n_weights):
+    """Cuts kept by default: 200, fewer when n_weights is large (at most ~256 MB of cuts)."""
+    return int(min(200, max(10, CUT_MEMORY // (8 * n_weights))))
+
+
+def risk_floor(problem):
+    """b_0 = inf_w R_emp(w) >= (1/m) sum_i c_i inf_f l(f, y_i) = -(1/m) sum_i c_i l*(0, y_i).
+
+    0 for every non-negative loss; vector losses are non-negative.
+    """
+    if problem.loss.spec.vector:
+        return 0.0
+    conj = problem.loss.conjugate(np.zeros(problem.n_samples), problem.y)
+    if problem.sample_weight is not None:
+        conj = conj * problem.sample_weight
+    return float(-conj.mean())
+
+
+class Bundle:
+    """Cutting planes (a_i, b_i) in slots 0..k-1, slot 0 the constant cut (0, b_0).
+
+    ``A`` (rows = cuts), ``b``, the Gram matrix ``Q = A A^T`` (kept only when
+    ``gram``), the current multipliers ``beta`` (on the simplex, slot 0 is the
+    slack) and, per cut, the last iteration it was active.  ``extra`` names
+    further per-cut arrays that are linear in the cut (aggregated alike).
+    """
+
+    def __init__(self, n_weights, max_size, floor, *, gram=True, extra=()):
+        if not isinstance(max_size, (int, np.integer)) or isinstance(max_size, bool) \
+                or max_size < 2:
+            raise ValueError(f"max_bundle must be an integer >= 2, got {max_size!r}")
+        cap = int(max_size) + 1
+        self.A = np.zeros((cap, n_weights))
+        self.b = np.zeros(cap)
+        self.b[0] = floor
+        self.Q = np.zeros((cap, cap)) if gram else None
+        self.beta = np.zeros(cap)
+        self.beta[0] = 1.0
+        self.last_active = np.zeros(cap, dtype=np.int64)
+        self.extra = {name: np.zeros(cap) for name in extra}
+        self.k = 1
+        self.n_dropped = 0
+        self.n_aggregated = 0
+
+    @property
+    def capacity(self):
+        return len(self.b)
+
+    def add(self, a, b, iteration, **extra):
+        """Append the cut (a, b) with multiplier 0; make room first when full."""
+        if self.k == self.capacity:
+            self._make_room()
+        i = self.k
+        self.A[i] = a
+        self.b[i] = b
+        if self.Q is not None:
+            row = self.A[: i + 1] @ self.A[i]
+            self.Q[i, : i + 1] = row
+            self.Q[: i + 1, i] = row
+        self.beta[i] = 0.0
+        self.last_active[i] = iteration
+        for name, value in extra.items():
+            self.extra[name][i] = value
+        self.k += 1
+
+    def mark_active(self, iteration):
+        self.last_active[: self.k][self.beta[: self.k] > 0.0] = iteration
+
+    def _move(self, src, dst):
+        """Copy slot src into slot dst (used to close holes)."""
+        self.A[dst] = self.A[src]
+        for arr in (self.b, self.beta, self.last_active, *self.extra.values()):
+            arr[dst] = arr[src]
+        if self.Q is not None:
+            self.Q[dst, :] = self.Q[src, :]
+            self.Q[:, dst] = self.Q[:, src]
+            self.Q[dst, dst] = self.Q[src, src]
+
+    def _remove(self, slots):
+        """Remove the given slots (>= 1), keeping the others packed in 0..k-1."""
+        for s in sorted(slots, reverse=True):
+            last = self.k - 1
+            if s != last:
+                self._move(last, s)
+            self.k -= 1
+
+    def _make_room(self):
+        k = self.k
+        cuts = np.arange(1, k)
+        inactive = cuts[self.beta[1:k] == 0.0]
+        if len(inactive):
+            self._remove([inactive[np.argmin(self.last_active[inactive])]])
+            self.n_dropped += 1
+            return
+        old = cuts[np.argsort(self.last_active[cuts], kind="stable")[: max(2, (k - 1) // 2)]]
+        weight = self.beta[old].sum()
+        gamma = self.beta[old] / weight
+        keep, rest = old[0], old[1:]
+        self.A[keep] = gamma @ self.A[old]
+        self.b[keep] = gamma @ self.b[old]
+        for arr in self.extra.values():
+            arr[keep] = gamma @ arr[old]
+        if self.Q is not None:
+            self_product = gamma @ self.Q[np.ix_(old, old)] @ gamma
+            row = gamma @ self.Q[old, :k]
+            self.Q[keep, :k] = row
+            self.Q[:k, keep] = row
+            self.Q[keep, keep] = self_product
+        self.beta[keep] = weight
+        self.last_active[keep] = self.last_active[old].max()
+        self.beta[rest] = 0.0
+        self._remove(list(rest))
+        self.n_aggregated += 1
+
+    def combination(self, beta=None):
+        """sum_i beta_i a_i over the used slots."""
+        beta = self.beta[: self.k] if beta is None else beta
+        return beta @ self.A[: self.k]
+
+
+# ---------------------------------------------------------------- inner solvers
+
+def _inner_l2(bundle, lam, regularizer, best):
+    """Dual QP (12): w = -A alpha / lambda, lower bound D_t(alpha)."""
+    k = bundle.k
+    Q, b = bundle.Q[:k, :k], bundle.b[:k]
+    beta, _ = simplex_qp(Q / lam, b, bundle.beta[:k])
+    bundle.beta[:k] = beta
+    lower = float(b @ beta - beta @ Q @ beta / (2.0 * lam))
+    return -bundle.combination() / lam, lower
+
+
+def _inner_l1(bundle, lam, regularizer, best):
+    """LP (11) with HiGHS over x = [xi, u, v], w = u - v; certified dual lower bound."""
+    k, n = bundle.k, bundle.A.shape[1]
+    A, b = bundle.A[1:k], bundle.b[1:k]
+    cost = np.concatenate(([1.0], np.full(2 * n, lam)))
+    A_ub = np.hstack([-np.ones((k - 1, 1)), A, -A])
+    bounds = [(bundle.b[0], None)] + [(0.0, None)] * (2 * n)
+    res = linprog(cost, A_ub=A_ub, b_ub=-b, bounds=bounds, method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"HiGHS failed on the BMRM LP (11): {res.message}")
+    w = res.x[1: n + 1] - res.x[n + 1:]
+    # Dual of (11): max b_0 (1 - sum alpha) + b^T alpha, alpha >= 0, sum alpha <= 1,
+    # ||A^T alpha||_inf <= lambda.  Scale the HiGHS multipliers into that set.
+    alpha = np.maximum(-res.ineqlin.marginals, 0.0)
+    scale = max(1.0, alpha.sum(), float(np.abs(alpha @ A).max(initial=0.0)) / lam)
+    alpha /= scale
+    bundle.beta[1:k] = alpha
+    bundle.beta[0] = 1.0 - alpha.sum()
+    return w, float(bundle.b[:k] @ bundle.beta[:k])
+
+
+def project_simplex(v):
+    """Euclidean projection onto {x >= 0, sum x = 1} (sort-based)."""
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1.0
+    ind = np.arange(1, len(v) + 1)
+    rho = np.flatnonzero(u - css / ind > 0)[-1]
+    return np.maximum(v - css[rho] / (rho + 1.0), 0.0)
+
+
+def _inner_generic(bundle, lam, regularizer, best, max_steps=5000):
+    """FISTA on the simplex dual for a strongly convex Omega with a conjugate gradient map."""
+    k = bundle.k
+    A, b = bundle.A[:k], bundle.b[:k]
+    mu = 1.0 - regularizer.l1_ratio if regularizer.name == "elasticnet" else 1.0
+    lip = max(float(np.linalg.eigvalsh(bundle.Q[:k, :k])[-1]) / (lam * mu), 1e-300)
+
+    def dual(beta):
+        u = -(beta @ A) / lam
+        w = regularizer.conjugate_grad(u)
+        # lambda Omega*(u) = lambda (<u, w> - Omega(w)) at w = grad Omega*(u)
+        return float(b @ beta - lam * (u @ w - regularizer.value(w))), w
+
+    beta = bundle.beta[:k].copy()
+    best_beta, (best_value, best_w) = beta, dual(beta)
+    z, theta = beta, 1.0
+    for _ in range(max_steps):
+        value, w = dual(z)
+        cut_values = b + A @ w
+        primal = lam * regularizer.value(w) + float(cut_values.max())
+        if value > best_value:
+            best_beta, best_value, best_w = z, value, w
+        if primal - best_value <= max(0.25 * (best - best_value), 1e-13 * abs(best)):
+            break
+        new = project_simplex(z + cut_values / lip)
+        theta_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * theta * theta))
+        z = new + ((theta - 1.0) / theta_next) * (new - beta)
+        z = project_simplex(z)
+        beta, theta = new, theta_next
+    bundle.beta[:k] = best_beta
+    return best_w, best_value
+
+
+def inner_solver(problem):
+    """The inner solver for ``problem.penalty`` (see the module docstring)."""
+    reg = problem.regularizer
+    if reg.name == "l2":
+        return _inner_l2
+    if reg.name == "l1" or (reg.name == "elasticnet" and reg.l1_ratio == 1.0):
+        return _inner_l1
+    return _inner_generic
+
+
+def check_w0(problem, w0):
+    if w0 is None:
+        return np.zeros(problem.n_weights)
+    w = np.array(w0, dtype=np.float64).ravel()
+    if w.shape != (problem.n_weights,) or not np.isfinite(w).all():
+        raise ValueError(f"w0 must be a finite vector of length {problem.n_weights}")
+    return w
+
+
+def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
+               callback=None, verbose=0, random_state=None, max_bundle=None, w0=None):
+    """Minimize ``problem`` with BMRM (seed 004 Algorithm 1); see the module docstring.
+
+    tol / abs_tol: stop when ``gamma_t <= max(tol * J(w_best), abs_tol)``.
+    max_bundle: cuts kept (default ``default_max_bundle``).  w0: start (default 0).
+    random_state is accepted for the common signature; BMRM is deterministic.
+    ``Result.extra``: lower_bound, bundle_size, n_dropped, n_aggregated,
+    inner_seconds (inner QP/LP), gram_seconds (cut storage and Gram rows).
+    """
+    mon = Monitor(problem, "bmrm", tol=tol, max_iter=max_iter, time_limit=time_limit,
+                  callback=callback, verbose=verbose, abs_tol=abs_tol)
+    lam, reg = problem.alpha, problem.regularizer
+    inner = inner_solver(problem)
+    max_bundle = default_max_bundle(problem.n_weights) if max_bundle is None else max_bundle
+    bundle = Bundle(problem.n_weights, max_bundle, risk_floor(problem), gram=inner is not _inner_l1)
+    w = check_w0(problem, w0)
+    lower = -np.inf
+    inner_seconds = gram_seconds = 0.0
+    status, t = None, 0
+    with mon.interruptible():
+        while status is None:
+            t += 1
+            risk, a = problem.oracle(w)
+            objective = lam * reg.value(w) + risk
+            start = time.perf_counter()
+            bundle.add(a, risk - float(a @ w), t)
+            gram_seconds += time.perf_counter() - start
+            start = time.perf_counter()
+            w_next, lower_t = inner(bundle, lam, reg, min(mon.best_objective, objective))
+            inner_seconds += time.perf_counter() - start
+            bundle.mark_active(t)
+            lower = max(lower, lower_t)
+            gamma = min(mon.best_objective, objective) - lower
+            status = mon.check(t, w, objective, gamma)
+            w = w_next
+    if mon.interrupted:
+        status = "interrupted"
+    return mon.result(status, t, lower_bound=lower, bundle_size=bundle.k - 1,
+                      n_dropped=bundle.n_dropped, n_aggregated=bundle.n_aggregated,
+                      inner_seconds=inner_seconds, gram_seconds=gram_seconds)

@@ -1,0 +1,117 @@
+"""Independent optima for the batch-solver tests: scipy on textbook formulations.
+
+Nothing here calls fastrisk: losses come from plain NumPy, problems go to
+scipy's L-BFGS-B (smooth or box-constrained forms) or HiGHS (LPs).
+"""
+
+import numpy as np
+from scipy.optimize import linprog, minimize
+from scipy.special import logsumexp
+
+TIGHT = dict(ftol=1e-15, gtol=1e-12, maxiter=50_000, maxfun=100_000)
+
+
+def smooth_loss(name, f, y):
+    """(mean loss, d mean / d f) for the smooth losses used in the tests."""
+    m = len(y)
+    if name == "logistic":
+        z = y * f
+        return np.logaddexp(0.0, -z).mean(), -y * np.exp(-np.logaddexp(0.0, z)) / m
+    if name == "squared":
+        r = f - y
+        return 0.5 * (r * r).mean(), r / m
+    if name == "squared_hinge":
+        s = np.maximum(0.0, 1.0 - y * f)
+        return 0.5 * (s * s).mean(), -y * s / m
+    if name == "poisson":
+        e = np.exp(f)
+        return (e - y * f).mean(), (e - y) / m
+    raise ValueError(name)
+
+
+def l2_smooth_optimum(X, y, loss, alpha):
+    """min alpha/2 ||w||^2 + mean loss by L-BFGS-B at tight tolerance."""
+
+    def fun(w):
+        v, g = smooth_loss(loss, X @ w, y)
+        return v + 0.5 * alpha * w @ w, X.T @ g + alpha * w
+
+    res = minimize(fun, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B", options=TIGHT)
+    return res.fun
+
+
+def lp_smooth_optimum(X, y, loss, alpha, p):
+    """min alpha ||w||_p^2 / (2(p-1)) + mean loss (p in (1, 2]: differentiable) by L-BFGS-B."""
+
+    def fun(w):
+        v, g = smooth_loss(loss, X @ w, y)
+        norm = np.linalg.norm(w, p)
+        grad_reg = (norm ** (2 - p) * np.abs(w) ** (p - 1) * np.sign(w) if norm > 0
+                    else np.zeros_like(w))
+        return v + alpha * norm ** 2 / (2 * (p - 1)), X.T @ g + alpha * grad_reg / (p - 1)
+
+    res = minimize(fun, np.full(X.shape[1], 0.1), jac=True, method="L-BFGS-B", options=TIGHT)
+    return res.fun
+
+
+def enet_smooth_optimum(X, y, loss, alpha, l1_ratio):
+    """min alpha (r ||w||_1 + (1-r)/2 ||w||^2) + mean loss, split w = u - v, u, v >= 0, L-BFGS-B."""
+    d = X.shape[1]
+
+    def fun(z):
+        u, v = z[:d], z[d:]
+        w = u - v
+        val, g = smooth_loss(loss, X @ w, y)
+        gw = X.T @ g + alpha * (1 - l1_ratio) * w
+        reg = alpha * (l1_ratio * z.sum() + 0.5 * (1 - l1_ratio) * w @ w)
+        return val + reg, np.concatenate([gw + alpha * l1_ratio, -gw + alpha * l1_ratio])
+
+    res = minimize(fun, np.zeros(2 * d), jac=True, method="L-BFGS-B",
+                   bounds=[(0, None)] * (2 * d), options=TIGHT)
+    return res.fun
+
+
+def hinge_l2_optimum(X, y, alpha):
+    """Linear SVM through its dual box QP: max sum(a)/m - ||X^T (a y)||^2 / (2 alpha m^2), 0 <= a <= 1.
+
+    Returns the primal J at w = X^T (a y) / (alpha m) (an upper bound, equal to J* at the optimum).
+    """
+    m = X.shape[0]
+    Z = X * y[:, None]
+
+    def neg_dual(a):
+        v = Z.T @ a
+        return v @ v / (2 * alpha * m * m) - a.sum() / m, Z @ v / (alpha * m * m) - 1.0 / m
+
+    res = minimize(neg_dual, np.full(m, 0.5), jac=True, method="L-BFGS-B",
+                   bounds=[(0, 1)] * m, options=TIGHT)
+    w = Z.T @ res.x / (alpha * m)
+    return 0.5 * alpha * w @ w + np.maximum(0.0, 1.0 - Z @ w).mean()
+
+
+def hinge_l1_optimum(X, y, alpha):
+    """l1-regularized hinge as an LP: min alpha 1^T (u + v) + mean xi, xi >= 1 - y x^T (u - v), HiGHS."""
+    m, d = X.shape
+    Z = X * y[:, None]
+    cost = np.concatenate([np.full(2 * d, alpha), np.full(m, 1.0 / m)])
+    A_ub = np.hstack([-Z, Z, -np.eye(m)])
+    res = linprog(cost, A_ub=A_ub, b_ub=-np.ones(m), bounds=(0, None), method="highs")
+    assert res.status == 0, res.message
+    return res.fun
+
+
+def softmax_l2_optimum(X, y, n_classes, alpha):
+    """Multiclass softmax with alpha/2 ||W||^2 by L-BFGS-B (W is n_classes x d, flattened)."""
+    m, d = X.shape
+
+    def fun(wflat):
+        W = wflat.reshape(n_classes, d)
+        F = X @ W.T
+        lse = logsumexp(F, axis=1)
+        P = np.exp(F - lse[:, None])
+        P[np.arange(m), y] -= 1.0
+        val = (lse - F[np.arange(m), y]).mean()
+        return val + 0.5 * alpha * wflat @ wflat, (P.T @ X / m).ravel() + alpha * wflat
+
+    res = minimize(fun, np.zeros(n_classes * d), jac=True, method="L-BFGS-B", options=TIGHT)
+    return res.fun

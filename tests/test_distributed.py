@@ -1,0 +1,186 @@
+"""DaskOracle on a LocalCluster(processes=True) with 2 workers against the LocalOracle.
+
+The Dask oracle runs the same kernel on the same partitions with the same
+thread count and adds the partial sums in the same order, so the results
+must be identical bit for bit (assert_array_equal, ==): no tolerance.
+"""
+
+import os
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+distributed = pytest.importorskip("distributed")
+import dask.array as da  # noqa: E402
+
+import fastrisk as fr  # noqa: E402
+from fastrisk.datasets import load_a9a  # noqa: E402
+from fastrisk.distributed import DaskOracle, PartitionLostError, make_dask_problem  # noqa: E402
+from fastrisk.oracle import LocalOracle  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=40) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def a9a_small():
+    X, y, _, _ = load_a9a()
+    return X[:3000], y[:3000]
+
+
+def weights(n, seed=0):
+    return np.random.default_rng(seed).normal(size=n) * 0.1
+
+
+def assert_same(dask_oracle, local_oracle, seeds=(0, 1)):
+    for seed in seeds:
+        w = weights(dask_oracle.n_weights, seed)
+        v1, g1 = dask_oracle(w)
+        v2, g2 = local_oracle(w)
+        assert v1 == v2
+        np.testing.assert_array_equal(g1, g2)
+
+
+@pytest.mark.parametrize("loss,fit_intercept,weighted,dtype", [
+    ("hinge", False, False, np.float64),
+    ("logistic", True, True, np.float32),
+    ("squared", True, False, np.float64),
+])
+def test_from_array_equals_local(client, a9a_small, loss, fit_intercept, weighted, dtype):
+    X, y = a9a_small
+    X = X.astype(dtype)
+    c = np.random.default_rng(3).uniform(0.5, 1.5, size=len(y)) if weighted else None
+    oracle = DaskOracle.from_array(client, X, y, loss=loss, sample_weight=c, n_partitions=5,
+                                   fit_intercept=fit_intercept, intercept_scaling=2.0)
+    assert oracle.partition_sizes == [600] * 5
+    local = LocalOracle(fr.Dataset(X, intercept_scaling=2.0 if fit_intercept else 0.0),
+                        fr.Loss(loss), np.where(y > 0, 1.0, -1.0), c, n_partitions=5,
+                        n_threads=1)
+    assert_same(oracle, local)
+    # the local oracle at its own thread count also agrees to rounding
+    w = weights(oracle.n_weights)
+    np.testing.assert_allclose(oracle(w)[1], oracle.local_equivalent(X, y, c)(w)[1])
+    oracle.close()
+
+
+def test_from_array_dense_two_threads(client, a9a_small):
+    """Dense rows, 2 OpenMP threads per partition: the same blocks and order as locally."""
+    X, y = a9a_small
+    X = np.asarray(X[:500].todense())
+    oracle = DaskOracle.from_array(client, X, y[:500], loss="squared_hinge", n_partitions=[100, 400],
+                                   n_threads=2)
+    assert_same(oracle, oracle.local_equivalent(X, y[:500]))
+
+
+def test_from_svmlight_files_equals_local(client, a9a_small, tmp_path):
+    X, y = a9a_small
+    paths, cuts = [], [0, 700, 1800, 3000]
+    for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        paths.append(tmp_path / f"part{k}.svm")
+        fr.dump_svmlight(X[a:b], y[a:b], paths[-1])
+    oracle = DaskOracle.from_svmlight(client, paths, loss="hinge", fit_intercept=True)
+    assert oracle.partition_sizes == [700, 1100, 1200]
+    assert oracle.n_features <= 123  # widest file; the last columns of a9a may be empty
+    X_all = sp.vstack([fr.load_svmlight(p, n_features=oracle.n_features)[0] for p in paths])
+    assert_same(oracle, oracle.local_equivalent(X_all.tocsr(), y))
+
+
+def test_from_dask_array(client, a9a_small):
+    X, y = a9a_small
+    Xd = np.asarray(X[:900].todense())
+    oracle = DaskOracle.from_dask(client, da.from_array(Xd, chunks=(250, 60)),
+                                  da.from_array(y[:900], chunks=300), loss="logistic")
+    assert oracle.partition_sizes == [250, 250, 250, 150]
+    assert_same(oracle, oracle.local_equivalent(Xd, y[:900]))
+
+
+def test_from_dask_dataframe(client, a9a_small):
+    dd = pytest.importorskip("dask.dataframe")  # needs pandas, not a fastrisk dependency
+    import pandas as pd
+
+    X, y = a9a_small
+    Xd = np.asarray(X[:900].todense())
+    df = dd.from_pandas(pd.DataFrame(Xd[:, :20]), npartitions=3)
+    oracle = DaskOracle.from_dask(client, df, y[:900], loss="hinge")
+    assert sum(oracle.partition_sizes) == 900 and len(oracle.partition_sizes) == 3
+    assert_same(oracle, oracle.local_equivalent(Xd[:, :20], y[:900]))
+
+
+def test_validation_errors(client, a9a_small):
+    X, y = a9a_small
+    with pytest.raises(ValueError, match="exactly two classes"):
+        DaskOracle.from_array(client, X[:50], np.arange(50), loss="hinge", n_partitions=2)
+    with pytest.raises(ValueError, match="scalar losses"):
+        DaskOracle.from_array(client, X[:50], y[:50], loss="softmax")
+    with pytest.raises(ValueError, match="y must be 1-dimensional"):
+        DaskOracle.from_array(client, X[:50], y[:40])
+    with pytest.raises(ValueError, match="paths"):
+        DaskOracle.from_svmlight(client, "one_file.svm")
+    oracle = DaskOracle.from_array(client, X[:50], y[:50], n_partitions=2)
+    with pytest.raises(ValueError, match="w has shape"):
+        oracle(np.zeros(3))
+    with pytest.raises(ValueError, match="n_partitions"):
+        DaskOracle.from_array(client, X[:50], y[:50], n_partitions=[20, 20])
+
+
+def test_fit_equals_local_fit(client, a9a_small):
+    """The same deterministic solver on bit-identical oracles takes identical steps."""
+    from scipy.optimize import minimize
+
+    X, y = a9a_small
+    dprob = make_dask_problem(X, y, client=client, loss="logistic", alpha=1e-3,
+                              fit_intercept=True, n_partitions=4)
+    lprob = fr.Problem(X, y, loss="logistic", alpha=1e-3, fit_intercept=True,
+                       n_partitions=dprob.oracle.partition_sizes, n_threads=1)
+    fits = [minimize(p.objective_gradient, np.zeros(p.n_weights), jac=True, method="L-BFGS-B",
+                     options={"maxiter": 15}) for p in (dprob, lprob)]
+    np.testing.assert_array_equal(fits[0].x, fits[1].x)
+    assert fits[0].nit == fits[1].nit > 10
+    coef, intercept = dprob.coef_intercept(fits[0].x)
+    assert coef.shape == (123,) and intercept == fits[0].x[-1]
+    np.testing.assert_array_equal(dprob.classes_, [-1.0, 1.0])
+
+
+def kill_worker(client, address):
+    """SIGKILL one worker process; its nanny starts an empty replacement."""
+    pid = client.run(os.getpid, workers=[address])[address]
+    os.kill(pid, 9)
+    deadline = time.time() + 30
+    while address in client.scheduler_info()["workers"] and time.time() < deadline:
+        time.sleep(0.1)
+    client.wait_for_workers(2, timeout=30)
+
+
+def holders(client, oracle):
+    return {a for addrs in client.who_has(oracle.partitions).values() for a in addrs}
+
+
+def test_worker_failure_recovery(client, a9a_small, tmp_path):
+    """Mid-fit worker loss: replicated or file-backed partitions give the exact result again;
+    a scattered partition without a replica raises PartitionLostError."""
+    X, y = a9a_small
+    replicated = DaskOracle.from_array(client, X, y, loss="hinge", n_partitions=4, replicas=2)
+    cuts = [0, 800, 1500, 2200, 3000]
+    paths = [tmp_path / f"{k}.svm" for k in range(4)]
+    for path, a, b in zip(paths, cuts[:-1], cuts[1:]):
+        fr.dump_svmlight(X[a:b], y[a:b], path)
+    from_files = DaskOracle.from_svmlight(client, paths, loss="hinge", n_features=123)
+    single = DaskOracle.from_array(client, X, y, loss="hinge", n_partitions=2)
+    oracles = (replicated, from_files, single)
+    locals_ = [o.local_equivalent(X, y) for o in oracles]
+    for oracle, local in zip(oracles, locals_):
+        assert_same(oracle, local, seeds=(0,))
+    victim = next(iter(client.who_has(single.partitions[0]).values()))[0]
+    assert victim in holders(client, from_files)  # the kill does hit a file partition
+    kill_worker(client, victim)
+    assert_same(replicated, locals_[0], seeds=(1,))
+    assert_same(from_files, locals_[1], seeds=(1,))  # re-read from its file elsewhere
+    with pytest.raises(PartitionLostError, match="replicas >= 2"):
+        single(weights(single.n_weights))

@@ -1,0 +1,247 @@
+"""Multivariate, ranking and vector losses against brute-force references (tests/reference).
+
+Values are compared at rtol 1e-12: the references sum the same terms in
+another order (float64 rounding only).  Subgradients are checked two ways:
+against the reference maximizer (the loss value at the labeling/permutation
+the gradient encodes equals the max), and by the subgradient inequality
+R(f') >= R(f) + <g, f' - f> at random f' (slack 1e-12 for rounding), which
+holds for any valid subgradient, also at ties.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+from reference import multivariate as ref
+
+import fastrisk as fr
+from fastrisk.losses import vector_loss
+from fastrisk.multivariate import (FBeta, FunctionOracle, MultivariateRegression,
+                                   OrdinalRegression, RankingLoss, ROCArea, ScaledSoftMargin,
+                                   ScoreOracle, make_problem)
+
+
+def assert_subgradient(loss, f, y, rng, n_dirs=30):
+    value, g = loss.risk(f, y)
+    for _ in range(n_dirs):
+        f2 = f + rng.normal(size=f.shape) * rng.choice([0.01, 0.3, 3.0])
+        assert loss.risk(f2, y)[0] >= value + g @ (f2 - f) - 1e-12
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("levels", [2, 4])
+def test_ordinal_matches_pair_loop(seed, levels):
+    rng = np.random.default_rng(seed)
+    m = 40
+    y = rng.integers(0, levels, size=m).astype(float)
+    f = rng.normal(size=m)
+    loss = OrdinalRegression()
+    value, g = loss.risk(f, y)
+    assert value == pytest.approx(ref.pairwise_hinge(f, y), rel=1e-12)
+    # the gradient of the pair sum (no ties at random scores): explicit pair loop
+    g_ref = np.zeros(m)
+    P = sum(y[i] > y[j] for i in range(m) for j in range(m))
+    for i, j in itertools.product(range(m), range(m)):
+        if y[i] > y[j] and 1 - (f[i] - f[j]) > 0:
+            g_ref[i] -= 1 / P
+            g_ref[j] += 1 / P
+    np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-15)
+    assert_subgradient(loss, f, y, rng)
+
+
+def test_ordinal_subgradient_at_ties():
+    """Integer scores make many pairs sit exactly on the hinge kink."""
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 3, size=30).astype(float)
+    f = rng.integers(-2, 3, size=30).astype(float)
+    loss = OrdinalRegression()
+    assert loss.risk(f, y)[0] == pytest.approx(ref.pairwise_hinge(f, y), rel=1e-12)
+    assert_subgradient(loss, f, y, rng)
+
+
+def test_roc_area_bounds_auc_and_labels():
+    rng = np.random.default_rng(1)
+    labels = rng.choice([3, 7], size=50)  # any two values; the larger is positive
+    f = rng.normal(size=50)
+    value, g = ROCArea().risk(f, labels)
+    y01 = (labels == 7).astype(float)
+    assert value == pytest.approx(ref.pairwise_hinge(f, y01), rel=1e-12)
+    # the hinge is an upper bound on the 0-1 pair loss, scale invariant: 1 - AUC <= R(s f)
+    for s in (1.0, 10.0, 1000.0):
+        assert 1 - ref.auc(f, y01) <= ROCArea().risk(s * f, labels)[0] + 1e-12
+    assert_subgradient(ROCArea(), f, labels, rng)
+    with pytest.raises(ValueError, match="exactly two classes"):
+        ROCArea().risk(f, np.arange(50))
+
+
+@pytest.mark.parametrize("beta", [0.5, 1.0, 2.0])
+@pytest.mark.parametrize("seed", range(3))
+def test_fbeta_matches_enumeration(beta, seed):
+    rng = np.random.default_rng(seed)
+    m = 10
+    y = np.where(rng.random(m) < 0.4, 1.0, -1.0)
+    y[:2] = [1.0, -1.0]
+    f = rng.normal(size=m) * rng.choice([0.1, 1.0, 10.0])
+    value, g = FBeta(beta).risk(f, y)
+    assert value == pytest.approx(ref.fbeta_max(f, y, beta), rel=1e-12)
+    # g = (y* - y) / (2m) for the maximizing labeling y*
+    y_star = y + 2 * m * g
+    assert set(np.round(y_star, 9)) <= {-1.0, 1.0}
+    assert ref.fbeta_loss(f, y, beta, np.round(y_star)) == pytest.approx(value, rel=1e-12)
+    assert_subgradient(FBeta(beta), f, y, rng)
+
+
+@pytest.mark.parametrize("measure,k", [("ndcg", None), ("ndcg", 3), ("precision", 2),
+                                       ("precision", None)])
+def test_ranking_matches_permutation_enumeration(measure, k):
+    rng = np.random.default_rng(2)
+    sizes = [5, 6, 4, 3]
+    query = np.repeat(np.arange(len(sizes)) * 7 + 1, sizes)
+    rng.shuffle(query)  # documents of a query need not be contiguous
+    rel = rng.integers(0, 3, size=len(query)).astype(float)
+    rel[query == query[0]] = 0.0  # one query with nothing relevant: skipped
+    f = rng.normal(size=len(query))
+    loss = RankingLoss(query, measure=measure, k=k)
+    value, g = loss.risk(f, rel)
+    per_query = [ref.ranking_query_max(f[query == q], rel[query == q], measure, k)
+                 for q in np.unique(query) if q != query[0]]
+    assert value == pytest.approx(np.mean(per_query), rel=1e-12)
+    # g encodes the maximizing permutation: g_j = (c_pos(j) - c_sigma(j)) / Q
+    c = 1.0 / np.log2(np.arange(2, 8))
+    for q in np.unique(query):
+        idx = np.flatnonzero(query == q)
+        if q == query[0]:
+            assert (g[idx] == 0).all()
+            continue
+        n = len(idx)
+        sigma = sorted(range(n), key=lambda j: (-rel[idx][j], j))
+        c_pos = g[idx] * len(per_query) + c[np.argsort(sigma)]
+        pos = [int(np.argmin(np.abs(c[:n] - v))) for v in c_pos]
+        perm = np.argsort(pos)
+        assert sorted(pos) == list(range(n))
+        assert ref.ranking_query_loss(f[idx], rel[idx], measure, k, perm) == \
+            pytest.approx(ref.ranking_query_max(f[idx], rel[idx], measure, k), rel=1e-12)
+    assert_subgradient(loss, f, rel, rng)
+
+
+def test_ranking_loss_zero_for_a_good_ranking():
+    """Scores in relevance order with margins >> 1: the ideal ranking maximizes, loss 0."""
+    query = np.array([0, 0, 0, 1, 1])
+    rel = np.array([2.0, 0.0, 1.0, 0.0, 1.0])
+    assert RankingLoss(query).risk(100 * rel, rel)[0] == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("beta", [0.0, 1.0, 2.0])
+def test_scaled_soft_margin_matches_loop(beta):
+    rng = np.random.default_rng(3)
+    n, k = 30, 4
+    F, y = rng.normal(size=(n, k)), rng.integers(0, k, size=n)
+    cost = rng.uniform(0.5, 2.0, size=(k, k))
+    np.fill_diagonal(cost, 0.0)
+    values, G = vector_loss("scaled_soft_margin", F, y, cost=cost, beta=beta)
+    np.testing.assert_allclose(values, ref.scaled_soft_margin(F, y, cost, beta), rtol=1e-12)
+    # random F has no ties: the loss is differentiable there; central differences
+    # of a piecewise-linear function are exact up to rounding (h = 1e-6 -> 1e-8)
+    h = 1e-6
+    for i, j in itertools.product(range(3), range(k)):
+        E = np.zeros_like(F)
+        E[i, j] = h
+        fd = (ref.scaled_soft_margin(F + E, y, cost, beta)[i]
+              - ref.scaled_soft_margin(F - E, y, cost, beta)[i]) / (2 * h)
+        assert G[i, j] == pytest.approx(fd, abs=1e-8)
+    # beta = 0 with the 0/1 cost is the multiclass hinge
+    v0, G0 = vector_loss("scaled_soft_margin", F, y, beta=0.0)
+    v1, G1 = vector_loss("multiclass_hinge", F, y)
+    np.testing.assert_allclose(v0, v1, rtol=1e-15)
+    np.testing.assert_array_equal(G0, G1)
+
+
+def test_multivariate_regression_closed_form():
+    rng = np.random.default_rng(4)
+    F, Y = rng.normal(size=(20, 3)), rng.normal(size=(20, 3))
+    A = rng.normal(size=(3, 3))
+    M = A @ A.T
+    values, G = vector_loss("multivariate_regression", F, Y, M=M)
+    np.testing.assert_allclose(values, [0.5 * (f - t) @ M @ (f - t) for f, t in zip(F, Y)],
+                               rtol=1e-12)
+    np.testing.assert_allclose(G, (F - Y) @ M, rtol=1e-12)
+    with pytest.raises(ValueError, match="symmetric"):
+        vector_loss("multivariate_regression", F, Y, M=A)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_score_oracle_gradient(fit_intercept, sparse):
+    """grad = X^T G (+ bias column) against finite differences of a smooth vector loss."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(25, 5)).astype(np.float32)
+    X[X < 0.3] = 0
+    Y = rng.normal(size=(25, 2))
+    loss = MultivariateRegression(np.array([[2.0, 0.5], [0.5, 1.0]]))
+    oracle = ScoreOracle(sp.csr_matrix(X) if sparse else X, Y, loss,
+                         fit_intercept=fit_intercept, intercept_scaling=2.0)
+    assert oracle.n_weights == 2 * (5 + fit_intercept)
+    w = rng.normal(size=oracle.n_weights)
+    value, grad = oracle(w)
+    # quadratic in w: central differences are exact up to rounding (~1e-9 at h=1e-5)
+    h = 1e-5
+    fd = [(oracle(w + h * e)[0] - oracle(w - h * e)[0]) / (2 * h) for e in np.eye(len(w))]
+    np.testing.assert_allclose(grad, fd, rtol=1e-7, atol=1e-9)
+
+
+def test_make_problem_layout_and_errors():
+    rng = np.random.default_rng(7)
+    X, y = rng.normal(size=(12, 3)), rng.integers(0, 3, size=12)
+    prob = make_problem(X, y, ScaledSoftMargin(3), alpha=0.1, fit_intercept=True)
+    assert prob.n_weights == 3 * 4 and prob.n_samples == 12
+    w = rng.normal(size=12)
+    coef, intercept = prob.coef_intercept(w)
+    np.testing.assert_array_equal(coef, w.reshape(3, 4)[:, :3])
+    np.testing.assert_array_equal(intercept, w.reshape(3, 4)[:, 3])
+    assert prob.objective(w) == pytest.approx(0.1 * 0.5 * w @ w + prob.oracle(w)[0], rel=1e-15)
+    with pytest.raises(TypeError, match="risk"):
+        make_problem(X, y, object())
+    with pytest.raises(TypeError, match="n_samples"):
+        fr.Problem.from_oracle(lambda w: (0.0, w))
+    fo = FunctionOracle(lambda w: (float(w @ w), 2 * w), n_weights=4)
+    p2 = fr.Problem.from_oracle(fo, alpha=1.0)
+    assert p2.objective_gradient(np.ones(4))[0] == pytest.approx(4 + 2.0)
+    with pytest.raises(ValueError, match="n_weights"):
+        FunctionOracle(lambda w: (0.0, w), n_weights=0)
+    with pytest.raises(ValueError, match="beta"):
+        FBeta(-1)
+    with pytest.raises(ValueError, match="measure"):
+        RankingLoss([0, 0], measure="map")
+
+
+def load_example(name):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sequence_labeling_example_oracle_matches_enumeration():
+    """Loss-augmented Viterbi against all k^L labelings of short chains (k=3, L=4: 81)."""
+    ex = load_example("sequence_labeling")
+    rng = np.random.default_rng(8)
+    X, Y = ex.make_chains(5, 4, rng)
+    oracle = ex.ChainHingeOracle(X, Y, n_states=3)
+    w = rng.normal(size=oracle.n_weights)
+    value, grad = oracle(w)
+    per_seq = []
+    for x, y in zip(X, Y):
+        scores = [np.sum(np.array(s) != y) + w @ (oracle.phi(x, np.array(s)) - oracle.phi(x, y))
+                  for s in itertools.product(range(3), repeat=4)]
+        per_seq.append(max(scores))
+    assert value == pytest.approx(np.mean(per_seq), rel=1e-12)
+    # R_emp is convex in w (a max of affine functions): subgradient inequality
+    for _ in range(20):
+        w2 = w + rng.normal(size=w.shape)
+        assert oracle(w2)[0] >= value + grad @ (w2 - w) - 1e-12
