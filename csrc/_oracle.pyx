@@ -59,7 +59,8 @@ cdef int risk_block(const floating* data, const index_t* indices, const index_t*
 
     One gather pass (f = X w), the loss over the block (switch once), one
     scatter pass.  Interleaving the two passes chunk by chunk (to reuse the
-    cached rows) was measured slower on IMDB: w and buf then compete for the
+    cached rows) was measured slower on IMDB (thread CPU time 98 vs 72 ms
+    with chunks of 4096 or 32768 nnz): w and buf then compete for the
     last-level cache, and the random accesses into them, not the streaming
     of X, dominate the time.
     """

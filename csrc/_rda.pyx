@@ -17,8 +17,9 @@ a function of the coordinate's running (weighted) gradient sum ``s = S_j``
 and of the step r only; ``theta_r`` is nondecreasing in r.  A step therefore
 evaluates only the coordinates of its rows: O(nnz(x_i)).  The running sum of
 the iterates (``acc``, for w_bar of RDA and for the interpolated w_t of
-accelerated RDA) is kept exactly and lazily: ``last[j]`` is the first step not
-yet in ``acc[j]``; while S_j stays constant the missing terms are
+accelerated RDA) is kept exactly and lazily: ``last_j`` is the first step not
+yet in ``acc_j`` (S_j, acc_j, last_j sit side by side in one ``coords`` row);
+while S_j stays constant the missing terms are
 ``sum_r omega_r z_r(s) = -s sum_r omega_r b_r + sgn(s) sum_r omega_r b_r theta_r``
 over the steps where |s| > theta_r, an initial segment of the window found in
 O(1) (or by bisection when the threshold is crossed inside the window).  The
@@ -36,7 +37,8 @@ subgradient and truncated gradient (TG, period K; K = 1 is FOBOS), constant
 step eta.  A coordinate that no row touches only feels the penalty: the
 subgradient steps ``v <- v - eta lambda sgn(v)`` (which reach zero and then
 oscillate with period 2) or the truncations at multiples of K; both have an
-O(1) closed form, applied just in time (``last[j]`` = last step applied).
+O(1) closed form, applied just in time (``last_j`` = last step applied, kept
+next to w_j in one ``coords`` row).
 
 The intercept is the virtual feature of value ``bias`` at coordinate
 ``len(S) - 1`` when bias != 0.  Status: 0 ok, 1 a loss value overflowed,
@@ -68,20 +70,19 @@ cdef inline double sgn(double x) noexcept nogil:
 # Lazy dual averaging (RDA, enhanced, mixed, l2^2, accelerated)
 
 cdef struct Schedule:
-    const double* theta   # theta[r - r0]
-    const double* b       # b[r - r0]
-    const double* PB      # PB[i] = sum_{r0 <= r < r0 + i} omega_r b_r
-    const double* PT      # PT[i] = sum_{r0 <= r < r0 + i} omega_r b_r theta_r
+    # rows i = r - r0 of (theta_r, PB[i], PT[i]), side by side so that a lookup
+    # at a lagged step touches one cache line:
+    # PB[i] = sum_{r0 <= r < r0 + i} omega_r b_r, PT[i] = sum_{r0 <= r < r0 + i} omega_r b_r theta_r
+    const double* rows
     Py_ssize_t r0
 
 
-cdef inline double z_value(const Schedule* sc, double s, Py_ssize_t r) noexcept nogil:
-    """The iterate z_r(s) at one coordinate (closed form (10)/(30) of seed 001)."""
-    cdef Py_ssize_t i = r - sc.r0
-    cdef double th = sc.theta[i]
+cdef inline double z_value(double s, double th, double b) noexcept nogil:
+    """The iterate z_r(s) at one coordinate, th = theta_r, b = b_r (closed form
+    (10)/(30) of seed 001)."""
     if fabs(s) <= th:
         return 0.0
-    return -(s - sgn(s) * th) * sc.b[i]
+    return -(s - sgn(s) * th) * b
 
 
 cdef inline double window_sum(const Schedule* sc, double s, Py_ssize_t a,
@@ -92,71 +93,76 @@ cdef inline double window_sum(const Schedule* sc, double s, Py_ssize_t a,
     cdef double m = fabs(s)
     if a > e or s == 0.0:
         return 0.0
+    cdef const double* R = sc.rows
     lo = a - sc.r0
     hi = e - sc.r0
-    if sc.theta[lo] >= m:
+    if R[3 * lo] >= m:
         return 0.0
-    if sc.theta[hi] >= m:
+    if R[3 * hi] >= m:
         # theta[lo] < m <= theta[hi]: find the last step with theta < m
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if sc.theta[mid] < m:
+            if R[3 * mid] < m:
                 lo = mid
             else:
                 hi = mid
         hi = lo
     lo = a - sc.r0
-    return -s * (sc.PB[hi + 1] - sc.PB[lo]) + sgn(s) * (sc.PT[hi + 1] - sc.PT[lo])
+    return (-s * (R[3 * (hi + 1) + 1] - R[3 * lo + 1])
+            + sgn(s) * (R[3 * (hi + 1) + 2] - R[3 * lo + 2]))
 
 
-cdef inline void catch_up(const Schedule* sc, double* S, double* acc, int64_t* last,
-                          Py_ssize_t j, Py_ssize_t upto) noexcept nogil:
-    """Add the missing terms r = last[j] .. upto - 1 to acc[j]."""
-    if last[j] < upto:
-        acc[j] += window_sum(sc, S[j], last[j], upto - 1)
-        last[j] = upto
+cdef inline void catch_up(const Schedule* sc, double* cj, Py_ssize_t upto) noexcept nogil:
+    """Coordinate state cj = (S_j, acc_j, last_j): add the terms
+    r = last_j .. upto - 1 to acc_j."""
+    cdef Py_ssize_t last = <Py_ssize_t>cj[2]
+    if last < upto:
+        cj[1] += window_sum(sc, cj[0], last, upto - 1)
+        cj[2] = <double>upto
 
 
-cdef inline double lazy_coord(const Schedule* sc, double* S, double* acc, int64_t* last,
-                              Py_ssize_t j, Py_ssize_t t, bint accelerated, double mix,
+cdef inline double lazy_coord(const Schedule* sc, double* cj, Py_ssize_t t, double th,
+                              double b, bint accelerated, double mix,
                               double A_prev) noexcept nogil:
-    """Coordinate j of the point where step t queries the gradient:
-    RDA: w_t = z_{t-1}(S_j); accelerated: u_t = (1 - theta_t) w_{t-1} + theta_t v_{t-1}
-    with w_{t-1} = acc_j / A_{t-1} (acc caught up to step t - 1)."""
-    cdef double v = z_value(sc, S[j], t - 1)
+    """Coordinate j of the point where step t queries the gradient, th = theta_{t-1},
+    b = b_{t-1}: RDA: w_t = z_{t-1}(S_j); accelerated: u_t = (1 - theta_t) w_{t-1}
+    + theta_t v_{t-1} with w_{t-1} = acc_j / A_{t-1} (acc caught up to step t - 1)."""
+    cdef double v = z_value(cj[0], th, b)
     if not accelerated:
         return v
-    catch_up(sc, S, acc, last, j, t)
+    catch_up(sc, cj, t)
     if A_prev == 0.0:
         return mix * v
-    return (1.0 - mix) * (acc[j] / A_prev) + mix * v
+    return (1.0 - mix) * (cj[1] / A_prev) + mix * v
 
 
 def dual_averaging_epoch(const floating[::1] data, const index_t[::1] indices,
                          const index_t[::1] indptr, bint dense, double bias,
                          const double[::1] y, const double[::1] sample_weight,
                          const int64_t[::1] order, Py_ssize_t batch_size,
-                         int loss, double loss_param,
-                         double[::1] S, double[::1] acc, int64_t[::1] last,
+                         int loss, double loss_param, double[:, ::1] coords,
                          Py_ssize_t t0, Py_ssize_t flush_end,
-                         const double[::1] theta, const double[::1] b,
-                         const double[::1] PB, const double[::1] PT,
+                         const double[:, ::1] schedule, const double[::1] b,
                          const double[::1] alpha, const double[::1] A):
     """Run the steps t = t0 + 1 .. t0 + ceil(len(order) / batch_size).
 
-    Schedule arrays are indexed by r - t0 for r = t0 .. t0 + n_steps + 1
-    (``theta``, ``b``; ``PB``/``PT`` have one more entry).  ``alpha``/``A``
-    empty: plain RDA, S_j = sum of gradients; else accelerated RDA with
-    S_j = sum_t alpha_t g_t and ``alpha[r - t0]``, ``A[r - t0]`` as in
-    Algorithm 3.  On return every acc[j] holds the terms r < flush_end + 1.
+    ``coords`` (n_weights x 3) holds per coordinate (S_j, acc_j, last_j), side by
+    side so that a step touches one cache line per coordinate.  ``schedule``
+    row i = r - t0 holds (theta_r, PB[i], PT[i]) for r = t0 .. t0 + n_steps + 2
+    (theta of the last row unused); ``b[r - t0]`` for r = t0 .. t0 + n_steps + 1.
+    ``alpha``/``A`` empty: plain
+    RDA, S_j = sum of gradients; else accelerated RDA with S_j = sum_t alpha_t
+    g_t and ``alpha[r - t0]``, ``A[r - t0]`` as in Algorithm 3.  On return
+    every acc_j holds the terms r <= flush_end.
     Returns (sum of c_i l_i at the query points, status).
     """
-    cdef Py_ssize_t D = S.shape[0], d = D - (bias != 0.0)
+    cdef Py_ssize_t D = coords.shape[0], d = D - (bias != 0.0)
     cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, t, lo, hi, q, i, kk, nnz, j
     cdef bint accelerated = alpha.shape[0] > 0
     cdef bint weighted = sample_weight.shape[0] > 0
     cdef double fval, deriv, lval, c, coef, mix = 1.0, A_prev = 0.0, weight = 1.0
-    cdef double total = 0.0
+    cdef double th, bt, total = 0.0
+    cdef double* cs = &coords[0, 0]
     cdef const floating* val
     cdef const index_t* idx
     cdef Schedule sc
@@ -165,26 +171,25 @@ def dual_averaging_epoch(const floating[::1] data, const index_t[::1] indices,
         return 0.0, STATUS_BAD_LOSS
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
+    if coords.shape[1] != 3:
+        raise ValueError("coords must have shape (n_weights, 3)")
     n_steps = (n_rows + batch_size - 1) // batch_size
-    if acc.shape[0] != D or last.shape[0] != D:
-        raise ValueError("S, acc and last must have the same length")
-    if theta.shape[0] < n_steps + 2 or b.shape[0] < n_steps + 2 or PB.shape[0] < n_steps + 3 \
-            or PT.shape[0] < n_steps + 3 or flush_end > t0 + n_steps:
+    if schedule.shape[0] < n_steps + 3 or schedule.shape[1] != 3 or b.shape[0] < n_steps + 2 \
+            or flush_end > t0 + n_steps:
         raise ValueError("schedule arrays are too short for this call")
     if accelerated and (alpha.shape[0] < n_steps + 2 or A.shape[0] < n_steps + 2):
         raise ValueError("alpha and A are too short for this call")
     fbuf = np.empty(batch_size)
     cdef double[::1] f = fbuf
-    sc.theta = &theta[0]
-    sc.b = &b[0]
-    sc.PB = &PB[0]
-    sc.PT = &PT[0]
+    sc.rows = &schedule[0, 0]
     sc.r0 = t0
     with nogil:
         for step in range(n_steps):
             t = t0 + step + 1
             lo = step * batch_size
             hi = min(lo + batch_size, n_rows)
+            th = schedule[t - 1 - t0, 0]
+            bt = b[t - 1 - t0]
             if accelerated:
                 weight = alpha[t - t0]
                 mix = alpha[t - t0] / A[t - t0]
@@ -195,11 +200,11 @@ def dual_averaging_epoch(const floating[::1] data, const index_t[::1] indices,
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
                 fval = 0.0
                 for kk in range(nnz):
-                    fval += val[kk] * lazy_coord(&sc, &S[0], &acc[0], &last[0], idx[kk], t,
+                    fval += val[kk] * lazy_coord(&sc, cs + 3 * idx[kk], t, th, bt,
                                                  accelerated, mix, A_prev)
                 if bias != 0.0:
-                    fval += bias * lazy_coord(&sc, &S[0], &acc[0], &last[0], d, t,
-                                              accelerated, mix, A_prev)
+                    fval += bias * lazy_coord(&sc, cs + 3 * d, t, th, bt, accelerated, mix,
+                                              A_prev)
                 f[q - lo] = fval
             # 2. the (weighted) averaged gradient enters the running sums
             for q in range(lo, hi):
@@ -213,13 +218,13 @@ def dual_averaging_epoch(const floating[::1] data, const index_t[::1] indices,
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
                 for kk in range(nnz):
                     j = idx[kk]
-                    catch_up(&sc, &S[0], &acc[0], &last[0], j, t)
-                    S[j] += coef * val[kk]
+                    catch_up(&sc, cs + 3 * j, t)
+                    cs[3 * j] += coef * val[kk]
                 if bias != 0.0:
-                    catch_up(&sc, &S[0], &acc[0], &last[0], d, t)
-                    S[d] += coef * bias
+                    catch_up(&sc, cs + 3 * d, t)
+                    cs[3 * d] += coef * bias
         for j in range(D):
-            catch_up(&sc, &S[0], &acc[0], &last[0], j, flush_end + 1)
+            catch_up(&sc, cs + 3 * j, flush_end + 1)
     return total, (STATUS_OK if total == total and fabs(total) < 1e308 else STATUS_OVERFLOW)
 
 
@@ -340,18 +345,21 @@ def truncated_gradient_epoch(const floating[::1] data, const index_t[::1] indice
                              const index_t[::1] indptr, bint dense, double bias,
                              const double[::1] y, const double[::1] sample_weight,
                              const int64_t[::1] order, Py_ssize_t batch_size,
-                             int loss, double loss_param,
-                             double[::1] w, int64_t[::1] last, Py_ssize_t t0,
-                             double eta, double lam, Py_ssize_t K, bint truncate):
+                             int loss, double loss_param, double[:, ::1] coords,
+                             Py_ssize_t t0, double eta, double lam, Py_ssize_t K,
+                             bint truncate):
     """Steps t = t0 + 1 .. of SGD-l1 (truncate=0):
     w_{t+1} = w_t - eta (g_t + lam sgn(w_t)), or TG (truncate=1):
     w_{t+1} = trnc(w_t - eta g_t, eta lam K) when t % K == 0 (seed 001 (29),
-    theta = inf).  ``w[j]`` holds the value after step ``last[j]``; on return
-    every coordinate is brought to the last step.  Returns (loss sum, status)."""
-    cdef Py_ssize_t D = w.shape[0], d = D - (bias != 0.0)
+    theta = inf).  ``coords`` (n_weights x 2) holds per coordinate (w_j, last_j):
+    w_j is the value after step last_j; on return every coordinate is brought
+    to the last step.  Returns (loss sum, status)."""
+    cdef Py_ssize_t D = coords.shape[0], d = D - (bias != 0.0)
     cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, t, lo, hi, q, i, kk, nnz, j, t_end
     cdef bint weighted = sample_weight.shape[0] > 0
     cdef double fval, deriv, lval, c, coef, total = 0.0, pen = eta * lam
+    cdef double* cs = &coords[0, 0]
+    cdef double* cj
     cdef const floating* val
     cdef const index_t* idx
     cdef fr_loss_fn fn = fr_loss_pointer(loss)
@@ -359,8 +367,8 @@ def truncated_gradient_epoch(const floating[::1] data, const index_t[::1] indice
         return 0.0, STATUS_BAD_LOSS
     if batch_size < 1 or K < 1:
         raise ValueError("batch_size and K must be >= 1")
-    if last.shape[0] != D:
-        raise ValueError("w and last must have the same length")
+    if coords.shape[1] != 2:
+        raise ValueError("coords must have shape (n_weights, 2)")
     n_steps = (n_rows + batch_size - 1) // batch_size
     t_end = t0 + n_steps
     fbuf = np.empty(batch_size)
@@ -375,17 +383,12 @@ def truncated_gradient_epoch(const floating[::1] data, const index_t[::1] indice
                 i = order[q]
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
                 fval = 0.0
-                for kk in range(nnz):
-                    j = idx[kk]
-                    if last[j] < t - 1:
-                        w[j] = idle_steps(w[j], last[j] + 1, t - 1, pen, K, truncate)
-                        last[j] = t - 1
-                    fval += val[kk] * w[j]
-                if bias != 0.0:
-                    if last[d] < t - 1:
-                        w[d] = idle_steps(w[d], last[d] + 1, t - 1, pen, K, truncate)
-                        last[d] = t - 1
-                    fval += bias * w[d]
+                for kk in range(nnz + (bias != 0.0)):
+                    cj = cs + 2 * (idx[kk] if kk < nnz else d)
+                    if cj[1] < t - 1:
+                        cj[0] = idle_steps(cj[0], <Py_ssize_t>cj[1] + 1, t - 1, pen, K, truncate)
+                        cj[1] = t - 1
+                    fval += (val[kk] if kk < nnz else bias) * cj[0]
                 f[q - lo] = fval
             # 2. gradient step (SGD-l1: with the penalty subgradient at w_t)
             for q in range(lo, hi):
@@ -398,24 +401,25 @@ def truncated_gradient_epoch(const floating[::1] data, const index_t[::1] indice
                     continue
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
                 for kk in range(nnz + (bias != 0.0)):
-                    j = idx[kk] if kk < nnz else d
-                    if not truncate and last[j] == t - 1:
-                        w[j] -= pen * sgn(w[j])
-                        last[j] = t
-                    w[j] -= coef * (val[kk] if kk < nnz else bias)
+                    cj = cs + 2 * (idx[kk] if kk < nnz else d)
+                    if not truncate and cj[1] == t - 1:
+                        cj[0] -= pen * sgn(cj[0])
+                        cj[1] = t
+                    cj[0] -= coef * (val[kk] if kk < nnz else bias)
             # 3. TG: truncate the touched coordinates at multiples of K
             if truncate:
                 for q in range(lo, hi):
                     i = order[q]
                     nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
                     for kk in range(nnz + (bias != 0.0)):
-                        j = idx[kk] if kk < nnz else d
-                        if last[j] == t - 1:
+                        cj = cs + 2 * (idx[kk] if kk < nnz else d)
+                        if cj[1] == t - 1:
                             if t % K == 0:
-                                w[j] = sgn(w[j]) * max(fabs(w[j]) - pen * K, 0.0)
-                            last[j] = t
+                                cj[0] = sgn(cj[0]) * max(fabs(cj[0]) - pen * K, 0.0)
+                            cj[1] = t
         for j in range(D):
-            if last[j] < t_end:
-                w[j] = idle_steps(w[j], last[j] + 1, t_end, pen, K, truncate)
-                last[j] = t_end
+            cj = cs + 2 * j
+            if cj[1] < t_end:
+                cj[0] = idle_steps(cj[0], <Py_ssize_t>cj[1] + 1, t_end, pen, K, truncate)
+                cj[1] = t_end
     return total, (STATUS_OK if total == total and fabs(total) < 1e308 else STATUS_OVERFLOW)

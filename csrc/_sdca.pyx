@@ -19,7 +19,7 @@ so the solver forms the duality gap without another pass.  Status codes
 import numpy as np
 from cython cimport floating
 from cython.parallel cimport prange
-from libc.math cimport isfinite, pow
+from libc.math cimport INFINITY, isfinite, pow
 from libc.stdint cimport int64_t
 
 from fr_rows cimport index_t, row_view, row_dot, row_axpy
@@ -29,7 +29,9 @@ cdef extern from "fr_sdca.h" nogil:
     ctypedef double (*fr_sdca_step_fn)(double, double, double, double, double)
     ctypedef double (*fr_loss_fn)(double, double, double, double*)
     ctypedef double (*fr_conj_fn)(double, double, double)
+    ctypedef double (*fr_sdca_grad_fn)(double, double, double, double, int*)
     fr_sdca_step_fn fr_sdca_step_for(int kind)
+    fr_sdca_grad_fn fr_sdca_grad_for(int kind)
     fr_loss_fn fr_loss_for(int kind)
     fr_conj_fn fr_conj_for(int kind)
     double fr_soft_threshold(double x, double t)
@@ -43,6 +45,11 @@ STATUS_BAD_LOSS = FR_ERR_BAD_LOSS
 def has_dual_step(int loss):
     """True when the loss id has a coordinate step in fr_sdca.h."""
     return fr_sdca_step_for(loss) != NULL
+
+
+def has_dual_box(int loss):
+    """True when the loss's dual is box-constrained (shrinking applies)."""
+    return fr_sdca_grad_for(loss) != NULL
 
 
 cdef inline double score(const floating* val, const index_t* idx, Py_ssize_t nnz,
@@ -100,27 +107,40 @@ def dual_step(int loss, double loss_param, const double[::1] u0, const double[::
 def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                bint dense, double bias, const double[::1] y, const double[::1] sample_weight,
                const double[::1] sqnorm, const int64_t[::1] order, int loss, double loss_param,
-               double lam_n, double kappa, double[::1] u, double[::1] v):
+               double lam_n, double kappa, double[::1] u, double[::1] v, double[::1] f_seen,
+               unsigned char[::1] shrink, double pg_max_old, double pg_min_old):
     """One pass of single-coordinate SDCA over the rows in ``order``.
 
     Row i: f = <w, x_i>, u_i <- step(u_i, f, q_i) with
     q_i = c_i ||x_i||^2 / (lambda n), then v += c_i (u_i_new - u_i) x_i / (lambda n).
     ``sample_weight`` is empty for unit weights; rows of weight 0 are skipped.
-    Returns (loss_sum, dual_sum, status).
+    f is stored in ``f_seen[i]``.
+
+    Shrinking (LIBLINEAR, Hsieh et al. 2008), when ``shrink`` is not empty and
+    the loss has a box-constrained dual: a row at an end of its box whose
+    ascent direction G points outside by more than the largest violation of
+    the previous pass (``pg_max_old`` / ``pg_min_old``) is not updated and gets
+    ``shrink[i] = 1``.  Returns (loss_sum, dual_sum, pg_max, pg_min, status)
+    with pg_max / pg_min the extreme projected gradients of this pass.
     """
     cdef Py_ssize_t t, i, nnz, n_order = order.shape[0]
     cdef Py_ssize_t d = v.shape[0] - (bias != 0.0)
     cdef const floating* val
     cdef const index_t* idx
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
-    cdef double ci, f, q, unew, a, deriv, loss_sum = 0.0, dual_sum = 0.0
+    cdef double ci, f, q, unew, a, deriv, G, pg, loss_sum = 0.0, dual_sum = 0.0
+    cdef double pg_max = -INFINITY, pg_min = INFINITY
+    cdef int bound
     cdef fr_sdca_step_fn step = fr_sdca_step_for(loss)
     cdef fr_loss_fn lossfn = fr_loss_for(loss)
     cdef fr_conj_fn conj = fr_conj_for(loss)
+    cdef fr_sdca_grad_fn grad = fr_sdca_grad_for(loss) if shrink.shape[0] > 0 else NULL
     if step == NULL:
-        return 0.0, 0.0, FR_ERR_BAD_LOSS
-    if u.shape[0] != y.shape[0] or sqnorm.shape[0] != y.shape[0]:
-        raise ValueError("u, y and sqnorm must have one entry per row")
+        return 0.0, 0.0, 0.0, 0.0, FR_ERR_BAD_LOSS
+    if u.shape[0] != y.shape[0] or sqnorm.shape[0] != y.shape[0] or f_seen.shape[0] != y.shape[0]:
+        raise ValueError("u, y, sqnorm and f_seen must have one entry per row")
+    if grad != NULL and shrink.shape[0] != y.shape[0]:
+        raise ValueError("shrink must be empty or have one entry per row")
     with nogil:
         for t in range(n_order):
             i = order[t]
@@ -129,7 +149,25 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
                 continue
             nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
             f = score(val, idx, nnz, &v[0], d, bias, kappa)
+            f_seen[i] = f
             loss_sum += ci * lossfn(f, y[i], loss_param, &deriv)
+            if grad != NULL:
+                G = grad(u[i], f, y[i], loss_param, &bound)
+                pg = G
+                if bound < 0:
+                    if G < pg_min_old:
+                        shrink[i] = 1
+                        dual_sum -= ci * conj(-u[i], y[i], loss_param)
+                        continue
+                    pg = G if G > 0.0 else 0.0
+                elif bound > 0:
+                    if G > pg_max_old:
+                        shrink[i] = 1
+                        dual_sum -= ci * conj(-u[i], y[i], loss_param)
+                        continue
+                    pg = G if G < 0.0 else 0.0
+                pg_max = pg if pg > pg_max else pg_max
+                pg_min = pg if pg < pg_min else pg_min
             q = ci * sqnorm[i] / lam_n
             unew = step(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN)
             dual_sum -= ci * conj(-unew, y[i], loss_param)
@@ -140,8 +178,8 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
                 if bias != 0.0:
                     v[d] += a * bias
     if not (isfinite(loss_sum) and isfinite(dual_sum)):
-        return loss_sum, dual_sum, FR_ERR_OVERFLOW
-    return loss_sum, dual_sum, FR_OK
+        return loss_sum, dual_sum, pg_max, pg_min, FR_ERR_OVERFLOW
+    return loss_sum, dual_sum, pg_max, pg_min, FR_OK
 
 
 def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
@@ -311,8 +349,11 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
 def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
                     const index_t[::1] indptr, bint dense, double bias, const double[::1] w,
                     const double[::1] y, const double[::1] sample_weight, int loss,
-                    double loss_param, int n_threads):
-    """(sum_i c_i l(<w, x_i>, y_i), status): the exact primal risk times n, rows in parallel."""
+                    double loss_param, double[::1] f_out, int n_threads):
+    """(sum_i c_i l(<w, x_i>, y_i), status): the exact primal risk times n, rows in parallel.
+
+    The scores <w, x_i> are written to ``f_out``.
+    """
     cdef Py_ssize_t i, nnz, n = y.shape[0], d = w.shape[0] - (bias != 0.0)
     cdef const floating* val
     cdef const index_t* idx
@@ -327,6 +368,7 @@ def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
         for i in prange(n, num_threads=n_threads, schedule="static"):
             nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
             f = score(val, idx, nnz, &w[0], d, bias, 0.0)
+            f_out[i] = f
             values[i] = (c[i] if c != NULL else 1.0) * lossfn(f, y[i], loss_param, &deriv)
         for i in range(n):
             total += values[i]

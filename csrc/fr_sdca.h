@@ -115,6 +115,70 @@ static inline double fr_epsilon_insensitive_sdca_step(double u0, double f, doubl
     return fr_clip(fr_soft_threshold(u0 + (y - f) / q, p / q), -1.0, 1.0);
 }
 
+/* Shrinking (LIBLINEAR-style, for the losses with a box-constrained dual):
+ * the ascent direction G = d/du [-l*(-u)] - f of the dual along u, and where
+ * u sits: -1 at the lower end of the box, +1 at the upper end, 0 inside. */
+typedef double (*fr_sdca_grad_fn)(double u, double f, double y, double p, int *bound);
+
+static inline int fr_box_end(double u, double lo, double hi)
+{
+    return u <= lo ? -1 : (u >= hi ? 1 : 0);
+}
+
+static inline double fr_hinge_sdca_grad(double u, double f, double y, double p, int *bound)
+{
+    (void)p;
+    *bound = y > 0 ? fr_box_end(u, 0.0, 1.0) : -fr_box_end(-u, 0.0, 1.0);
+    return y - f;
+}
+
+static inline double fr_smoothed_hinge_sdca_grad(double u, double f, double y, double p, int *bound)
+{
+    *bound = y > 0 ? fr_box_end(u, 0.0, 1.0) : -fr_box_end(-u, 0.0, 1.0);
+    return y * (1.0 - p * y * u) - f;
+}
+
+static inline double fr_squared_hinge_sdca_grad(double u, double f, double y, double p, int *bound)
+{
+    (void)p;
+    *bound = y * u <= 0.0 ? (y > 0 ? -1 : 1) : 0;
+    return y * (1.0 - y * u) - f;
+}
+
+static inline double fr_absolute_sdca_grad(double u, double f, double y, double p, int *bound)
+{
+    (void)p;
+    *bound = fr_box_end(u, -1.0, 1.0);
+    return y - f;
+}
+
+static inline double fr_epsilon_insensitive_sdca_grad(double u, double f, double y, double p,
+                                                      int *bound)
+{
+    *bound = fr_box_end(u, -1.0, 1.0);
+    if (u > 0.0) return y - f - p;
+    if (u < 0.0) return y - f + p;
+    return fr_soft_threshold(y - f, p);   /* at the kink: the least violation */
+}
+
+#define FR_SDCA_BOX_LOSSES(X) \
+    X(FR_HINGE, fr_hinge) \
+    X(FR_SQUARED_HINGE, fr_squared_hinge) \
+    X(FR_SMOOTHED_HINGE, fr_smoothed_hinge) \
+    X(FR_ABSOLUTE, fr_absolute) \
+    X(FR_EPSILON_INSENSITIVE, fr_epsilon_insensitive)
+
+/* The shrinking gradient of a loss, or NULL when its dual has no box (logistic, squared). */
+static inline fr_sdca_grad_fn fr_sdca_grad_for(int kind)
+{
+    switch (kind) {
+#define FR_GRAD_CASE(ID, FN) case ID: return FN##_sdca_grad;
+    FR_SDCA_BOX_LOSSES(FR_GRAD_CASE)
+#undef FR_GRAD_CASE
+    default: return NULL;
+    }
+}
+
 /* X-macro: the losses with a dual step. */
 #define FR_SDCA_LOSSES(X) \
     X(FR_HINGE, fr_hinge) \

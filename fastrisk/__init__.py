@@ -7,6 +7,7 @@ __version__ = "0.1.0"
 
 from fastrisk.config import show_config
 from fastrisk.data import Dataset
+from fastrisk.estimators import LinearClassifier, LinearRegressor
 from fastrisk.losses import LOSSES, Loss
 from fastrisk.model import LinearModel, load
 from fastrisk.oracle import LocalOracle, RiskOracle
@@ -17,7 +18,7 @@ from fastrisk.stopping import History, Result
 from fastrisk.svmlight import dump_svmlight, load_svmlight
 
 __all__ = [
-    "Dataset", "History", "LOSSES", "LinearModel", "LocalOracle", "Loss", "PENALTIES", "Problem", "Result",
+    "Dataset", "History", "LOSSES", "LinearClassifier", "LinearModel", "LinearRegressor", "LocalOracle", "Loss", "PENALTIES", "Problem", "Result",
     "RiskOracle", "SOLVERS", "dump_svmlight", "load_svmlight", "load", "make_regularizer",
     "show_config", "solve", "__version__",
 ]

@@ -123,13 +123,27 @@ def _check_labels(y, n_samples, name):
     return y
 
 
-def encode_binary(y, n_samples, name="y"):
+def encode_labels(y, classes, name="y"):
+    """(classes, index of each label in classes): classes given (a chunk of a stream may
+    lack some) or the sorted distinct labels."""
+    if classes is None:
+        return np.unique(y, return_inverse=True)
+    classes = np.unique(np.asarray(classes))
+    index = np.searchsorted(classes, y)
+    if not (index < classes.shape[0]).all() or (classes[np.minimum(index, len(classes) - 1)]
+                                                 != y).any():
+        raise ValueError(f"{name} holds labels that are not in classes {classes.tolist()}")
+    return classes, index
+
+
+def encode_binary(y, n_samples, name="y", classes=None):
     """Map labels with exactly two values to -1/+1 (the larger value is +1).
 
+    ``classes``: the two labels, when y may hold only one of them.
     Returns (y_pm, classes).
     """
     y = _check_labels(y, n_samples, name)
-    classes, inverse = np.unique(y, return_inverse=True)
+    classes, inverse = encode_labels(y, classes, name)
     if classes.shape[0] != 2:
         raise ValueError(
             f"{name} must hold exactly two classes for a binary loss, got {classes.shape[0]}"
@@ -137,10 +151,13 @@ def encode_binary(y, n_samples, name="y"):
     return np.where(inverse == 1, 1.0, -1.0), classes
 
 
-def encode_multiclass(y, n_samples, name="y"):
-    """Map labels to class indices 0..k-1; returns (index, classes), k >= 2."""
+def encode_multiclass(y, n_samples, name="y", classes=None):
+    """Map labels to class indices 0..k-1; returns (index, classes), k >= 2.
+
+    ``classes``: all labels, when y may lack some of them.
+    """
     y = _check_labels(y, n_samples, name)
-    classes, inverse = np.unique(y, return_inverse=True)
+    classes, inverse = encode_labels(y, classes, name)
     if classes.shape[0] < 2:
         raise ValueError(f"{name} must hold at least two classes, got {classes.shape[0]}")
     return inverse.astype(np.intp), classes

@@ -32,11 +32,13 @@ class Problem:
     losses, class indices for vector losses), ``classes_`` (original labels
     or None), ``loss``, ``regularizer``, ``alpha``, ``oracle``, ``n_weights``
     (length of w: n_features [+1], times n_classes for vector losses).
+    ``classes``: the full label set for classification losses when ``y``
+    (a chunk of a stream) may lack some labels; default: the labels of ``y``.
     """
 
     def __init__(self, X, y=None, loss="hinge", penalty="l2", alpha=1e-4, *, loss_param=None,
                  l1_ratio=0.15, p=2.0, sample_weight=None, fit_intercept=False,
-                 intercept_scaling=1.0, n_threads=None, n_partitions=1):
+                 intercept_scaling=1.0, n_threads=None, n_partitions=1, classes=None):
         self.loss = Loss(loss, loss_param)
         self.regularizer = make_regularizer(penalty, l1_ratio=l1_ratio, p=p)
         self.penalty = penalty
@@ -53,9 +55,9 @@ class Problem:
         self.classes_ = None
         self.n_classes = 1
         if task == "binary":
-            self.y, self.classes_ = encode_binary(y, m)
+            self.y, self.classes_ = encode_binary(y, m, classes=classes)
         elif task == "multiclass":
-            self.y, self.classes_ = encode_multiclass(y, m)
+            self.y, self.classes_ = encode_multiclass(y, m, classes=classes)
             self.n_classes = len(self.classes_)
         elif task == "novelty":
             self.y = np.zeros(m) if y is None else check_targets(y, m)

@@ -22,7 +22,7 @@ def lbfgsb_split(objective, n, rng):
     """argmin of objective(w) over w = a - b, a, b >= 0 (a smooth form for |w| terms)."""
     z0 = rng.uniform(0, 1, 2 * n)
     res = minimize(lambda z: objective(z[:n] - z[n:], z[:n] + z[n:]), z0, method="L-BFGS-B",
-                   bounds=[(0, None)] * (2 * n), options=dict(ftol=1e-15, gtol=1e-12, maxiter=5000))
+                   bounds=[(0, None)] * (2 * n), options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 5000})
     return res.x[:n] - res.x[n:]
 
 
@@ -60,7 +60,7 @@ def test_lp_link_is_the_conjugate_argmax(r):
     u = rng.normal(size=5)
     rp = dual(r)
     res = minimize(lambda w: 0.5 * np.linalg.norm(w, rp) ** 2 - u @ w, np.zeros(5) + 0.1,
-                   method="BFGS", options=dict(gtol=1e-10))
+                   method="BFGS", options={"gtol": 1e-10})
     out = np.empty(5)
     N = _conj.lp_link(u, r, out)
     np.testing.assert_allclose(out, res.x, atol=2e-6)

@@ -5,8 +5,14 @@ import pytest
 import scipy.sparse as sp
 
 import fastrisk as fr
-from fastrisk.data import (Dataset, check_sample_weight, check_targets, check_X, encode_binary,
-                           encode_multiclass)
+from fastrisk.data import (
+    Dataset,
+    check_sample_weight,
+    check_targets,
+    check_X,
+    encode_binary,
+    encode_multiclass,
+)
 
 
 def random_csr(dtype=np.float64, itype=np.int32, shape=(20, 7), seed=0):

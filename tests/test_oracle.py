@@ -63,9 +63,10 @@ def targets(name, m, seed=1):
     return rng.normal(0, 1, m)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", SCALAR_LOSSES)
-def test_every_loss_matches_numpy(name):
-    X = make_data("csr")
+def test_every_loss_matches_numpy(name, dtype):
+    X = make_data("csr", dtype)
     y = targets(name, X.shape[0])
     prob = fr.Problem(X, y, loss=name, loss_param=PARAMS.get(name), n_threads=2)
     w = np.random.default_rng(2).normal(size=prob.n_weights) * 0.3

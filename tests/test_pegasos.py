@@ -81,6 +81,8 @@ def test_solver_matches_numpy_tail_average(solver, layout):
     if layout == "csr32_i64":
         X = sp.csr_matrix((X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)),
                           shape=X.shape)
+    for a in ((X.data, X.indices, X.indptr) if sp.issparse(X) else (X,)) + (y,):
+        a.flags.writeable = False  # read-only inputs (memmaps) must work
     w0 = np.random.default_rng(3).random(40) + 0.5
     prob = fr.Problem(X, y, loss="hinge", alpha=0.02, sample_weight=w0)
     res = SOLVERS[solver](prob, max_iter=3, random_state=7, batch_size=2, tol=0)

@@ -55,11 +55,11 @@ def test_kernel_matches_numpy_step_by_step(p, B, batch_size):
     d = prob.data
     for step, ref in enumerate(iterates):
         rows = order[step * batch_size:(step + 1) * batch_size]
-        status, done = _pgs.pgs_epoch(d.data, d.indices, d.indptr, d.dense, d.bias, prob.y,
+        status, done, n_updates = _pgs.pgs_epoch(d.data, d.indices, d.indptr, d.dense, d.bias, prob.y,
                                       np.empty(0), rows, batch_size, prob.loss.spec.kernel_id,
                                       0.0, prob.alpha, p, B or 0.0, state.theta, state.phi,
                                       state.scalars)
-        assert status == _pgs.STATUS_OK and done == len(rows)
+        assert status == _pgs.STATUS_OK and done == len(rows) and n_updates >= 0
         np.testing.assert_allclose(state.weights(), ref, rtol=0,
                                    atol=1e-10 * max(1.0, np.abs(ref).max()))
     if B is not None:
@@ -74,6 +74,8 @@ def test_solver_matches_numpy(layout):
     if layout == "csr32_i64":
         X = sp.csr_matrix((X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)),
                           shape=X.shape)
+    for a in ((X.data, X.indices, X.indptr) if sp.issparse(X) else (X,)) + (y,):
+        a.flags.writeable = False  # read-only inputs (memmaps) must work
     c = np.random.default_rng(3).random(40) + 0.5
     prob = fr.Problem(X, y, loss="logistic", penalty="lp", p=1.6, alpha=0.02, sample_weight=c)
     res = solve_pgs(prob, max_iter=3, random_state=5, batch_size=2, tol=0)

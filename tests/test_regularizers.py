@@ -8,7 +8,7 @@ from fastrisk.regularizers import L1, L2, ElasticNet, Lp, make_regularizer, soft
 
 SMOOTH = [L2(), ElasticNet(0.0), Lp(1.2), Lp(1.5), Lp(2.0)]
 ALL = [L2(), L1(), ElasticNet(0.3), ElasticNet(1.0), Lp(1.2), Lp(1.5), Lp(2.0)]
-IDS = lambda r: f"{r.name}-{getattr(r, 'l1_ratio', getattr(r, 'p', ''))}"  # noqa: E731
+IDS = lambda r: f"{r.name}-{getattr(r, 'l1_ratio', getattr(r, 'p', ''))}"
 
 
 def test_values_closed_form():
@@ -39,16 +39,16 @@ def test_prox_is_the_argmin(reg, t):
     # BFGS for smooth ones) by more than 1e-10, and the points agree to the optimizer's 1e-5.
     rng = np.random.default_rng(1)
     v = rng.normal(size=5) * 1.5
-    obj = lambda w: t * reg.value(w) + 0.5 * np.sum((w - v) ** 2)  # noqa: E731
+    obj = lambda w: t * reg.value(w) + 0.5 * np.sum((w - v) ** 2)
     if isinstance(reg, (L1, ElasticNet)):
         r = reg.l1_ratio if isinstance(reg, ElasticNet) else 1.0
         res = minimize(lambda z: t * (r * z.sum() + 0.5 * (1 - r) * np.sum((z[:5] - z[5:]) ** 2))
                        + 0.5 * np.sum((z[:5] - z[5:] - v) ** 2), np.full(10, 0.5),
                        method="L-BFGS-B", bounds=[(0, None)] * 10,
-                       options=dict(ftol=1e-15, gtol=1e-12))
+                       options={"ftol": 1e-15, "gtol": 1e-12})
         ref = res.x[:5] - res.x[5:]
     else:
-        ref = minimize(obj, v, method="BFGS", options=dict(gtol=1e-11)).x
+        ref = minimize(obj, v, method="BFGS", options={"gtol": 1e-11}).x
     w = reg.prox(v, t)
     assert obj(w) <= obj(ref) + 1e-10
     np.testing.assert_allclose(w, ref, atol=1e-5)
@@ -79,10 +79,10 @@ def test_conjugate_fenchel_young_and_argmax(reg):
         r = reg.l1_ratio
         res = minimize(lambda z: r * z.sum() + 0.5 * (1 - r) * np.sum((z[:5] - z[5:]) ** 2)
                        - u @ (z[:5] - z[5:]), np.full(10, 0.5), method="L-BFGS-B",
-                       bounds=[(0, None)] * 10, options=dict(ftol=1e-15, gtol=1e-12))
+                       bounds=[(0, None)] * 10, options={"ftol": 1e-15, "gtol": 1e-12})
         ref = res.x[:5] - res.x[5:]
     else:
-        ref = minimize(lambda x: reg.value(x) - u @ x, x0, method="BFGS", options=dict(gtol=1e-11)).x
+        ref = minimize(lambda x: reg.value(x) - u @ x, x0, method="BFGS", options={"gtol": 1e-11}).x
     np.testing.assert_allclose(w, ref, atol=1e-5)
     # Fenchel-Young inequality at any other point
     z = np.random.default_rng(4).normal(size=5)

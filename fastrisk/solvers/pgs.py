@@ -112,7 +112,7 @@ def solve_pgs(problem, *, tol=1e-4, max_iter=100, time_limit=None, callback=None
     while status is None:
         epoch += 1
         order = rng.permutation(m).astype(np.intp) if shuffle else identity
-        code, _ = _pgs.pgs_epoch(d.data, d.indices, d.indptr, d.dense, d.bias, y, c, order,
+        code, _, _ = _pgs.pgs_epoch(d.data, d.indices, d.indptr, d.dense, d.bias, y, c, order,
                                  batch_size, problem.loss.spec.kernel_id, problem.loss.param,
                                  problem.alpha, p, B or 0.0, state.theta, state.phi,
                                  state.scalars)

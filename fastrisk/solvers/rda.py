@@ -22,9 +22,10 @@ Parameters of the method (all documented on ``solve_rda``):
 
 * ``gamma`` -- beta_t = gamma sqrt(t), h(w) = 0.5||w||^2 (+ rho ||w||_1).  The
   paper's best choice is gamma* = G / D (Corollary 2).  Default: for
-  sigma = 0, ``G = L_loss * max_i ||x_i||`` with D = 1 (L_loss the loss's
-  Lipschitz constant, 1 when it has none); for sigma > 0 the paper's
-  beta_t = 0 (section 2.2), i.e. gamma = 0.
+  sigma = 0 (and for accelerated RDA), G / D_hat with G = L_loss max_i ||x_i||
+  and D_hat = sqrt(R_emp(0) / (lambda sqrt 2)) (see ``_default_gamma``: a
+  measured heuristic, not a guarantee); for sigma > 0 the paper's beta_t = 0
+  (section 2.2), i.e. gamma = 0.
 * ``rho`` -- enhanced l1-RDA (Algorithm 2): h_rho = 0.5||w||^2 + rho ||w||_1,
   threshold lambda + gamma rho / sqrt(t).  Default 0.  The paper's MNIST runs
   use gamma = 5000, gamma rho = 25.
@@ -112,10 +113,22 @@ def _check_int(value, name, low=1):
     return int(value)
 
 
-def _default_G(problem):
-    """G = L_loss * max_i ||x_i||: a bound on the norm of a stochastic subgradient."""
+def _default_gamma(problem, lam):
+    """gamma = G / D_hat (Corollary 2's gamma* = G/D with estimates).
+
+    G = L_loss * max_i ||x_i|| bounds the stochastic subgradients (L_loss = 1 for
+    losses without a Lipschitz constant).  A priori D^2 = ||w*||^2/2 <= D_1^2
+    with D_1 = R_emp(0) / (lambda sqrt 2), because lambda ||w*||_1 <= J(0); that
+    bound is far too loose for small lambda, and D = 1 ignores the data, so
+    D_hat = sqrt(D_1) (their geometric mean; 1 when lambda = 0).  A heuristic:
+    on Reuters money-fx it lands within 3x of the best gamma for lambda from
+    1e-5 to 1e-3 (benchmarks/bench_rda.py); tune gamma as the paper does.
+    """
     lip = problem.loss.spec.lipschitz or 1.0
-    return lip * math.sqrt(float(problem.data.row_sqnorms().max()))
+    G = lip * math.sqrt(float(problem.data.row_sqnorms().max()))
+    risk0 = problem.risk(np.zeros(problem.n_weights))
+    D1 = risk0 / (lam * math.sqrt(2.0)) if lam > 0 and risk0 > 0 else 1.0
+    return G / math.sqrt(D1)
 
 
 def _kernel_args(problem):
@@ -174,14 +187,18 @@ def _run(problem, solver, *, tol, max_iter, time_limit, callback, verbose, eval_
     status = "max_iter"
     for it in range(1, max_iter + 1):
         epoch(it)
-        w = output(average)
-        if eval_every and (it % eval_every == 0 or it == max_iter):
+        evaluate = eval_every and (it % eval_every == 0 or it == max_iter)
+        # w is O(d) to form: only when it is evaluated, seen or returned
+        w = output(average) if evaluate or callback is not None or it == max_iter else None
+        if evaluate:
             J, bound = _strong_convexity_bound(problem, w, lam, sigma)
         else:
             J, bound = math.nan, math.nan
         stop = mon.check(it, w, J, bound, keep_best=False)
         if stop is not None:
             status = stop
+            if w is None:
+                mon.best_w = output(average)
             break
     return mon, status, it
 
@@ -206,10 +223,14 @@ def _rda_schedule(r, lam, sigma, gamma, rho, accelerated, L):
     return theta, b, np.ones_like(r), np.empty(0), np.empty(0)
 
 
-def _prefix(v):
-    out = np.empty(v.shape[0] + 1)
-    out[0] = 0.0
-    np.cumsum(v, out=out[1:])
+def _lazy_schedule(theta, b, omega):
+    """Rows (theta_r, PB, PT) of csrc/_rda.pyx: the threshold and the prefix sums
+    PB[i] = sum_{r < i} omega_r b_r, PT[i] = sum_{r < i} omega_r b_r theta_r."""
+    out = np.empty((theta.shape[0] + 1, 3))
+    out[:-1, 0], out[-1, 0] = theta, np.inf
+    out[0, 1:] = 0.0
+    np.cumsum(omega * b, out=out[1:, 1])
+    np.cumsum(omega * b * theta, out=out[1:, 2])
     return out
 
 
@@ -272,7 +293,7 @@ def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
         L = state["config"][8] if L is None else L
     max_iter = _check_int(max_iter, "max_iter")
     if gamma is None:
-        gamma = _default_G(problem) if sigma == 0.0 or accelerated else 0.0
+        gamma = _default_gamma(problem, lam) if sigma == 0.0 or accelerated else 0.0
     gamma = _check_number(gamma, "gamma")
     if p_norm is not None:
         p_norm = _check_number(p_norm, "p_norm", low=1.0, low_open=True, high=2.0)
@@ -296,9 +317,11 @@ def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
         raise ValueError("gamma must be > 0 when Psi is not strongly convex (seed 001 (13))")
     D = problem.n_weights
     config = (D, lam, sigma, gamma, rho, k, p_norm, bool(accelerated), L)
+    # coords[:, 0] = S (gradient sums), [:, 1] = acc (running sum of iterates),
+    # [:, 2] = last (first step not yet in acc; after a call every coordinate is current)
     st = _new_or_check_state(state, "rda", config, lambda: {
-        "solver": "rda", "config": config, "t": 0, "S": np.zeros(D), "acc": np.zeros(D),
-        "last": np.zeros(D, dtype=np.int64)})
+        "solver": "rda", "config": config, "t": 0, "coords": np.zeros((D, 3))})
+    S, acc = st["coords"][:, 0], st["coords"][:, 1]
     args = _kernel_args(problem)
     loss_id, loss_param = problem.loss.spec.kernel_id, problem.loss.param
     orders = _orders(problem, max_iter, shuffle, random_state)
@@ -310,15 +333,17 @@ def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
         order, t0 = next(orders), st["t"]
         if p_norm is not None:
             w_query = np.zeros(D)
-            total, status = _rda.pnorm_rda_epoch(*args, order, k, loss_id, loss_param, st["S"],
-                                             st["acc"], w_query, t0, lam, gamma, rho, p_norm)
+            S_c, acc_c = np.ascontiguousarray(S), np.ascontiguousarray(acc)
+            total, status = _rda.pnorm_rda_epoch(*args, order, k, loss_id, loss_param, S_c,
+                                                 acc_c, w_query, t0, lam, gamma, rho, p_norm)
+            S[:], acc[:] = S_c, acc_c
         else:
             r = np.arange(t0, t0 + n_steps + 2)
             theta, b, omega, alpha, A = _rda_schedule(r, lam, sigma, gamma, rho, accelerated, L)
             flush_end = t0 + n_steps if accelerated else t0 + n_steps - 1
             total, status = _rda.dual_averaging_epoch(
-                *args, order, k, loss_id, loss_param, st["S"], st["acc"], st["last"], t0,
-                flush_end, theta, b, _prefix(omega * b), _prefix(omega * b * theta), alpha, A)
+                *args, order, k, loss_id, loss_param, st["coords"], t0, flush_end,
+                _lazy_schedule(theta, b, omega), b, alpha, A)
         _raise_status(status, "rda")
         st["t"] = t0 + n_steps
         loss_sum[0] += total
@@ -326,21 +351,24 @@ def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
     def output(avg):
         t = st["t"]
         if accelerated:
-            return st["acc"] / (t * (t + 1.0) / 4.0)
+            return acc / (t * (t + 1.0) / 4.0)
         if avg:
-            return st["acc"] / t
+            return acc / t
         if p_norm is not None:
-            return _pnorm_final(st["S"], t, lam, gamma, rho, p_norm)
-        return _rda_final(st["S"], t, lam, sigma, gamma, rho)
+            return _pnorm_final(S, t, lam, gamma, rho, p_norm)
+        return _rda_final(S, t, lam, sigma, gamma, rho)
 
     mon, status, it = _run(problem, "rda", tol=tol, max_iter=max_iter, time_limit=time_limit,
                            callback=callback, verbose=verbose, eval_every=eval_every,
                            epoch=epoch, output=output, lam=lam, sigma=sigma,
                            average=average and not accelerated)
-    extra = {"state": st, "n_steps": st["t"], "gamma": gamma, "L": L, "loss_sum": loss_sum[0],
-             "w_last": output(False)}
-    if not accelerated:
-        extra["w_bar"] = output(True)
+    extra = {"state": st, "n_steps": st["t"], "gamma": gamma, "L": L, "loss_sum": loss_sum[0]}
+    if accelerated:
+        extra["w_last"] = mon.best_w
+    elif average:
+        extra["w_bar"], extra["w_last"] = mon.best_w, output(False)
+    else:
+        extra["w_bar"], extra["w_last"] = output(True), mon.best_w
     return mon.result(status, it, **extra)
 
 
@@ -359,15 +387,15 @@ def _solve_truncation(problem, solver, truncate, *, tol, max_iter, time_limit, c
         if state is not None and isinstance(state, dict) and "eta" in state:
             eta = state["eta"]
         else:
-            g = _default_G(problem) if gamma is None else _check_number(gamma, "gamma",
-                                                                         low_open=True)
+            g = (_default_gamma(problem, lam) if gamma is None
+                 else _check_number(gamma, "gamma", low_open=True))
             eta = math.sqrt(2.0 / (max_iter * n_steps)) / g       # seed 001 (19)
     eta = _check_number(eta, "eta", low_open=True)
     D = problem.n_weights
     config = (D, lam, eta, K, k, bool(truncate))
+    # coords[:, 0] = w, [:, 1] = last step applied to that coordinate
     st = _new_or_check_state(state, solver, config, lambda: {
-        "solver": solver, "config": config, "eta": eta, "t": 0, "w": np.zeros(D),
-        "last": np.zeros(D, dtype=np.int64)})
+        "solver": solver, "config": config, "eta": eta, "t": 0, "coords": np.zeros((D, 2))})
     args = _kernel_args(problem)
     orders = _orders(problem, max_iter, shuffle, random_state)
     loss_sum = [0.0]
@@ -375,14 +403,14 @@ def _solve_truncation(problem, solver, truncate, *, tol, max_iter, time_limit, c
     def epoch(_):
         total, status = _rda.truncated_gradient_epoch(
             *args, next(orders), k, problem.loss.spec.kernel_id, problem.loss.param,
-            st["w"], st["last"], st["t"], eta, lam, K, truncate)
+            st["coords"], st["t"], eta, lam, K, truncate)
         _raise_status(status, solver)
         st["t"] += n_steps
         loss_sum[0] += total
 
     mon, status, it = _run(problem, solver, tol=tol, max_iter=max_iter, time_limit=time_limit,
                            callback=callback, verbose=verbose, eval_every=eval_every,
-                           epoch=epoch, output=lambda avg: st["w"].copy(), lam=lam, sigma=0.0,
+                           epoch=epoch, output=lambda avg: st["coords"][:, 0].copy(), lam=lam, sigma=0.0,
                            average=False)
     return mon.result(status, it, state=st, n_steps=st["t"], eta=eta, loss_sum=loss_sum[0])
 

@@ -1,0 +1,164 @@
+"""SDCA speed (issue 4): ratios measured in one process, peer and ours back to back.
+
+* epoch time (1 thread, single coordinate) vs one 1-thread oracle call, IMDB bigrams;
+* time to a relative duality gap of 1e-3 (hinge) vs LIBLINEAR's dual CD
+  (``LinearSVC(loss="hinge", dual=True)``) reaching the same primal objective;
+* mini-batch: epochs needed vs b for safe and aggressive (Takac et al. 2013,
+  Figures 1-2) and the wall-clock speedup on 2 threads vs b = 1.
+
+Run ``pytest benchmarks/bench_sdca.py -s`` to see the tables; with
+``--benchmark-disable`` (CI) every benchmark runs once on a small slice.
+"""
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.svm import LinearSVC
+
+import fastrisk as fr
+from fastrisk import _sdca
+
+
+def _small(X, y, disabled, rows=3000):
+    """The full data, or (smoke mode) a fixed random subset of rows (IMDB is sorted by label)."""
+    if not disabled:
+        return X, y
+    keep = np.sort(np.random.default_rng(0).choice(X.shape[0], min(rows, X.shape[0]), replace=False))
+    X = X[keep]
+    return X[:, np.unique(X.indices)], y[keep]
+
+
+def _best_of(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def test_epoch_vs_oracle_imdb(benchmark, imdb_bigrams):
+    X, y = _small(*imdb_bigrams, benchmark.disabled)
+    prob = fr.Problem(X, y, loss="hinge", alpha=1e-4, n_threads=1)
+    d, n = prob.data, prob.n_samples
+    sqnorm = d.row_sqnorms()
+    u, v = np.zeros(n), np.zeros(d.n_weights)
+    f_seen = np.empty(n)
+    rng = np.random.default_rng(0)
+    kid = prob.loss.spec.kernel_id
+
+    def epoch():
+        order = rng.permutation(n).astype(np.int64)  # the visiting order is part of the cost
+        return _sdca.sdca_epoch(d.data, d.indices, d.indptr, d.dense, d.bias, prob.y,
+                                np.empty(0), sqnorm, order, kid, 0.0, prob.alpha * n, 0.0,
+                                u, v, f_seen, np.empty(0, np.uint8), np.inf, -np.inf)
+
+    epoch()  # leave the all-zero start: later epochs update most rows
+    w = v.copy()
+    repeat = 1 if benchmark.disabled else 5
+    ratios = []
+    for _ in range(repeat):  # interleaved, so both see the same machine load
+        t_oracle = _best_of(lambda: prob.oracle(w), 1)
+        t_epoch = _best_of(epoch, 1)
+        ratios.append(t_epoch / t_oracle)
+    benchmark.extra_info.update(ratio_median=float(np.median(ratios)), ratios=ratios)
+    print(f"\nIMDB bigrams {X.shape}, nnz {X.nnz}: epoch / oracle (1 thread) = "
+          f"{np.median(ratios):.2f} (runs {np.round(ratios, 2).tolist()})")
+    benchmark.pedantic(epoch, rounds=1 if benchmark.disabled else 3)
+
+
+def _hinge_objective(X, y, w, alpha):
+    return alpha * 0.5 * w @ w + np.maximum(0.0, 1.0 - y * (X @ w)).mean()
+
+
+def _liblinear_time_to(X, y, alpha, target):
+    """Seconds LinearSVC(hinge, dual) needs to reach J <= target (fewest outer iterations)."""
+    C = 1.0 / (alpha * X.shape[0])
+
+    def fit(k):
+        est = LinearSVC(loss="hinge", dual=True, C=C, tol=1e-12, max_iter=k, fit_intercept=False,
+                        random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = time.perf_counter()
+            est.fit(X, y)
+            t = time.perf_counter() - t
+        return t, _hinge_objective(X, y, est.coef_.ravel(), alpha)
+
+    k, lo = 1, 0
+    while True:
+        t, J = fit(k)
+        if J <= target or k >= 1 << 16:
+            break
+        lo, k = k, 2 * k
+    while k - lo > max(1, k // 16):  # narrow the iteration count to ~6%
+        mid = (lo + k) // 2
+        t_mid, J_mid = fit(mid)
+        if J_mid <= target:
+            k, t, J = mid, t_mid, J_mid
+        else:
+            lo = mid
+    return min(t, fit(k)[0]), k, J
+
+
+@pytest.mark.parametrize("alpha", [1e-4, 1e-6])
+@pytest.mark.parametrize("name", ["a9a", "w8a", "imdb"])
+def test_time_to_gap_vs_liblinear(benchmark, libsvm, imdb_bigrams, name, alpha):
+    X, y = imdb_bigrams if name == "imdb" else libsvm(name)
+    X, y = _small(X, y, benchmark.disabled)
+    y = np.where(y == y.max(), 1.0, -1.0)
+    prob = fr.Problem(X, y, loss="hinge", alpha=alpha)
+    tol, max_iter = (1e-3, 10) if benchmark.disabled else (1e-3, 5000)
+
+    def run():
+        return fr.solve(prob, solver="sdca", tol=tol, max_iter=max_iter, random_state=0,
+                        n_threads=1)
+
+    res = run()
+    t_sdca = _best_of(run, 1 if benchmark.disabled else 2)
+    t_ll, k, J_ll = _liblinear_time_to(X, y, alpha, res.objective)
+    ratio = t_sdca / t_ll
+    benchmark.extra_info.update(ratio=ratio, sdca_s=t_sdca, liblinear_s=t_ll, epochs=res.n_iter,
+                                liblinear_iter=k, status=res.status, gap=res.gap / res.objective)
+    print(f"\n{name} alpha={alpha:g}: SDCA {t_sdca:.2f}s ({res.n_iter} epochs, {res.status}, "
+          f"rel gap {res.gap / res.objective:.1e}, J={res.objective:.6g}) vs LIBLINEAR "
+          f"{t_ll:.2f}s ({k} iter, J={J_ll:.6g}): ratio {ratio:.2f}")
+    benchmark.pedantic(lambda: None, rounds=1)
+
+
+BATCHES = [1, 4, 16, 64, 256, 1024]
+
+
+@pytest.mark.parametrize("name", ["a9a", "imdb"])
+def test_minibatch_epochs_and_speedup(benchmark, libsvm, imdb_bigrams, name):
+    X, y = imdb_bigrams if name == "imdb" else libsvm(name)
+    X, y = _small(X, y, benchmark.disabled)
+    prob = fr.Problem(X, y, loss="hinge", alpha=1e-4)
+    tol = 1e-2 if benchmark.disabled else 1e-3
+    batches = [1, 16] if benchmark.disabled else BATCHES
+    lines = [f"\n{name}: hinge, alpha 1e-4, epochs to rel gap {tol:g}; time on 2 threads "
+             "(speedup = time(b=1, 1 thread) / time)"]
+    base = None
+    table = {}
+    for variant in ("safe", "aggressive"):
+        for b in batches:
+            if b == 1 and variant == "aggressive":
+                continue
+            t = time.perf_counter()
+            res = fr.solve(prob, solver="sdca", batch_size=b, variant=variant, tol=tol,
+                           max_iter=500, random_state=0, n_threads=1 if b == 1 else 2,
+                           shrinking=False, gap_every=1)
+            t = time.perf_counter() - t
+            base = t if b == 1 else base
+            key = f"{variant if b > 1 else 'single'} b={b}"
+            table[key] = dict(epochs=res.n_iter, status=res.status, seconds=t,
+                              iterations=res.n_iter * -(-prob.n_samples // b),
+                              speedup=base / t, beta=res.extra.get("beta_b", res.extra["beta"]))
+            lines.append(f"  {key:>16}: {res.n_iter:4d} epochs ({res.status}), "
+                         f"{table[key]['iterations']:8d} iterations, {t:7.2f}s, "
+                         f"speedup {base / t:.2f}, beta {table[key]['beta']:.2f}")
+    print("\n".join(lines))
+    benchmark.extra_info.update(table=table)
+    benchmark.pedantic(lambda: None, rounds=1)

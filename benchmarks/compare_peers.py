@@ -1,0 +1,339 @@
+"""Side by side with scikit-learn: time to reach 1e-2, 1e-3, 1e-4 relative suboptimality.
+
+For each data set and setting (hinge / logistic with l2 at alpha 1e-4 and
+1e-6, logistic with l1 at 1e-4; no intercept, so that every method minimizes
+the same J(w) = alpha Omega(w) + (1/m) sum_i loss(<w, x_i>, y_i)) this runs,
+in one process, one after another:
+
+* every fastrisk solver that supports the setting, once, with its History
+  (seconds, objective) as the trajectory;
+* every peer: LinearSVC (LIBLINEAR dual CD, hinge), LogisticRegression with
+  liblinear, lbfgs and saga, SGDClassifier.  Peers expose no trajectory, so
+  each is run repeatedly with a growing budget (tighter tol or more
+  iterations), timing each run from scratch; each run gives a (seconds,
+  J(w)) point computed with fastrisk's objective on the peer's weights.
+
+J_best is the smallest objective any method reached; the time to reach
+relative suboptimality eps is the first time a method's J(w) is at most
+J_best (1 + eps).  The table reports these times and their ratio to the best
+peer's time.  Multiclass (20 Newsgroups): fastrisk's softmax / multiclass_hinge
+against LogisticRegression (multinomial, lbfgs and saga) and LinearSVC
+(crammer_singer), with the matching multiclass objectives.
+
+Usage (the full run is long; run subsets):
+
+    python benchmarks/compare_peers.py --datasets a9a,w8a --settings hinge-l2-1e-4 \
+        --budget 30 --out benchmarks/RESULTS.md --plot benchmarks/compare_peers.png
+
+``--out`` appends a section (machine description, tables) to the file.
+"""
+
+import argparse
+import datetime
+import math
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import fastrisk as fr  # noqa: E402
+
+EPSILONS = (1e-2, 1e-3, 1e-4)
+DATASETS = ("a9a", "w8a", "ijcnn1", "reuters", "imdb", "news20")
+SETTINGS = {  # name -> (loss, penalty, alpha)
+    "hinge-l2-1e-4": ("hinge", "l2", 1e-4),
+    "hinge-l2-1e-6": ("hinge", "l2", 1e-6),
+    "logistic-l2-1e-4": ("logistic", "l2", 1e-4),
+    "logistic-l2-1e-6": ("logistic", "l2", 1e-6),
+    "logistic-l1-1e-4": ("logistic", "l1", 1e-4),
+}
+MULTICLASS_LOSS = {"hinge": "multiclass_hinge", "logistic": "softmax"}
+
+
+# ---- data ----------------------------------------------------------------------------------
+
+
+def load_news20():
+    """20 Newsgroups 'bydate' train split as tf-idf (11314 x ~130k, 20 classes), cached."""
+    import tarfile
+
+    import scipy.sparse as sp
+
+    from conftest import IMDB_CACHE, SHARED_DATA
+
+    cache = IMDB_CACHE / "news20_train.npz"
+    if cache.exists():
+        with np.load(cache, allow_pickle=False) as z:
+            return sp.csr_matrix((z["data"], z["indices"], z["indptr"]),
+                                 shape=tuple(z["shape"])), z["y"]
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    docs = []
+    with tarfile.open(SHARED_DATA / "20news-bydate.tar.xz") as tar:
+        for member in tar:
+            parts = member.name.split("/")
+            if member.isfile() and len(parts) == 3 and parts[0] == "20news-bydate-train":
+                docs.append((member.name, parts[1],
+                             tar.extractfile(member).read().decode("latin-1")))
+    docs.sort()
+    groups = sorted({g for _, g, _ in docs})
+    y = np.array([groups.index(g) for _, g, _ in docs])
+    X = TfidfVectorizer().fit_transform([t for _, _, t in docs]).tocsr()
+    X.sort_indices()
+    IMDB_CACHE.mkdir(parents=True, exist_ok=True)
+    np.savez(cache, data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape), y=y)
+    return X, y
+
+
+def load_dataset(name):
+    from conftest import load_imdb_bigrams, load_libsvm
+
+    if name == "imdb":
+        return load_imdb_bigrams()
+    if name == "news20":
+        return load_news20()
+    return load_libsvm(name)
+
+
+# ---- peers ---------------------------------------------------------------------------------
+
+
+def peers(loss, penalty, alpha, m, multiclass):
+    """{name: (make(budget_index) -> estimator, n_budgets)} for this setting."""
+    from sklearn.linear_model import LogisticRegression, SGDClassifier
+    from sklearn.svm import LinearSVC
+
+    C = 1.0 / (alpha * m)
+    tols = [10.0 ** -k for k in range(1, 10)]
+    iters = [2 ** k for k in range(0, 14)]
+    out = {}
+    l1_ratio = 1.0 if penalty == "l1" else 0.0
+    if loss == "hinge":
+        if multiclass:
+            out["LinearSVC crammer_singer"] = (lambda i: LinearSVC(
+                loss="hinge", multi_class="crammer_singer", C=C, tol=tols[i], max_iter=100000,
+                fit_intercept=False), len(tols))
+        elif penalty == "l2":
+            out["LinearSVC (liblinear dual)"] = (lambda i: LinearSVC(
+                loss="hinge", dual=True, C=C, tol=tols[i], max_iter=100000,
+                fit_intercept=False), len(tols))
+    else:
+        if not multiclass:
+            out["LogReg liblinear"] = (lambda i: LogisticRegression(
+                solver="liblinear", l1_ratio=l1_ratio, C=C, tol=tols[i], max_iter=10000,
+                fit_intercept=False), len(tols))
+        if penalty == "l2":
+            out["LogReg lbfgs"] = (lambda i: LogisticRegression(
+                solver="lbfgs", C=C, tol=0.0, max_iter=iters[i], fit_intercept=False),
+                len(iters))
+        out["LogReg saga"] = (lambda i: LogisticRegression(
+            solver="saga", l1_ratio=l1_ratio, C=C, tol=0.0, max_iter=iters[i],
+            fit_intercept=False), len(iters))
+    if not multiclass:
+        out["SGDClassifier"] = (lambda i: SGDClassifier(
+            loss="hinge" if loss == "hinge" else "log_loss", penalty=penalty, alpha=alpha,
+            max_iter=iters[i], tol=None, fit_intercept=False, random_state=0), len(iters))
+    return out
+
+
+def peer_weights(est, problem):
+    """Peer's coefficients as a fastrisk weight vector (binary: sign as classes_[1] = +1)."""
+    coef = np.asarray(est.coef_, dtype=np.float64)
+    return coef.ravel() if problem.n_classes > 1 else coef[0]
+
+
+def run_peer(make, n_budgets, problem, X, y, budget):
+    """[(seconds, J)] over a growing budget, each run timed from scratch."""
+    points = []
+    for i in range(n_budgets):
+        est = make(i)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            start = time.perf_counter()
+            est.fit(X, y)
+            seconds = time.perf_counter() - start
+        J = problem.objective(peer_weights(est, problem))
+        points.append((seconds, J))
+        if seconds > budget or (len(points) > 2 and
+                                abs(points[-2][1] - J) <= 1e-10 * abs(J)):
+            break
+    return points
+
+
+def run_fastrisk(name, problem, budget):
+    res = fr.solve(problem, solver=name, tol=1e-9, max_iter=10**7, time_limit=budget,
+                   random_state=0)
+    h = res.history
+    return list(zip(h.seconds, h.objective)), res
+
+
+# ---- the comparison ------------------------------------------------------------------------
+
+
+def time_to(points, target):
+    """First time at which the objective is <= target, or None."""
+    best = math.inf
+    for seconds, J in sorted(points):
+        best = min(best, J)
+        if best <= target:
+            return seconds
+    return None
+
+
+def compare(dataset, setting, solvers, budget, log):
+    loss, penalty, alpha = SETTINGS[setting]
+    X, y = load_dataset(dataset)
+    multiclass = len(np.unique(y)) > 2
+    floss = MULTICLASS_LOSS[loss] if multiclass else loss
+    problem = fr.Problem(X, y, loss=floss, penalty=penalty, alpha=alpha)
+    runs, peer_names = {}, []
+    for name in solvers:
+        try:
+            runs[name], res = run_fastrisk(name, problem, budget)
+            log(f"  {name:26s} {res.status:10s} it {res.n_iter:6d}  {res.history.seconds[-1]:8.2f}s"
+                f"  J={res.objective:.10g}")
+        except (ImportError, ValueError, NotImplementedError) as exc:
+            log(f"  {name:26s} n/a ({str(exc).splitlines()[0][:70]})")
+    y_fit = y if multiclass else np.where(y == np.unique(y)[1], 1, -1)
+    for name, (make, n) in peers(loss, penalty, alpha, X.shape[0], multiclass).items():
+        runs[name] = run_peer(make, n, problem, X, y_fit, budget)
+        peer_names.append(name)
+        s, J = runs[name][-1]
+        log(f"  {name:26s} {len(runs[name]):3d} runs, last {s:8.2f}s  J={J:.10g}")
+    J_best = min(min(J for _, J in pts) for pts in runs.values() if pts)
+    times = {name: [time_to(pts, J_best * (1 + eps)) for eps in EPSILONS]
+             for name, pts in runs.items()}
+    return dict(dataset=dataset, setting=setting, shape=X.shape, loss=floss, J_best=J_best,
+                runs=runs, times=times, peers=peer_names)
+
+
+def table(r):
+    """Markdown table: seconds to each eps and the ratio to the best peer."""
+    best_peer = []
+    for k in range(len(EPSILONS)):
+        ts = [r["times"][p][k] for p in r["peers"] if r["times"][p][k] is not None]
+        best_peer.append(min(ts) if ts else None)
+    lines = [f"#### {r['dataset']} ({r['shape'][0]} x {r['shape'][1]}), {r['setting']} "
+             f"(fastrisk loss {r['loss']}), J_best = {r['J_best']:.10g}", "",
+             "| method | " + " | ".join(f"t({eps:g}) s | ratio" for eps in EPSILONS) + " |",
+             "|---|" + "---:|---:|" * len(EPSILONS)]
+    for name, ts in r["times"].items():
+        cells = []
+        for k, t in enumerate(ts):
+            if t is None:
+                cells += ["-", "-"]
+            else:
+                ratio = "" if best_peer[k] is None else f"{t / best_peer[k]:.2f}"
+                cells += [f"{t:.3f}", ratio]
+        tag = " (peer)" if name in r["peers"] else ""
+        lines.append(f"| {name}{tag} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("'-': not reached within the budget. ratio = time / best peer's time "
+                 "(< 1: fastrisk faster).")
+    return "\n".join(lines)
+
+
+def machine():
+    from fastrisk.config import OPENMP, n_cores
+
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import scipy
+    import sklearn
+
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
+    return (f"{platform.platform()}, CPU {cpu}, {n_cores()} cores available, load average "
+            f"{load[0]:.1f} at start; Python {platform.python_version()}, numpy {np.__version__}, "
+            f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}, fastrisk "
+            f"{fr.__version__} (OpenMP {'on' if OPENMP else 'off'})")
+
+
+def plot(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(results)
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4 * rows), squeeze=False)
+    for ax, r in zip(axes.flat, results):
+        for name, pts in r["runs"].items():
+            if not pts:
+                continue
+            pts = sorted(pts)
+            t = np.array([p[0] for p in pts])
+            gap = np.maximum(np.minimum.accumulate([p[1] for p in pts]) - r["J_best"],
+                             1e-12) / abs(r["J_best"])
+            style = "o--" if name in r["peers"] else "-"
+            ax.loglog(np.maximum(t, 1e-3), gap, style, markersize=3, label=name)
+        ax.set_title(f"{r['dataset']} {r['setting']}", fontsize=9)
+        ax.set_xlabel("seconds")
+        ax.set_ylabel("relative suboptimality")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", default="a9a", help=f"comma list of {','.join(DATASETS)}")
+    parser.add_argument("--settings", default=",".join(SETTINGS),
+                        help=f"comma list of {','.join(SETTINGS)}")
+    parser.add_argument("--solvers", default=",".join(fr.SOLVERS),
+                        help="fastrisk solvers (those that do not support a setting are skipped)")
+    parser.add_argument("--budget", type=float, default=30.0,
+                        help="seconds per method and problem (default 30)")
+    parser.add_argument("--out", help="append the tables to this markdown file")
+    parser.add_argument("--plot", help="convergence plot file (png)")
+    args = parser.parse_args(argv)
+    datasets = [d for d in args.datasets.split(",") if d]
+    settings = [s for s in args.settings.split(",") if s]
+    for d in datasets:
+        if d not in DATASETS:
+            parser.error(f"--datasets: unknown {d!r}")
+    for s in settings:
+        if s not in SETTINGS:
+            parser.error(f"--settings: unknown {s!r}")
+    solvers = [s for s in args.solvers.split(",") if s]
+    desc = machine()
+    print(desc, flush=True)
+    results = []
+    for d in datasets:
+        for s in settings:
+            print(f"{d} {s}", flush=True)
+            r = compare(d, s, solvers, args.budget, lambda msg: print(msg, flush=True))
+            results.append(r)
+            print(table(r), flush=True)
+    if args.plot and results:
+        plot(results, args.plot)
+    if args.out:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        with open(args.out, "a") as fh:
+            fh.write(f"\n### Run of {stamp}: `python benchmarks/compare_peers.py "
+                     f"{' '.join(argv if argv is not None else sys.argv[1:])}`\n\n"
+                     f"Machine: {desc}.\n\n")
+            for r in results:
+                fh.write(table(r) + "\n\n")
+
+
+if __name__ == "__main__":
+    main()

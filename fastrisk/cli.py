@@ -1,0 +1,414 @@
+"""The ``fastrisk`` command: train, predict, evaluate, info, demo.
+
+    fastrisk train DATA [--loss L --penalty P --alpha A --solver S ...] -o MODEL [--plot PNG]
+    fastrisk predict MODEL DATA [-o OUT]
+    fastrisk evaluate MODEL DATA
+    fastrisk info MODEL
+    fastrisk demo [--plot PNG]
+
+DATA is an svmlight/libsvm file (``.gz``, ``.bz2``, ``.xz`` compressed too) or
+an ``.npz`` archive holding ``y`` and either ``X`` (dense) or the CSR arrays
+``data``, ``indices``, ``indptr``, ``shape`` (read with ``allow_pickle=False``).
+User errors print one line ``fastrisk: error: ...`` naming the argument at
+fault and exit with status 1 (2 for command-line syntax errors, from argparse).
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastrisk.losses import LOSSES
+from fastrisk.regularizers import PENALTIES
+from fastrisk.solvers import SOLVERS
+
+
+class UserError(Exception):
+    """An error caused by the command line or the input files: reported in one line."""
+
+
+# ---- data files -------------------------------------------------------------------------
+
+
+def load_data(path, n_features=None, arg="DATA"):
+    """(X, y) from an svmlight file or an .npz archive (see the module docstring)."""
+    from fastrisk.svmlight import load_svmlight
+
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise UserError(f"{arg} {path}: no such file")
+    try:
+        if path.endswith(".npz"):
+            with np.load(path, allow_pickle=False) as z:
+                if "X" in z.files:
+                    X = np.asarray(z["X"])
+                else:
+                    X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]),
+                                      shape=tuple(z["shape"]))
+                y = z["y"]
+            if n_features is not None and X.shape[1] != n_features:
+                raise ValueError(f"X has {X.shape[1]} features, but the model expects {n_features}")
+            return X, y
+        return load_svmlight(path, n_features=n_features)
+    except KeyError as exc:
+        raise UserError(f"{arg} {path}: the .npz archive lacks {exc}") from None
+    except (ValueError, OSError, EOFError) as exc:
+        raise UserError(f"{arg} {path}: {exc}") from None
+
+
+def _load_model(path):
+    from fastrisk.model import load
+
+    try:
+        return load(path)
+    except (ValueError, FileNotFoundError) as exc:
+        raise UserError(f"MODEL {exc}") from None
+
+
+# ---- progress line and plot --------------------------------------------------------------
+
+
+class Progress:
+    """Callback printing a live line ``solver it N  J=...  bound=...`` to a stream."""
+
+    def __init__(self, label, stream=sys.stderr):
+        self.label, self.stream, self.width = label, stream, 0
+
+    def __call__(self, res):
+        bound = "n/a" if math.isnan(res.gap) else f"{res.gap:.2e}"
+        line = f"{self.label}: it {res.n_iter:4d}  J(w) = {res.objective:.8f}  bound = {bound}"
+        self.stream.write("\r" + line.ljust(self.width))
+        self.stream.flush()
+        self.width = len(line)
+        return True
+
+    def done(self):
+        if self.width:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def plot_convergence(runs, path, title):
+    """Objective gap J(w_t) - J_best against seconds for several solvers (log scale).
+
+    ``runs``: {solver: History}; J_best is the smallest objective any run reached.
+    Dashed lines are the certified bounds where the solver has one.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UserError("--plot needs matplotlib: pip install 'fastrisk[plot]'") from None
+    best = min(min(h.objective) for h in runs.values() if len(h))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, h in runs.items():
+        if not len(h):
+            continue
+        t = np.asarray(h.seconds)
+        gap = np.maximum(np.asarray(h.objective) - best, 1e-16) / abs(best)
+        (line,) = ax.semilogy(t, gap, label=name)
+        bound = np.asarray(h.bound) / abs(best)
+        if np.isfinite(bound).any():
+            ax.semilogy(t, np.where(bound > 0, bound, np.nan), "--", color=line.get_color(),
+                        alpha=0.6)
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("(J(w) - J_best) / J_best   (dashed: certified bound)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=110)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"--plot {path}: {exc}") from None
+    plt.close(fig)
+
+
+# ---- commands ---------------------------------------------------------------------------
+
+
+def _estimator(args, solver, callback=None):
+    from fastrisk.estimators import LinearClassifier, LinearRegressor
+
+    task = LOSSES[args.loss].task
+    kw = dict(loss=args.loss, penalty=args.penalty, alpha=args.alpha, loss_param=args.loss_param,
+              l1_ratio=args.l1_ratio, p=args.p, solver=solver, tol=args.tol,
+              max_iter=args.max_iter, time_limit=args.time_limit,
+              fit_intercept=not args.no_intercept, random_state=args.seed,
+              n_threads=args.threads, callback=callback)
+    if task in ("binary", "multiclass"):
+        return LinearClassifier(**kw)
+    if task in ("regression", "counts"):
+        return LinearRegressor(**kw)
+    raise UserError(f"--loss {args.loss}: the command trains classifiers and regressors only")
+
+
+def _fit(est, X, y, label, quiet):
+    progress = None if quiet else Progress(label)
+    est.set_params(callback=progress)
+    try:
+        est.fit(X, y)
+    finally:
+        if progress:
+            progress.done()
+    return est
+
+
+def cmd_train(args, out):
+    X, y = load_data(args.data)
+    runs = {}
+    est = _fit(_estimator(args, args.solver), X, y, args.solver, args.quiet)
+    runs[est.solver_ if isinstance(est.solver_, str) else args.solver] = est.history_
+    for name in args.compare:
+        other = _fit(_estimator(args, name), X, y, name, args.quiet)
+        runs[name] = other.history_
+    try:
+        est.save(args.output)
+    except OSError as exc:
+        raise UserError(f"--output {args.output}: {exc.strerror}") from None
+    print(f"trained {type(est).__name__} on {X.shape[0]} x {X.shape[1]} with solver "
+          f"{est.solver_}: J(w) = {np.max(est.objective_):.8g}, certified gap "
+          f"{np.max(est.gap_):.3g}, {est.n_iter_} iterations, status {est.status_}; "
+          f"saved to {args.output}", file=out)
+    if args.plot:
+        if any(isinstance(h, list) for h in runs.values()):
+            raise UserError("--plot: one-vs-rest fits have one history per class; plot a binary "
+                            "or vector-loss problem")
+        plot_convergence(runs, args.plot, f"{args.loss} / {args.penalty}, alpha={args.alpha:g}")
+        print(f"convergence plot written to {args.plot}", file=out)
+
+
+def cmd_predict(args, out):
+    model = _load_model(args.model)
+    X, _ = load_data(args.data, n_features=model.n_features)
+    pred = model.predict(X)
+    target = out if args.output is None else open(args.output, "w")
+    try:
+        for v in pred:
+            target.write(f"{v}\n" if model.is_classifier else f"{float(v)!r}\n")
+    finally:
+        if target is not out:
+            target.close()
+
+
+def evaluate(model, X, y):
+    """{metric: value}: accuracy (+ AUC for two classes) or RMSE / MAE / R^2."""
+    from sklearn import metrics
+
+    if model.is_classifier:
+        y = np.asarray(y)
+        if y.dtype.kind in "fc" and model.classes.dtype.kind in "iub":
+            y = y.astype(model.classes.dtype) if np.all(y == np.round(y)) else y
+        scores = {"accuracy": metrics.accuracy_score(y, model.predict(X))}
+        if len(model.classes) == 2 and np.isin(y, model.classes).all() and len(np.unique(y)) == 2:
+            scores["AUC"] = metrics.roc_auc_score(y == model.classes[1], model.decision_function(X))
+        return scores
+    pred = model.predict(X)
+    return {"RMSE": math.sqrt(metrics.mean_squared_error(y, pred)),
+            "MAE": metrics.mean_absolute_error(y, pred), "R2": metrics.r2_score(y, pred)}
+
+
+def cmd_evaluate(args, out):
+    model = _load_model(args.model)
+    X, y = load_data(args.data, n_features=model.n_features)
+    for name, value in evaluate(model, X, y).items():
+        print(f"{name:9s}{value:.6f}", file=out)
+
+
+def cmd_info(args, out):
+    m = _load_model(args.model)
+    rows = [("format", f"fastrisk linear model, written by fastrisk {m.fastrisk_version}"),
+            ("loss", m.loss + ("" if m.loss_param is None else f" (param {m.loss_param:g})")),
+            ("penalty", m.penalty), ("alpha", f"{m.alpha:g}"), ("solver", m.solver),
+            ("trained on", f"{m.n_samples} x {m.n_features}"),
+            ("classes", "-" if m.classes is None else " ".join(map(str, m.classes[:20]))),
+            ("coef", f"shape {m.coef.shape}, {int(np.count_nonzero(m.coef))} nonzeros")]
+    rows += [(k, f"{v:.8g}" if isinstance(v, float) else str(v)) for k, v in m.info.items()]
+    for k, v in rows:
+        print(f"{k:18s}{v}", file=out)
+
+
+DEMO_SOLVERS = ("bmrm", "prox_bundle", "lbfgs", "sdca", "pegasos", "proximal", "optimistic",
+                "rda")
+
+
+def cmd_demo(args, out):
+    """a9a, logistic loss, l2, alpha=1e-4: live progress, test accuracy, a solver comparison."""
+    import fastrisk as fr
+    from fastrisk.datasets import load_a9a
+    from fastrisk.estimators import LinearClassifier
+
+    X, y, X_test, y_test = load_a9a()
+    loss, alpha = "logistic", 1e-4
+    print(f"a9a (bundled): {X.shape[0]} training and {X_test.shape[0]} test rows, {X.shape[1]} "
+          f"features\nmodel: {loss} loss, l2 penalty, alpha = {alpha:g}, intercept; "
+          "solver='auto'", file=out)
+    est = LinearClassifier(loss=loss, alpha=alpha, solver="auto", tol=1e-6, random_state=0)
+    progress = Progress("training", stream=out)
+    est.set_params(callback=progress)
+    start = time.perf_counter()
+    est.fit(X, y)
+    elapsed = time.perf_counter() - start
+    progress.done()
+    print(f"solver '{est.solver_}' ({est.status_}, {est.n_iter_} iterations, {elapsed:.2f} s): "
+          f"J(w) = {est.objective_:.8f}, certified gap {est.gap_:.2e}", file=out)
+    print(f"test accuracy: {est.score(X_test, y_test):.4f}\n", file=out)
+
+    print(f"solver comparison on the same problem (time limit {args.time_limit:g} s each, "
+          f"tol 1e-6):", file=out)
+    problem = fr.Problem(X, y, loss=loss, alpha=alpha, fit_intercept=True)
+    runs = {}
+    header = f"{'solver':14s}{'seconds':>9s}{'iters':>7s}{'J(w)':>14s}{'bound':>10s}  status"
+    print(header, file=out)
+    for name in DEMO_SOLVERS:
+        try:
+            start = time.perf_counter()
+            res = fr.solve(problem, solver=name, tol=1e-6, time_limit=args.time_limit,
+                           random_state=0)
+            elapsed = time.perf_counter() - start
+        except (ImportError, ValueError, NotImplementedError) as exc:
+            print(f"{name:14s}  not available here ({str(exc).splitlines()[0][:50]})", file=out)
+            continue
+        runs[name] = res.history
+        bound = "-" if math.isnan(res.gap) else f"{res.gap:.1e}"
+        print(f"{name:14s}{elapsed:9.2f}{res.n_iter:7d}{res.objective:14.8f}{bound:>10s}  "
+              f"{res.status}", file=out)
+    if runs:
+        best = min(h.objective[-1] if len(h) else math.inf for h in runs.values())
+        print(f"(best J(w) = {best:.8f}; 'bound' is the solver's certified bound on J(w) - J*, "
+              "'-' when it has none)", file=out)
+    if args.plot and runs:
+        plot_convergence(runs, args.plot, f"a9a, {loss} / l2, alpha={alpha:g}")
+        print(f"convergence plot written to {args.plot}", file=out)
+
+
+# ---- argument parsing -------------------------------------------------------------------
+
+
+def _positive_float(name):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not value > 0 or not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{name} must be a finite number > 0, got {text}")
+        return value
+
+    return parse
+
+
+def _positive_int(name):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {text}")
+        return value
+
+    return parse
+
+
+def _solver_list(text):
+    names = [s for s in text.split(",") if s]
+    for s in names:
+        if s not in SOLVERS:
+            raise argparse.ArgumentTypeError(f"unknown solver {s!r}; choose from {sorted(SOLVERS)}")
+    return names
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="fastrisk", description="Regularized risk minimization for linear models.")
+    from fastrisk import __version__
+
+    parser.add_argument("--version", action="version", version=f"fastrisk {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("train", help="fit a model on DATA and save it")
+    p.add_argument("data", metavar="DATA", help="svmlight/libsvm file (may be compressed) or .npz")
+    p.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
+    p.add_argument("--loss", default="hinge", choices=sorted(LOSSES), metavar="LOSS",
+                   help=f"one of {', '.join(sorted(LOSSES))} (default hinge)")
+    p.add_argument("--penalty", default="l2", choices=sorted(PENALTIES), help="default l2")
+    p.add_argument("--alpha", type=_positive_float("--alpha"), default=1e-4,
+                   help="regularization strength, as SGDClassifier's alpha (default 1e-4)")
+    p.add_argument("--loss-param", type=float, default=None,
+                   help="loss parameter (huber delta, quantile tau, epsilon, smoothed_hinge gamma)")
+    p.add_argument("--l1-ratio", type=float, default=0.15, help="elastic net mixing (default 0.15)")
+    p.add_argument("--p", type=float, default=2.0, help="exponent of the lp penalty (default 2)")
+    p.add_argument("--solver", default="auto", choices=["auto", *sorted(SOLVERS)], metavar="SOLVER",
+                   help=f"auto or one of {', '.join(sorted(SOLVERS))} (default auto)")
+    p.add_argument("--tol", type=_positive_float("--tol"), default=1e-4,
+                   help="relative certified bound on J(w) - J* to stop at (default 1e-4)")
+    p.add_argument("--max-iter", type=_positive_int("--max-iter"), default=None)
+    p.add_argument("--time-limit", type=_positive_float("--time-limit"), default=None,
+                   help="seconds")
+    p.add_argument("--no-intercept", action="store_true", help="fit no intercept")
+    p.add_argument("--threads", type=_positive_int("--threads"), default=None,
+                   help="threads (default all cores)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of stochastic solvers")
+    p.add_argument("--plot", metavar="PNG", help="write a convergence plot (needs matplotlib)")
+    p.add_argument("--compare", type=_solver_list, default=[], metavar="S1,S2",
+                   help="also run these solvers on the same problem and add them to --plot")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("predict", help="print one prediction per row of DATA")
+    p.add_argument("model", metavar="MODEL")
+    p.add_argument("data", metavar="DATA")
+    p.add_argument("-o", "--output", metavar="OUT", help="write to this file instead of stdout")
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("evaluate", help="accuracy and AUC, or RMSE, MAE and R^2, on DATA")
+    p.add_argument("model", metavar="MODEL")
+    p.add_argument("data", metavar="DATA")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("info", help="describe a model file")
+    p.add_argument("model", metavar="MODEL")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("demo", help="train on the bundled a9a and compare solvers")
+    p.add_argument("--time-limit", type=_positive_float("--time-limit"), default=2.0,
+                   help="seconds per solver in the comparison (default 2)")
+    p.add_argument("--plot", metavar="PNG", help="write a convergence plot (needs matplotlib)")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv=None, out=None):
+    """Entry point of the ``fastrisk`` script; returns the exit status."""
+    out = sys.stdout if out is None else out
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args, out)
+    except UserError as exc:
+        print(f"fastrisk: error: {exc}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError, FloatingPointError) as exc:
+        # validation errors of the library name the argument at fault;
+        # FASTRISK_DEBUG=1 shows the traceback instead
+        if os.environ.get("FASTRISK_DEBUG"):
+            raise
+        print(f"fastrisk: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # output piped into a command that stopped reading (head)
+        sys.stdout = open(os.devnull, "w")
+        return 0
+    except KeyboardInterrupt:
+        print("\nfastrisk: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,486 @@
+"""scikit-learn estimators: LinearClassifier and LinearRegressor.
+
+Both minimize ``J(w) = alpha * Omega(w) + (1/m) sum_i c_i loss(<w, x_i>, y_i)``
+(MATH.md 1) with any solver of the registry (``solver="auto"`` picks one from
+measurements, see fastrisk/solvers/auto.py; the choice is in ``solver_``).
+
+* ``sample_weight`` is rescaled to mean 1 (MATH.md 1: "c_i mean 1"), so an
+  integer weight is exactly the same as repeating the sample, and ``alpha``
+  keeps its meaning; ``class_weight`` then multiplies the weights per class.
+* Classifiers with a binary loss (hinge, logistic, ...) and more than two
+  classes fit one-vs-rest: one binary problem per class, the problems solved
+  in parallel threads (the kernels release the GIL; each problem gets
+  ``n_threads // n_parallel`` threads so the total stays ``n_threads``).
+  The vector losses ``softmax`` and ``multiclass_hinge`` fit all classes
+  jointly (one weight matrix) instead.
+* The intercept is the weight of a constant feature of value
+  ``intercept_scaling``, regularized like the other weights (as in
+  LIBLINEAR), so every solver minimizes the same objective.
+"""
+
+import inspect
+import math
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit, softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from fastrisk.config import resolve_n_threads
+from fastrisk.data import encode_labels
+from fastrisk.losses import LOSSES
+from fastrisk.model import LinearModel
+from fastrisk.problem import Problem
+from fastrisk.solvers import SOLVERS, choose_solver, get_solver
+
+CLASSIFIER_TASKS = ("binary", "multiclass")
+REGRESSOR_TASKS = ("regression", "counts")
+BINARY_CLASSES = np.array([-1.0, 1.0])
+
+
+def _check_X(est, X, reset):
+    X = validate_data(est, X, reset=reset, accept_sparse="csr", dtype=[np.float64, np.float32],
+                      order="C")
+    return _canonical(X)
+
+
+def _canonical(X):
+    if sp.issparse(X) and not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
+
+
+def _seed(random_state):
+    """One integer seed from ``random_state`` (same random_state -> same seed -> same bits)."""
+    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+
+
+def _solver_accepts(func, name):
+    params = inspect.signature(func).parameters
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+ONLINE_SOLVERS = ("pegasos", "adaptive", "proximal", "optimistic", "pgs", "rda", "sgd_l1",
+                  "truncated_gradient")
+# partial_fit: one ordered epoch per chunk; the Pegasos family returns its last iterate
+# (its default tail average would restart in every chunk)
+_STREAMING = {"max_iter": 1, "shuffle": False}
+_STREAMING_LAST = ("pegasos", "adaptive", "proximal", "optimistic")
+
+
+def _streaming(solver):
+    return dict(_STREAMING, average="last") if solver in _STREAMING_LAST else dict(_STREAMING)
+
+
+def _continuation(name, func, previous, problem):
+    """Solver options that continue from a previous Result on the same problem.
+
+    The online solvers continue their exact state (``state``); SDCA starts from the
+    previous dual variables when the sample count is unchanged; solvers that take
+    an initial weight vector ``w0`` start from the previous weights.  Otherwise
+    the solver starts afresh (with a warning).
+    """
+    if previous.solver != name:
+        return {}
+    if "state" in previous.extra and _solver_accepts(func, "state"):
+        return {"state": previous.extra["state"]}
+    if name == "sdca" and "alpha" in previous.extra:
+        if previous.extra["alpha"].shape[0] == problem.n_samples:
+            return {"warm_start": previous.extra["alpha"]}
+        return {}
+    if _solver_accepts(func, "w0") and previous.w.shape == (problem.n_weights,):
+        return {"w0": previous.w}
+    warnings.warn(f"solver {name!r} cannot continue from a previous fit; warm_start is ignored",
+                  UserWarning, stacklevel=5)
+    return {}
+
+
+class _LinearModelBase(BaseEstimator):
+    """Fitting and prediction shared by the classifier and the regressor."""
+
+    _tasks = ()
+
+    def _validate_params(self):
+        if not isinstance(self.loss, str) or self.loss not in LOSSES \
+                or LOSSES[self.loss].task not in self._tasks:
+            allowed = sorted(n for n, s in LOSSES.items() if s.task in self._tasks)
+            raise ValueError(f"loss must be one of {allowed}, got {self.loss!r}")
+        if self.solver != "auto" and self.solver not in SOLVERS:
+            raise ValueError(f"solver must be 'auto' or one of {sorted(SOLVERS)}, "
+                             f"got {self.solver!r}")
+        if self.max_iter is not None and (not isinstance(self.max_iter, (int, np.integer))
+                                          or isinstance(self.max_iter, bool) or self.max_iter < 1):
+            raise ValueError(f"max_iter must be None or an integer >= 1, got {self.max_iter!r}")
+        if not isinstance(self.warm_start, (bool, np.bool_)):
+            raise ValueError(f"warm_start must be a bool, got {self.warm_start!r}")
+        if not isinstance(self.verbose, (int, np.integer)) or self.verbose < 0:
+            raise ValueError(f"verbose must be an integer >= 0, got {self.verbose!r}")
+
+    def _problem(self, X, y, sample_weight, n_threads, classes=None):
+        return Problem(X, y, loss=self.loss, penalty=self.penalty, alpha=self.alpha,
+                       loss_param=self.loss_param, l1_ratio=self.l1_ratio, p=self.p,
+                       sample_weight=sample_weight, fit_intercept=self.fit_intercept,
+                       intercept_scaling=self.intercept_scaling, n_threads=n_threads,
+                       classes=classes)
+
+    def _solve(self, problem, seed, previous=None, **overrides):
+        """Run the solver on one problem; returns (Result, solver name).
+
+        ``previous``: the Result of the previous fit of the same problem, to continue
+        from (see ``_continuation``).
+        """
+        name = choose_solver(problem) if self.solver == "auto" else self.solver
+        func = get_solver(name)
+        options = dict(tol=self.tol, time_limit=self.time_limit, callback=self.callback,
+                       verbose=self.verbose, random_state=seed)
+        if self.max_iter is not None:
+            options["max_iter"] = self.max_iter
+        options.update(overrides)
+        if previous is not None:
+            options.update(_continuation(name, func, previous, problem))
+        result = func(problem, **options)
+        if result.status in ("max_iter", "time_limit") and math.isfinite(result.gap) \
+                and not overrides:
+            warnings.warn(f"solver {name!r} stopped on {result.status} with a certified gap "
+                          f"{result.gap:.3g} above tol * J = {self.tol * result.objective:.3g}; "
+                          "increase max_iter or time_limit", ConvergenceWarning, stacklevel=4)
+        return result, name
+
+    def _previous(self, n_problems, streaming):
+        """Results of the previous fit to continue from (warm_start or partial_fit), or
+        None per problem."""
+        previous = getattr(self, "_results", None)
+        if not ((self.warm_start or streaming) and previous and len(previous) == n_problems):
+            return [None] * n_problems
+        return previous
+
+    def _store(self, results, names, joint):
+        """Set the fitted attributes from the solver results (one per problem)."""
+        self._results = results
+        self.solver_ = names[0] if len(set(names)) == 1 else names
+        self.n_iter_ = max(r.n_iter for r in results)
+        self.status_ = [r.status for r in results] if len(results) > 1 else results[0].status
+        self.objective_ = (np.array([r.objective for r in results]) if len(results) > 1
+                           else results[0].objective)
+        self.gap_ = np.array([r.gap for r in results]) if len(results) > 1 else results[0].gap
+        self.history_ = [r.history for r in results] if len(results) > 1 else results[0].history
+        if joint:  # one problem: the vector loss's (k, d) or a single binary / real score
+            return results[0].coef_, results[0].intercept_
+        coef = np.vstack([r.coef_ for r in results])
+        intercept = np.array([r.intercept_ for r in results], dtype=np.float64)
+        return coef, intercept
+
+    def _decision(self, X):
+        check_is_fitted(self, "coef_")
+        X = _check_X(self, X, reset=False)
+        return np.asarray(X @ self.coef_.T, dtype=np.float64) + self.intercept_
+
+    def to_model(self):
+        """The fitted model as a LinearModel (see fastrisk/model.py)."""
+        check_is_fitted(self, "coef_")
+        coef = self.coef_
+        intercept = self.intercept_
+        if coef.ndim == 2 and coef.shape[0] == 1:
+            coef, intercept = coef[0], float(intercept[0])
+        info = {"objective": float(np.max(self.objective_)), "gap": float(np.max(self.gap_)),
+                "n_iter": int(self.n_iter_), "fit_intercept": bool(self.fit_intercept),
+                "intercept_scaling": float(self.intercept_scaling)}
+        solver = self.solver_ if isinstance(self.solver_, str) else ",".join(self.solver_)
+        return LinearModel(coef, intercept, classes=getattr(self, "classes_", None),
+                           loss=self.loss, loss_param=self.loss_param, penalty=self.penalty,
+                           alpha=self.alpha, solver=solver, n_samples=self._n_samples,
+                           info=info)
+
+    def save(self, path):
+        """Write the fitted model (npz + JSON; read it back with ``fastrisk.load``)."""
+        return self.to_model().save(path)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class LinearClassifier(ClassifierMixin, _LinearModelBase):
+    """Linear classifier minimizing ``alpha * Omega(w) + (1/m) sum_i c_i loss(<w, x_i>, y_i)``.
+
+    Parameters
+    ----------
+    loss : a binary loss ("hinge", "logistic", "squared_hinge", "smoothed_hinge", ...; one-vs-rest
+        for more than two classes) or a vector loss ("softmax", "multiclass_hinge").
+    penalty : "l2", "l1", "elasticnet" (``l1_ratio``) or "lp" (``p``).
+    alpha : regularization strength, as in ``SGDClassifier(alpha=...)``.
+    loss_param : the loss parameter where it has one (smoothed_hinge gamma).
+    solver : "auto" (see fastrisk/solvers/auto.py) or a name of ``fastrisk.SOLVERS``.
+    tol : stop when the solver's certified bound on J(w) - J* is at most tol * J(w).
+    max_iter : iteration (batch) or epoch (stochastic) budget; None = the solver's default.
+    time_limit : seconds per problem, or None.
+    fit_intercept, intercept_scaling : constant feature of this value (regularized).
+    class_weight : None, "balanced" or {label: weight}; multiplies the sample weights.
+    warm_start : continue from the previous fit (online solvers' state, SDCA's dual variables,
+        ``w0`` of solvers that accept one).
+    random_state : seed of the stochastic solvers.
+    n_threads : threads in total (None = all cores).
+    verbose, callback : passed to the solver (the callback gets each problem's Result so far).
+
+    Attributes
+    ----------
+    coef_ (1 or n_classes, n_features), intercept_ (1 or n_classes,), classes_, n_iter_ (max over
+    problems), n_features_in_, feature_names_in_ (DataFrame input), solver_ (the solver used),
+    objective_, gap_ (certified bound, NaN without one), status_, history_ (History or one per
+    class).
+    """
+
+    _tasks = CLASSIFIER_TASKS
+
+    def __init__(self, loss="hinge", penalty="l2", alpha=1e-4, *, loss_param=None, l1_ratio=0.15,
+                 p=2.0, solver="auto", tol=1e-4, max_iter=None, time_limit=None,
+                 fit_intercept=True, intercept_scaling=1.0, class_weight=None, warm_start=False,
+                 random_state=None, n_threads=None, verbose=0, callback=None):
+        self.loss = loss
+        self.penalty = penalty
+        self.alpha = alpha
+        self.loss_param = loss_param
+        self.l1_ratio = l1_ratio
+        self.p = p
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.time_limit = time_limit
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.n_threads = n_threads
+        self.verbose = verbose
+        self.callback = callback
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on X (n, d) dense or sparse, labels y; ``sample_weight`` rescaled to mean 1."""
+        self._validate_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             order="C")
+        check_classification_targets(y)
+        classes, y_index = np.unique(y, return_inverse=True)
+        if classes.shape[0] < 2:
+            raise ValueError(f"y must hold at least two classes, got {classes.shape[0]} class")
+        c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if self.class_weight is not None:
+            c = c * compute_class_weight(self.class_weight, classes=classes, y=y)[y_index]
+        if np.bincount(y_index, weights=c, minlength=len(classes)).astype(bool).sum() < 2:
+            raise ValueError("sample_weight and class_weight leave fewer than two classes with "
+                             "positive weight")
+        previous = getattr(self, "classes_", None)
+        if previous is None or not np.array_equal(previous, classes):
+            self._results = None
+        self.classes_ = classes
+        return self._fit_problems(X, y_index, c * (c.shape[0] / c.sum()))
+
+    def _online(self):
+        return self.solver in ONLINE_SOLVERS
+
+    @available_if(_online)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One epoch of the online solver over this chunk, continuing the previous state.
+
+        ``classes`` (all labels) is required on the first call.  Chunks fed one after
+        another give the iterates of one epoch over their concatenation in order
+        (the solvers' streaming state; no shuffling inside a chunk).  ``sample_weight``
+        is used as given (not rescaled, so that chunks stay consistent); ``class_weight``
+        must be None or a dict.
+        """
+        self._validate_params()
+        first = _check_partial_fit_first_call(self, classes)
+        X, y = validate_data(self, X, y, reset=first, accept_sparse="csr",
+                             dtype=[np.float64, np.float32], order="C")
+        check_classification_targets(y)
+        if len(self.classes_) < 2:
+            raise ValueError(f"classes must hold at least two classes, got {self.classes_}")
+        _, y_index = encode_labels(y, self.classes_, "y")
+        c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if isinstance(self.class_weight, str):
+            raise ValueError("class_weight='balanced' needs all of y; pass a dict to partial_fit")
+        if self.class_weight is not None:
+            c = c * compute_class_weight(self.class_weight, classes=self.classes_, y=y)[y_index]
+        if first:
+            self._results = None
+        return self._fit_problems(X, y_index, c, streaming=True)
+
+    def _fit_problems(self, X, y_index, c, streaming=False):
+        """Solve the joint problem or the one-vs-rest problems; set the fitted attributes.
+
+        ``streaming``: partial_fit's one ordered epoch, continuing the previous state.
+        """
+        overrides = _streaming(self.solver) if streaming else {}
+        X = _canonical(X)
+        k = len(self.classes_)
+        self._n_samples = X.shape[0]
+        seed = _seed(self.random_state)
+        n_threads = resolve_n_threads(self.n_threads)
+        joint = LOSSES[self.loss].vector or k == 2
+        previous = self._previous(1 if joint else k, streaming)
+        if joint:
+            problem = self._problem(X, y_index, c, n_threads, classes=np.arange(k))
+            results, names = zip(self._solve(problem, seed, previous[0], **overrides))
+        else:
+            n_parallel = min(k, n_threads)
+            threads_each = max(1, n_threads // n_parallel)
+
+            def fit_one(j):
+                problem = self._problem(X, np.where(y_index == j, 1.0, -1.0), c, threads_each,
+                                        classes=BINARY_CLASSES)
+                return self._solve(problem, seed, previous[j], **overrides)
+
+            with ThreadPoolExecutor(n_parallel) as pool:
+                results, names = zip(*pool.map(fit_one, range(k)))
+        coef, intercept = self._store(list(results), list(names), joint)
+        coef = np.atleast_2d(coef)
+        intercept = np.atleast_1d(np.asarray(intercept, dtype=np.float64))
+        if LOSSES[self.loss].vector and k == 2:
+            # two-class vector loss: the score difference f_1 - f_0 is the binary score
+            coef, intercept = coef[1:] - coef[:1], intercept[1:] - intercept[:1]
+        self.coef_, self.intercept_ = coef, intercept
+        return self
+
+    def decision_function(self, X):
+        """Scores: (n,) for two classes (positive means classes_[1]), else (n, n_classes)."""
+        f = self._decision(X)
+        return f.ravel() if f.shape[1] == 1 else f
+
+    def predict(self, X):
+        f = self.decision_function(X)
+        return self.classes_[(f > 0).astype(np.intp) if f.ndim == 1 else np.argmax(f, axis=1)]
+
+    def _probabilistic(self):
+        return LOSSES[self.loss].probabilistic if self.loss in LOSSES else False
+
+    @available_if(_probabilistic)
+    def predict_proba(self, X):
+        """Probabilities (logistic: sigmoid, one-vs-rest normalized; softmax: softmax of scores)."""
+        f = self.decision_function(X)
+        if f.ndim == 1:
+            p = expit(f)
+            return np.column_stack([1.0 - p, p])
+        if self.loss == "softmax":
+            return softmax(f, axis=1)
+        p = expit(f)
+        return p / p.sum(axis=1, keepdims=True)
+
+    @available_if(_probabilistic)
+    def predict_log_proba(self, X):
+        return np.log(self.predict_proba(X))
+
+
+class LinearRegressor(RegressorMixin, _LinearModelBase):
+    """Linear regression minimizing ``alpha * Omega(w) + (1/m) sum_i c_i loss(<w, x_i>, y_i)``.
+
+    ``loss``: "squared", "absolute", "huber" (``loss_param`` = delta), "epsilon_insensitive"
+    (epsilon), "quantile" (tau) or "poisson" (y >= 0; ``predict`` returns exp(score)).
+    The other parameters and attributes are those of LinearClassifier (no class_weight);
+    ``coef_`` has shape (n_features,) and ``intercept_`` is a float.
+    """
+
+    _tasks = REGRESSOR_TASKS
+
+    def __init__(self, loss="squared", penalty="l2", alpha=1e-4, *, loss_param=None,
+                 l1_ratio=0.15, p=2.0, solver="auto", tol=1e-4, max_iter=None, time_limit=None,
+                 fit_intercept=True, intercept_scaling=1.0, warm_start=False, random_state=None,
+                 n_threads=None, verbose=0, callback=None):
+        self.loss = loss
+        self.penalty = penalty
+        self.alpha = alpha
+        self.loss_param = loss_param
+        self.l1_ratio = l1_ratio
+        self.p = p
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.time_limit = time_limit
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.n_threads = n_threads
+        self.verbose = verbose
+        self.callback = callback
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on X (n, d) dense or sparse, real targets y; ``sample_weight`` rescaled to mean 1."""
+        self._validate_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             order="C", y_numeric=True)
+        c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if c.sum() <= 0:
+            raise ValueError("sample_weight must have a positive sum")
+        return self._fit_problem(X, y, c * (c.shape[0] / c.sum()))
+
+    def _online(self):
+        return self.solver in ONLINE_SOLVERS
+
+    @available_if(_online)
+    def partial_fit(self, X, y, sample_weight=None):
+        """One epoch of the online solver over this chunk, continuing the previous state
+        (see LinearClassifier.partial_fit)."""
+        self._validate_params()
+        first = not hasattr(self, "coef_")
+        X, y = validate_data(self, X, y, reset=first, accept_sparse="csr",
+                             dtype=[np.float64, np.float32], order="C", y_numeric=True)
+        c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if first:
+            self._results = None
+        return self._fit_problem(X, y, c, streaming=True)
+
+    def _fit_problem(self, X, y, c, streaming=False):
+        overrides = _streaming(self.solver) if streaming else {}
+        X = _canonical(X)
+        self._n_samples = X.shape[0]
+        problem = self._problem(X, y, c, resolve_n_threads(self.n_threads))
+        result, name = self._solve(problem, _seed(self.random_state),
+                                   self._previous(1, streaming)[0], **overrides)
+        coef, intercept = self._store([result], [name], joint=True)
+        self.coef_, self.intercept_ = np.asarray(coef, dtype=np.float64), float(intercept)
+        return self
+
+    def predict(self, X):
+        """The score, or exp(score) for the poisson loss (the predicted mean)."""
+        f = self._decision(X)
+        return np.exp(f) if self.loss == "poisson" else f
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = self.loss == "poisson"
+        return tags
+
+
+def estimator_from_model(model):
+    """A fitted estimator holding a LinearModel's weights (used by ``LinearModel.to_estimator``)."""
+    params = dict(loss=model.loss, penalty=model.penalty, alpha=model.alpha,
+                  loss_param=model.loss_param,
+                  solver=model.solver if model.solver in SOLVERS else "auto",
+                  fit_intercept=bool(model.info.get("fit_intercept", True)),
+                  intercept_scaling=float(model.info.get("intercept_scaling", 1.0)))
+    if model.is_classifier:
+        est = LinearClassifier(**params)
+        est.classes_ = model.classes
+        est.coef_ = np.atleast_2d(model.coef).copy()
+        est.intercept_ = np.atleast_1d(np.asarray(model.intercept, dtype=np.float64)).copy()
+    else:
+        est = LinearRegressor(**params)
+        est.coef_, est.intercept_ = model.coef.copy(), float(model.intercept)
+    est.n_features_in_ = model.n_features
+    est.solver_ = model.solver
+    est._n_samples = model.n_samples
+    est.n_iter_ = int(model.info.get("n_iter", 0))
+    est.objective_ = model.info.get("objective", math.nan)
+    est.gap_ = model.info.get("gap", math.nan)
+    return est

@@ -1,0 +1,213 @@
+"""scikit-learn estimators: the sklearn API checks, and the fitted models against
+independent references (closed-form ridge, LIBLINEAR, separate binary fits, one
+pass of the solver over the concatenated stream)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import fastrisk as fr
+from fastrisk.estimators import LinearClassifier, LinearRegressor
+
+# ---- scikit-learn's estimator checks ------------------------------------------------------
+
+# Small, strongly regularized problems so that SDCA converges to round-off in a few epochs.
+CHECKED = [
+    LinearClassifier(loss="logistic", alpha=1e-2, solver="sdca", tol=1e-12),
+    LinearClassifier(loss="hinge", alpha=1e-2, solver="sdca", tol=1e-12),
+    LinearRegressor(loss="squared", alpha=1e-2, solver="sdca", tol=1e-12),
+    LinearClassifier(loss="hinge", alpha=1e-2, solver="pegasos", max_iter=5),  # has partial_fit
+]
+
+_WEIGHTS_VS_REPEATS = (
+    "predictions must agree to 1e-7 relative, but the solver certifies J(w) - J* <= tol J, "
+    "which bounds ||w - w*|| only by sqrt(2 tol J / alpha) (strong convexity); SDCA's gap "
+    "stalls near 1e-12 relative, leaving ~1e-7 differences in predictions")
+_STOCHASTIC_REPEATS = ("repeating a row changes the stochastic solver's sequence of steps, so "
+                       "its budget-limited iterate differs (the objective is the same)")
+
+
+def expected_failed_checks(est):
+    """Checks that fail by design, with the reason (scikit-learn marks them xfail)."""
+    if est.solver == "pegasos":
+        reason = _STOCHASTIC_REPEATS
+    elif est.loss in ("logistic", "squared"):
+        reason = _WEIGHTS_VS_REPEATS
+    else:
+        return {}
+    return {"check_sample_weight_equivalence_on_dense_data": reason,
+            "check_sample_weight_equivalence_on_sparse_data": reason}
+
+
+_checks = parametrize_with_checks(CHECKED, expected_failed_checks=expected_failed_checks)
+
+
+@_checks
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        check(estimator)
+
+
+def test_number_of_sklearn_checks():
+    # the suite must not shrink silently: 64 checks for each classifier, 60 for the
+    # regressor in scikit-learn 1.9 (a newer scikit-learn may add checks: update then)
+    params = _checks.args[1]
+    counts = {}
+    for p in params:
+        est = p.values[0] if hasattr(p, "values") else p[0]  # pytest.param for the xfails
+        counts[repr(est)] = counts.get(repr(est), 0) + 1
+    assert sorted(counts.values()) == [60, 64, 64, 64], counts
+
+
+# ---- fitted models against references -------------------------------------------------------
+
+
+def _binary(n=300, d=8, seed=0):
+    X, y = make_classification(n, d, n_informative=4, random_state=seed)
+    return X, y
+
+
+def test_logistic_matches_liblinear_with_regularized_intercept():
+    # LIBLINEAR regularizes the intercept feature exactly as fastrisk does, so both minimize
+    # the same J; C = 1 / (alpha m).  Both solved to ~1e-10 relative: weights agree to 1e-5.
+    X, y = _binary()
+    alpha = 1e-3
+    ours = LinearClassifier(loss="logistic", alpha=alpha, solver="sdca", tol=1e-12,
+                            max_iter=5000).fit(X, y)
+    ref = LogisticRegression(solver="liblinear", C=1 / (alpha * len(y)), tol=1e-10,
+                             intercept_scaling=1.0, max_iter=10000).fit(X, y)
+    np.testing.assert_allclose(ours.coef_, ref.coef_, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours.intercept_, ref.intercept_, rtol=1e-5, atol=1e-6)
+    assert ours.solver_ == "sdca" and ours.status_ == "converged"
+    p = ours.predict_proba(X)
+    np.testing.assert_allclose(p, ref.predict_proba(X), atol=1e-6)
+
+
+def test_ridge_closed_form():
+    # squared loss + l2 with the (regularized) intercept feature: normal equations
+    # (Z^T Z / m + alpha I) w = Z^T y / m with Z = [X, 1]; solved by numpy to round-off.
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 6))
+    y = X @ rng.normal(size=6) + 0.5 + 0.1 * rng.normal(size=200)
+    alpha = 1e-2
+    Z = np.column_stack([X, np.ones(len(y))])
+    w = np.linalg.solve(Z.T @ Z / len(y) + alpha * np.eye(7), Z.T @ y / len(y))
+    est = LinearRegressor(alpha=alpha, solver="sdca", tol=1e-13, max_iter=5000).fit(X, y)
+    # gap <= 1e-13 J bounds ||w - w*|| by sqrt(2e-13 J / alpha) ~ 1e-6
+    np.testing.assert_allclose(est.coef_, w[:6], atol=2e-6)
+    assert est.intercept_ == pytest.approx(w[6], abs=2e-6)
+    np.testing.assert_allclose(est.predict(X), Z @ w, atol=1e-5)
+
+
+def test_one_vs_rest_equals_separate_binary_fits_bitwise():
+    # 3 classes, 3 threads: the classes are fitted in parallel, one thread each; each must
+    # be bit-identical to the same binary problem fitted alone with one thread.
+    X, y = make_classification(240, 6, n_informative=4, n_classes=3, random_state=2)
+    kw = dict(loss="hinge", alpha=1e-2, solver="sdca", tol=1e-8, random_state=3)
+    ovr = LinearClassifier(n_threads=3, **kw).fit(X, y)
+    assert ovr.coef_.shape == (3, 6) and len(ovr.history_) == 3
+    for k in range(3):
+        alone = LinearClassifier(n_threads=1, **kw).fit(X, np.where(y == k, 1, -1))
+        assert np.array_equal(ovr.coef_[k], alone.coef_[0])
+        assert ovr.intercept_[k] == alone.intercept_[0]
+    f = ovr.decision_function(X)
+    np.testing.assert_array_equal(ovr.predict(X), ovr.classes_[f.argmax(1)])
+
+
+def test_same_seed_same_bits_and_threads():
+    X, y = _binary(seed=4)
+    a = LinearClassifier(solver="pegasos", max_iter=3, random_state=7, n_threads=2).fit(X, y)
+    b = LinearClassifier(solver="pegasos", max_iter=3, random_state=7, n_threads=2).fit(X, y)
+    assert np.array_equal(a.coef_, b.coef_) and a.intercept_ == b.intercept_
+
+
+def test_partial_fit_is_one_epoch_over_the_stream():
+    # the online solvers' streaming state: chunks one after another = one ordered pass
+    # over the concatenation, checked against fastrisk.solve on the whole data (1e-12:
+    # identical steps, the only difference is where the chunk boundaries fall)
+    X, y = _binary(seed=5)
+    for solver in ("pegasos", "rda"):
+        est = LinearClassifier(loss="hinge", alpha=1e-2, solver=solver, random_state=0)
+        for part in np.array_split(np.arange(len(y)), 3):
+            est.partial_fit(X[part], y[part], classes=np.unique(y))
+        prob = fr.Problem(X, y, loss="hinge", alpha=1e-2, fit_intercept=True)
+        last = {"average": "last"} if solver == "pegasos" else {}  # partial_fit's choice
+        res = fr.solve(prob, solver=solver, max_iter=1, shuffle=False, **last)
+        np.testing.assert_allclose(est.coef_[0], res.coef_, rtol=1e-12, atol=1e-14)
+
+
+def test_partial_fit_chunk_with_one_class_and_availability():
+    X, y = _binary(seed=6)
+    est = LinearClassifier(solver="pegasos")
+    est.partial_fit(X[y == 0], y[y == 0], classes=[0, 1])  # a chunk may lack a class
+    est.partial_fit(X[y == 1], y[y == 1])
+    assert est.coef_.shape == (1, X.shape[1])
+    with pytest.raises(ValueError, match="classes"):
+        LinearClassifier(solver="pegasos").partial_fit(X, y)
+    assert not hasattr(LinearClassifier(solver="sdca"), "partial_fit")
+    assert not hasattr(LinearClassifier(loss="hinge"), "predict_proba")
+    assert hasattr(LinearClassifier(loss="logistic"), "predict_proba")
+
+
+def test_warm_start_continues_sdca():
+    X, y = _binary(seed=7)
+    est = LinearClassifier(loss="logistic", alpha=1e-3, solver="sdca", tol=1e-10,
+                           warm_start=True, max_iter=2000).fit(X, y)
+    cold_iters, J = est.n_iter_, est.objective_
+    est.fit(X, y)  # starts from the previous dual variables: already converged
+    assert est.n_iter_ < cold_iters
+    assert est.objective_ == pytest.approx(J, rel=1e-9)
+
+
+def test_class_weight_is_sample_weight():
+    X, y = _binary(seed=8)
+    kw = dict(loss="logistic", alpha=1e-2, solver="sdca", tol=1e-10, random_state=0)
+    a = LinearClassifier(class_weight={0: 3.0, 1: 1.0}, **kw).fit(X, y)
+    b = LinearClassifier(**kw).fit(X, y, sample_weight=np.where(y == 0, 3.0, 1.0))
+    assert np.array_equal(a.coef_, b.coef_)
+
+
+def test_float32_sparse_and_dense_agree():
+    X, y = _binary(seed=9)
+    kw = dict(loss="hinge", alpha=1e-2, solver="sdca", tol=1e-10, random_state=0)
+    dense = LinearClassifier(**kw).fit(X, y)
+    sparse32 = LinearClassifier(**kw).fit(sp.csr_matrix(X.astype(np.float32)), y)
+    # float32 rounding of X (6e-8 relative) moves the optimum by about that much
+    np.testing.assert_allclose(sparse32.coef_, dense.coef_, rtol=1e-4, atol=1e-5)
+
+
+def test_save_load_round_trip(tmp_path):
+    X, y = make_classification(200, 5, n_informative=3, n_classes=3, random_state=10)
+    est = LinearClassifier(loss="logistic", alpha=1e-2, solver="sdca").fit(X, y)
+    model = fr.load(est.save(tmp_path / "clf.frm"))
+    assert model.solver == "sdca" and model.n_samples == 200
+    np.testing.assert_array_equal(model.decision_function(X), est.decision_function(X))
+    np.testing.assert_array_equal(model.predict_proba(X), est.predict_proba(X))
+    back = model.to_estimator()
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    reg = LinearRegressor(alpha=1e-2, solver="sdca").fit(X, y.astype(float))
+    np.testing.assert_array_equal(fr.load(reg.save(tmp_path / "r.frm")).predict(X), reg.predict(X))
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(loss="squared"), "loss must be one of"),
+    (dict(loss="hinge", solver="nope"), "solver must be 'auto' or one of"),
+    (dict(max_iter=0), "max_iter must be None or an integer >= 1"),
+    (dict(alpha=-1.0), "alpha must be a finite number > 0"),
+    (dict(penalty="l3"), "penalty must be one of"),
+])
+def test_argument_errors_name_the_argument(kwargs, message):
+    X, y = _binary()
+    with pytest.raises(ValueError, match=message):
+        LinearClassifier(**kwargs).fit(X, y)
+
+
+def test_regressor_rejects_classification_losses():
+    with pytest.raises(ValueError, match="loss must be one of"):
+        LinearRegressor(loss="hinge").fit(np.ones((3, 2)), [1.0, 2.0, 3.0])
