@@ -76,7 +76,8 @@ class Bundle:
 
     ``A`` (rows = cuts), ``b``, the Gram matrix ``Q = A A^T`` (kept only when
     ``gram``), the current multipliers ``beta`` (on the simplex, slot 0 is the
-    slack) and, per cut, the last iteration it was active.  ``extra`` names
+    slack) and, per cut, the last iteration it was active (``mark_active``);
+    a cut not active at the last solve is "inactive" and dropped first.  ``extra`` names
     further per-cut arrays that are linear in the cut (aggregated alike).
     """
 
@@ -94,6 +95,7 @@ class Bundle:
         self.last_active = np.zeros(cap, dtype=np.int64)
         self.extra = {name: np.zeros(cap) for name in extra}
         self.k = 1
+        self.iteration = 0
         self.n_dropped = 0
         self.n_aggregated = 0
 
@@ -118,8 +120,12 @@ class Bundle:
             self.extra[name][i] = value
         self.k += 1
 
-    def mark_active(self, iteration):
-        self.last_active[: self.k][self.beta[: self.k] > 0.0] = iteration
+    def mark_active(self, iteration, *more):
+        """Record that the cuts with a positive multiplier (in beta or in ``more``) are in use."""
+        k = self.k
+        for beta in (self.beta[:k], *more):
+            self.last_active[:k][beta > 0.0] = iteration
+        self.iteration = iteration
 
     def _move(self, src, dst):
         """Copy slot src into slot dst (used to close holes)."""
@@ -142,14 +148,14 @@ class Bundle:
     def _make_room(self):
         k = self.k
         cuts = np.arange(1, k)
-        inactive = cuts[self.beta[1:k] == 0.0]
+        inactive = cuts[self.last_active[1:k] < self.iteration]
         if len(inactive):
             self._remove([inactive[np.argmin(self.last_active[inactive])]])
             self.n_dropped += 1
             return
         old = cuts[np.argsort(self.last_active[cuts], kind="stable")[: max(2, (k - 1) // 2)]]
         weight = self.beta[old].sum()
-        gamma = self.beta[old] / weight
+        gamma = self.beta[old] / weight if weight > 0 else np.full(len(old), 1.0 / len(old))
         keep, rest = old[0], old[1:]
         self.A[keep] = gamma @ self.A[old]
         self.b[keep] = gamma @ self.b[old]
