@@ -33,7 +33,6 @@ from fastrisk.data import Dataset, check_sample_weight, check_targets
 from fastrisk.losses import Loss
 from fastrisk.oracle import LocalOracle, partition_rows
 
-
 _GONE = ("lost", "cancelled", "error")
 BROADCAST_BYTES = 1 << 20  # larger w are scattered to every worker first, smaller ones sent inline
 
@@ -392,8 +391,8 @@ def make_dask_problem(source, y=None, *, client=None, loss="hinge", penalty="l2"
     from fastrisk.problem import Problem
 
     client = get_client(client)
-    options = dict(loss=loss, loss_param=loss_param, fit_intercept=fit_intercept,
-                   intercept_scaling=intercept_scaling, n_threads=n_threads)
+    options = {"loss": loss, "loss_param": loss_param, "fit_intercept": fit_intercept,
+               "intercept_scaling": intercept_scaling, "n_threads": n_threads}
     if isinstance(source, (list, tuple)) and source and \
             all(isinstance(s, (str, os.PathLike)) for s in source):
         oracle = DaskOracle.from_svmlight(client, source, n_features=n_features, **options)

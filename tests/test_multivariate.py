@@ -16,9 +16,17 @@ from reference import multivariate as ref
 
 import fastrisk as fr
 from fastrisk.losses import vector_loss
-from fastrisk.multivariate import (FBeta, FunctionOracle, MultivariateRegression,
-                                   OrdinalRegression, RankingLoss, ROCArea, ScaledSoftMargin,
-                                   ScoreOracle, make_problem)
+from fastrisk.multivariate import (
+    FBeta,
+    FunctionOracle,
+    MultivariateRegression,
+    OrdinalRegression,
+    RankingLoss,
+    ROCArea,
+    ScaledSoftMargin,
+    ScoreOracle,
+    make_problem,
+)
 
 
 def assert_subgradient(loss, f, y, rng, n_dirs=30):
@@ -63,7 +71,7 @@ def test_roc_area_bounds_auc_and_labels():
     rng = np.random.default_rng(1)
     labels = rng.choice([3, 7], size=50)  # any two values; the larger is positive
     f = rng.normal(size=50)
-    value, g = ROCArea().risk(f, labels)
+    value, _ = ROCArea().risk(f, labels)
     y01 = (labels == 7).astype(float)
     assert value == pytest.approx(ref.pairwise_hinge(f, y01), rel=1e-12)
     # the hinge is an upper bound on the 0-1 pair loss, scale invariant: 1 - AUC <= R(s f)
@@ -184,7 +192,7 @@ def test_score_oracle_gradient(fit_intercept, sparse):
                          fit_intercept=fit_intercept, intercept_scaling=2.0)
     assert oracle.n_weights == 2 * (5 + fit_intercept)
     w = rng.normal(size=oracle.n_weights)
-    value, grad = oracle(w)
+    grad = oracle(w)[1]
     # quadratic in w: central differences are exact up to rounding (~1e-9 at h=1e-5)
     h = 1e-5
     fd = [(oracle(w + h * e)[0] - oracle(w - h * e)[0]) / (2 * h) for e in np.eye(len(w))]
@@ -263,11 +271,13 @@ def test_roc_area_bmrm_auc_on_a9a(libsvm):
     assert roc_auc_score(y_test, X_test @ roc.coef_) >= roc_auc_score(y_test, X_test @ hinge.coef_)
 
 
-@pytest.mark.parametrize("solver", ["bmrm", "lbfgs"])
-def test_user_loss_solvers_reach_closed_form(solver):
+@pytest.mark.parametrize("solver,tol", [("bmrm", 1e-8), ("prox_bundle", 1e-4),
+                                        ("lbfgs", 1e-8)])
+def test_user_loss_solvers_reach_closed_form(solver, tol):
     """Multivariate regression through ScoreOracle: the optimum solves the linear system
-    (alpha I + (M kron X^T X) / m) vec(W) = vec(M Y^T X) / m.  Both solvers certify
-    J(w) - J* <= 1e-8 J(w), so ||w - w*||^2 <= 2 (J - J*) / alpha bounds the distance."""
+    (alpha I + (M kron X^T X) / m) vec(W) = vec(M Y^T X) / m.  Each solver certifies
+    J(w) - J* <= tol J(w), so ||w - w*||^2 <= 2 (J - J*) / alpha bounds the distance.
+    (The proximal bundle method needs ~900 steps for 1e-5 here, BMRM 80 for 1e-8.)"""
     rng = np.random.default_rng(9)
     m, d, k, alpha = 80, 4, 2, 0.1
     X, Y = rng.normal(size=(m, d)), rng.normal(size=(m, k))
@@ -275,11 +285,11 @@ def test_user_loss_solvers_reach_closed_form(solver):
     A = alpha * np.eye(k * d) + np.kron(M, X.T @ X) / m
     w_star = np.linalg.solve(A, (M @ Y.T @ X).ravel() / m)
     prob = make_problem(X, Y, MultivariateRegression(M), alpha=alpha)
-    res = fr.solve(prob, solver=solver, tol=1e-8, max_iter=2000)
+    res = fr.solve(prob, solver=solver, tol=tol, max_iter=2000)
     assert res.status == "converged"
     gap = res.objective - prob.objective(w_star)
-    assert -1e-12 <= gap <= 1e-8 * res.objective + 1e-12
-    assert np.linalg.norm(res.w - w_star) <= np.sqrt(2 * (1e-8 * res.objective + 1e-12) / alpha)
+    assert -1e-12 <= gap <= tol * res.objective + 1e-12
+    assert np.linalg.norm(res.w - w_star) <= np.sqrt(2 * (tol * res.objective + 1e-12) / alpha)
     np.testing.assert_array_equal(res.coef_, res.w.reshape(k, d))
 
 
