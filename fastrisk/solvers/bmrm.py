@@ -57,8 +57,12 @@ def default_max_bundle(n_weights):
 def risk_floor(problem):
     """b_0 = inf_w R_emp(w) >= (1/m) sum_i c_i inf_f l(f, y_i) = -(1/m) sum_i c_i l*(0, y_i).
 
-    0 for every non-negative loss; vector losses are non-negative.
+    0 for every non-negative loss; vector losses are non-negative.  A Problem
+    built by ``Problem.from_oracle`` (no data on the client) takes the
+    oracle's ``risk_floor`` attribute, 0 when it has none (R_emp >= 0).
     """
+    if problem.data is None:
+        return float(getattr(problem.oracle, "risk_floor", 0.0))
     if problem.loss.spec.vector:
         return 0.0
     conj = problem.loss.conjugate(np.zeros(problem.n_samples), problem.y)
