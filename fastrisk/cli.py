@@ -75,8 +75,9 @@ def _load_model(path):
 class Progress:
     """Callback printing a live line ``solver it N  J=...  bound=...`` to a stream."""
 
-    def __init__(self, label, stream=sys.stderr):
-        self.label, self.stream, self.width = label, stream, 0
+    def __init__(self, label, stream=None):
+        self.label, self.width = label, 0
+        self.stream = sys.stderr if stream is None else stream
 
     def __call__(self, res):
         bound = "n/a" if math.isnan(res.gap) else f"{res.gap:.2e}"
@@ -161,7 +162,7 @@ def _fit(est, X, y, label, quiet):
 
 
 def cmd_train(args, out):
-    X, y = load_data(args.data)
+    X, y = load_data(args.data, n_features=args.n_features)
     runs = {}
     est = _fit(_estimator(args, args.solver), X, y, args.solver, args.quiet)
     runs[est.solver_ if isinstance(est.solver_, str) else args.solver] = est.history_
@@ -234,8 +235,7 @@ def cmd_info(args, out):
         print(f"{k:18s}{v}", file=out)
 
 
-DEMO_SOLVERS = ("bmrm", "prox_bundle", "lbfgs", "sdca", "pegasos", "proximal", "optimistic",
-                "rda")
+DEMO_SOLVERS = ("sdca", "lbfgs", "bmrm", "prox_bundle", "pegasos", "proximal", "rda")
 
 
 def cmd_demo(args, out):
@@ -263,26 +263,28 @@ def cmd_demo(args, out):
     print(f"solver comparison on the same problem (time limit {args.time_limit:g} s each, "
           f"tol 1e-6):", file=out)
     problem = fr.Problem(X, y, loss=loss, alpha=alpha, fit_intercept=True)
-    runs = {}
-    header = f"{'solver':14s}{'seconds':>9s}{'iters':>7s}{'J(w)':>14s}{'bound':>10s}  status"
-    print(header, file=out)
+    rows, runs = [], {}
     for name in DEMO_SOLVERS:
         try:
             start = time.perf_counter()
             res = fr.solve(problem, solver=name, tol=1e-6, time_limit=args.time_limit,
                            random_state=0)
-            elapsed = time.perf_counter() - start
+            rows.append((name, time.perf_counter() - start, res))
+            runs[name] = res.history
         except (ImportError, ValueError, NotImplementedError) as exc:
-            print(f"{name:14s}  not available here ({str(exc).splitlines()[0][:50]})", file=out)
+            rows.append((name, None, str(exc).splitlines()[0][:50]))
+    best = min((r.objective for _, t, r in rows if t is not None), default=math.nan)
+    print(f"{'solver':14s}{'seconds':>9s}{'iters':>7s}{'J(w)':>13s}{'rel. gap':>10s}"
+          f"{'bound':>10s}  status", file=out)
+    for name, seconds, res in rows:
+        if seconds is None:
+            print(f"{name:14s}  not available ({res})", file=out)
             continue
-        runs[name] = res.history
         bound = "-" if math.isnan(res.gap) else f"{res.gap:.1e}"
-        print(f"{name:14s}{elapsed:9.2f}{res.n_iter:7d}{res.objective:14.8f}{bound:>10s}  "
-              f"{res.status}", file=out)
-    if runs:
-        best = min(h.objective[-1] if len(h) else math.inf for h in runs.values())
-        print(f"(best J(w) = {best:.8f}; 'bound' is the solver's certified bound on J(w) - J*, "
-              "'-' when it has none)", file=out)
+        print(f"{name:14s}{seconds:9.2f}{res.n_iter:7d}{res.objective:13.8f}"
+              f"{(res.objective - best) / best:10.1e}{bound:>10s}  {res.status}", file=out)
+    print("rel. gap: (J(w) - best J) / best J; bound: the solver's certified bound on J(w) - J* "
+          "('-': none)", file=out)
     if args.plot and runs:
         plot_convergence(runs, args.plot, f"a9a, {loss} / l2, alpha={alpha:g}")
         print(f"convergence plot written to {args.plot}", file=out)
@@ -336,6 +338,8 @@ def build_parser():
     p = sub.add_parser("train", help="fit a model on DATA and save it")
     p.add_argument("data", metavar="DATA", help="svmlight/libsvm file (may be compressed) or .npz")
     p.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
+    p.add_argument("--n-features", type=_positive_int("--n-features"), default=None,
+                   help="width of X (svmlight files: default the largest index present)")
     p.add_argument("--loss", default="hinge", choices=sorted(LOSSES), metavar="LOSS",
                    help=f"one of {', '.join(sorted(LOSSES))} (default hinge)")
     p.add_argument("--penalty", default="l2", choices=sorted(PENALTIES), help="default l2")

@@ -89,7 +89,7 @@ def _continuation(name, func, previous, problem):
     an initial weight vector ``w0`` start from the previous weights.  Otherwise
     the solver starts afresh (with a warning).
     """
-    if previous.solver != name:
+    if previous.solver != name or previous.w.shape != (problem.n_weights,):
         return {}
     if "state" in previous.extra and _solver_accepts(func, "state"):
         return {"state": previous.extra["state"]}
@@ -97,7 +97,7 @@ def _continuation(name, func, previous, problem):
         if previous.extra["alpha"].shape[0] == problem.n_samples:
             return {"warm_start": previous.extra["alpha"]}
         return {}
-    if _solver_accepts(func, "w0") and previous.w.shape == (problem.n_weights,):
+    if _solver_accepts(func, "w0"):
         return {"w0": previous.w}
     warnings.warn(f"solver {name!r} cannot continue from a previous fit; warm_start is ignored",
                   UserWarning, stacklevel=5)

@@ -1,9 +1,40 @@
-"""``solver="auto"``: the solver to use for a problem.
+"""``solver="auto"``: the solver to use for a problem, from measurements.
 
-Provisional rule until benchmarks/ measurements replace it: BMRM handles
-every loss and penalty.
+The rule (first match wins; estimators show the choice in ``solver_``):
+
+1. vector losses (softmax, multiclass_hinge): ``lbfgs`` when the loss is
+   smooth, else ``bmrm`` (the only solvers for a weight matrix);
+2. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
+   "elasticnet" with l1_ratio < 1): ``sdca``;
+3. penalty "lp": ``pgs``;
+4. other smooth losses: ``lbfgs``;
+5. everything else (l1 penalty with a non-smooth loss, ...): ``bmrm``.
+
+Measurements behind it (benchmarks/RESULTS.md, "solver='auto'" section,
+a9a, time to 1e-3 relative suboptimality, fastrisk solvers and the peers run
+back to back in one process by benchmarks/compare_peers.py): SDCA is the
+fastest fastrisk solver for hinge and logistic with l2 at alpha 1e-4
+(Pegasos-type solvers and RDA do not reach 1e-3 within the budget); for the
+l1 penalty, the solvers with a certificate are the batch ones.
 """
+
+from fastrisk.regularizers import L2, ElasticNet
+
+
+def _strongly_convex(problem):
+    reg = problem.regularizer
+    return isinstance(reg, L2) or (isinstance(reg, ElasticNet) and reg.l1_ratio < 1.0)
 
 
 def choose(problem):
+    """Name of the solver the rule above picks for ``problem``."""
+    spec = problem.loss.spec
+    if spec.vector:
+        return "lbfgs" if spec.smooth else "bmrm"
+    if spec.dual_step and _strongly_convex(problem):
+        return "sdca"
+    if problem.penalty == "lp":
+        return "pgs"
+    if spec.smooth:
+        return "lbfgs"
     return "bmrm"

@@ -1,0 +1,63 @@
+"""Every solver on a few real problems, grouped by problem (pytest-benchmark).
+
+Each benchmark records the final objective, the certified bound and the
+iteration count in ``extra_info``.  Runs are capped by ``time_limit`` so that
+the suite stays quick as a smoke test (``--benchmark-disable``, as CI runs
+it); there it checks that the solver decreases J from w = 0 and that the
+objective it reports is J of the weights it returns.  Solvers that do not
+support a problem's loss or penalty are skipped with their own message.
+
+    python -m pytest benchmarks/bench_solvers.py --benchmark-group-by=group
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import fastrisk as fr
+from conftest import load_libsvm
+
+PROBLEMS = {  # group -> (data set, loss, penalty, alpha)
+    "a9a hinge l2 1e-4": ("a9a", "hinge", "l2", 1e-4),
+    "a9a logistic l2 1e-4": ("a9a", "logistic", "l2", 1e-4),
+    "a9a logistic l1 1e-4": ("a9a", "logistic", "l1", 1e-4),
+    "reuters hinge l2 1e-4": ("reuters", "hinge", "l2", 1e-4),
+    "abalone absolute l2 1e-4": ("abalone", "absolute", "l2", 1e-4),
+}
+TIME_LIMIT = 1.0  # seconds per run
+_problems = {}
+
+
+def _problem(group):
+    if group not in _problems:
+        name, loss, penalty, alpha = PROBLEMS[group]
+        X, y = load_libsvm(name)
+        _problems[group] = fr.Problem(X, y, loss=loss, penalty=penalty, alpha=alpha)
+    return _problems[group]
+
+
+@pytest.mark.parametrize("solver", sorted(fr.SOLVERS))
+@pytest.mark.parametrize("group", list(PROBLEMS))
+def test_solver(benchmark, group, solver):
+    if solver == "optimistic":
+        pytest.skip("optimistic does not return on a9a at the time of writing (reported)")
+    problem = _problem(group)
+    try:
+        run = fr.solve(problem, solver=solver, tol=1e-4, time_limit=TIME_LIMIT, max_iter=1,
+                       random_state=0)  # one iteration: does the solver accept the problem?
+    except ImportError as exc:
+        pytest.skip(f"{solver} not built: {exc}")
+    except ValueError as exc:
+        pytest.skip(str(exc).splitlines()[0])
+    del run
+    benchmark.group = group
+    res = benchmark.pedantic(fr.solve, args=(problem,),
+                             kwargs=dict(solver=solver, tol=1e-4, time_limit=TIME_LIMIT,
+                                         random_state=0), rounds=3, iterations=1)
+    benchmark.extra_info.update(objective=res.objective, bound=res.gap, n_iter=res.n_iter,
+                                status=res.status)
+    J0 = problem.objective(np.zeros(problem.n_weights))
+    assert math.isfinite(res.objective) and res.objective < J0
+    # the reported objective is J of the returned weights (1e-9: summation order only)
+    assert res.objective == pytest.approx(problem.objective(res.w), rel=1e-9)
