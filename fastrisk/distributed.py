@@ -193,9 +193,13 @@ class DaskOracle:
         self.n_samples = int(sum(rows))
         self.partition_sizes = rows
         self.n_threads = int(n_threads)
+        # copies are built where their chunk lives (never two on one worker)
+        where = client.who_has([c for cs in copies if len(cs) > 1 for c in cs])
         self.copies = [
             [client.submit(_build_partition, chunk, self.loss, task, self.classes_, width,
-                           self.bias, self.n_threads, pure=False) for chunk in chunk_copies]
+                           self.bias, self.n_threads, pure=False,
+                           workers=list(where[chunk.key]) if chunk.key in where else None)
+             for chunk in chunk_copies]
             for chunk_copies in copies]
         _distributed().wait(self.all_partitions)
         for part in self.all_partitions:
@@ -238,8 +242,8 @@ class DaskOracle:
         copies = []
         for k, (a, b) in enumerate(partition_rows(m, n_partitions)):
             chunk = (X[a:b], y[a:b], None if c is None else c[a:b])
-            copies.append([client.scatter(chunk, workers=[workers[(k + r) % len(workers)]],
-                                          hash=False) for r in range(replicas)])
+            copies.append([client.scatter([chunk], workers=[workers[(k + r) % len(workers)]],
+                                          hash=False)[0] for r in range(replicas)])
         return cls(client, copies, **options)
 
     @classmethod
