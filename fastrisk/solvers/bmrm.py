@@ -181,7 +181,8 @@ def _inner_l2(bundle, lam, regularizer, best):
     """Dual QP (12): w = -A alpha / lambda, lower bound D_t(alpha)."""
     k = bundle.k
     Q, b = bundle.Q[:k, :k], bundle.b[:k]
-    beta, _ = simplex_qp(Q / lam, b, bundle.beta[:k])
+    # lambda times (12): 0.5 beta^T Q beta - lambda b^T beta, with no copy of Q
+    beta, _ = simplex_qp(Q, lam * b, bundle.beta[:k])
     bundle.beta[:k] = beta
     lower = float(b @ beta - beta @ Q @ beta / (2.0 * lam))
     return -bundle.combination() / lam, lower
