@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import load_imdb_bigrams, load_libsvm  # noqa: E402
-from fastrisk.problem import Problem  # noqa: E402
-from fastrisk.solvers.bmrm import solve_bmrm  # noqa: E402
-from fastrisk.solvers.prox_bundle import solve_prox_bundle  # noqa: E402
+from conftest import load_imdb_bigrams, load_libsvm
+from fastrisk.problem import Problem
+from fastrisk.solvers.bmrm import solve_bmrm
+from fastrisk.solvers.prox_bundle import solve_prox_bundle
 
 FULL = os.environ.get("FASTRISK_FULL_BENCH") == "1"
 SUBOPT = 1e-3

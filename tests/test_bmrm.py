@@ -11,14 +11,14 @@ import math
 
 import numpy as np
 import pytest
+from reference import batch as ref
+from reference.liblinear import liblinear_objective
 from scipy.optimize import minimize
 
 from fastrisk.problem import Problem as FRProblem
 from fastrisk.solvers import solve
 from fastrisk.solvers.bmrm import Bundle, solve_bmrm
 from fastrisk.solvers.qp import simplex_qp
-from reference import batch as ref
-from reference.liblinear import liblinear_objective
 
 REL = 1e-6
 
@@ -64,7 +64,7 @@ def test_simplex_qp_matches_slsqp_and_kkt(seed):
     beta0 = np.zeros(10)
     beta0[0] = 1.0
     beta, _ = simplex_qp(H, c, beta0)
-    f = lambda b: 0.5 * b @ H @ b - c @ b  # noqa: E731
+    f = lambda b: 0.5 * b @ H @ b - c @ b
     res = minimize(f, np.full(10, 0.1), jac=lambda b: H @ b - c, method="SLSQP",
                    bounds=[(0, None)] * 10, options=dict(ftol=1e-14, maxiter=1000),
                    constraints=[dict(type="eq", fun=lambda b: b.sum() - 1.0)])
