@@ -219,6 +219,8 @@ def compare(dataset, setting, solvers, budget, log):
                 f"  J={runs[name][-1][1]:.10g}")
         except (ImportError, ValueError, NotImplementedError) as exc:
             log(f"  {name:26s} n/a ({str(exc).splitlines()[0][:70]})")
+        except Exception as exc:  # a failing solver must not end the whole comparison
+            log(f"  {name:26s} FAILED ({type(exc).__name__}: {str(exc).splitlines()[0][:70]})")
     y_fit = y if multiclass else np.where(y == np.unique(y)[1], 1, -1)
     for name, (make, n) in peers(loss, penalty, alpha, X.shape[0], multiclass).items():
         runs[name] = run_peer(make, n, problem, X, y_fit, budget)
