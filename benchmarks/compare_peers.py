@@ -167,14 +167,16 @@ def run_peer(make, n_budgets, problem, X, y, budget):
     return points
 
 
-def run_fastrisk(name, problem, budget, max_snapshots=64):
+def run_fastrisk(name, problem, budget, snapshot_bytes=4e8):
     """[(seconds, J)] of one run, J computed exactly after the run.
 
     A solver's History may hold estimated objectives (SDCA between its exact
     passes), so the iterates are captured by the callback (a copy of w per
-    iteration, thinned to at most ``max_snapshots``) and evaluated afterwards,
-    outside the timed run.
+    iteration, thinned by halving to at most ``snapshot_bytes`` of copies, so
+    that late times have a coarser resolution on wide problems) and evaluated
+    afterwards, outside the timed run.
     """
+    max_snapshots = int(min(4096, max(16, snapshot_bytes // (8 * problem.n_weights))))
     snapshots = []
 
     def keep(result_so_far):
@@ -219,6 +221,8 @@ def compare(dataset, setting, solvers, budget, log):
                 f"  J={runs[name][-1][1]:.10g}")
         except (ImportError, ValueError, NotImplementedError) as exc:
             log(f"  {name:26s} n/a ({str(exc).splitlines()[0][:70]})")
+        except Exception as exc:  # a failing solver must not end the whole comparison
+            log(f"  {name:26s} FAILED ({type(exc).__name__}: {str(exc).splitlines()[0][:70]})")
     y_fit = y if multiclass else np.where(y == np.unique(y)[1], 1, -1)
     for name, (make, n) in peers(loss, penalty, alpha, X.shape[0], multiclass).items():
         runs[name] = run_peer(make, n, problem, X, y_fit, budget)

@@ -3,12 +3,15 @@
 The rule (first match wins; estimators show the choice in ``solver_``):
 
 1. vector losses (softmax, multiclass_hinge): ``lbfgs`` when the loss is
-   smooth, else ``bmrm`` (the only solvers for a weight matrix);
+   smooth and the penalty differentiable ("l2", "lp"), else ``bmrm`` (the
+   solvers for a weight matrix);
 2. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
    "elasticnet" with l1_ratio < 1): ``sdca``;
-3. penalty "lp": ``pgs``;
-4. other smooth losses: ``lbfgs``;
-5. everything else (l1 penalty with a non-smooth loss, ...): ``bmrm``.
+3. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
+   loss derivatives);
+4. smooth losses with a differentiable penalty: ``lbfgs``;
+5. everything else (an l1 term, non-smooth losses without a dual step, ...):
+   ``bmrm``, which handles every loss and penalty with a certificate.
 
 Measurements behind it (benchmarks/RESULTS.md, "solver='auto'" section,
 a9a, time to 1e-3 relative suboptimality, fastrisk solvers and the peers run
@@ -29,12 +32,13 @@ def _strongly_convex(problem):
 def choose(problem):
     """Name of the solver the rule above picks for ``problem``."""
     spec = problem.loss.spec
+    differentiable = problem.penalty in ("l2", "lp")
     if spec.vector:
-        return "lbfgs" if spec.smooth else "bmrm"
+        return "lbfgs" if spec.smooth and differentiable else "bmrm"
     if spec.dual_step and _strongly_convex(problem):
         return "sdca"
-    if problem.penalty == "lp":
+    if problem.penalty == "lp" and spec.lipschitz is not None:
         return "pgs"
-    if spec.smooth:
+    if spec.smooth and differentiable:
         return "lbfgs"
     return "bmrm"
