@@ -31,7 +31,7 @@ import scipy.sparse as sp
 
 from fastrisk.data import Dataset, check_sample_weight, check_targets
 from fastrisk.losses import Loss
-from fastrisk.oracle import LocalOracle, partition_rows
+from fastrisk.oracle import LocalOracle, check_weights, partition_rows
 
 _GONE = ("lost", "cancelled", "error")
 BROADCAST_BYTES = 1 << 20  # larger w are scattered to every worker first, smaller ones sent inline
@@ -299,12 +299,6 @@ class DaskOracle:
 
     # -- the oracle -------------------------------------------------------
 
-    def _check_w(self, w):
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        if w.shape != (self.n_weights,):
-            raise ValueError(f"w has shape {w.shape}, expected ({self.n_weights},)")
-        return w
-
     @property
     def partitions(self):
         """The future of the copy of each partition that calls use (the first one alive)."""
@@ -330,7 +324,7 @@ class DaskOracle:
         """
         distributed = _distributed()
         client = self.client
-        w = self._check_w(w)
+        w = check_weights(w, self.n_weights)
         if w.nbytes > BROADCAST_BYTES:  # one copy per worker, not one per partition
             w = client.scatter(w, broadcast=True, hash=False)
         n_copies = max(len(c) for c in self.copies)

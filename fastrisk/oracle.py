@@ -49,7 +49,32 @@ def partition_rows(n_samples, n_partitions):
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
-class LocalOracle:
+def check_weights(w, n_weights):
+    """w as a contiguous float64 vector of length n_weights (ValueError otherwise)."""
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    if w.shape != (n_weights,):
+        raise ValueError(f"w has shape {w.shape}, expected ({n_weights},)")
+    return w
+
+
+class _Multiplexer:
+    """Adds the partitions' partial sums in partition order (BMRM Figure 2)."""
+
+    def _check_w(self, w):
+        return check_weights(w, self.n_weights)
+
+    def __call__(self, w):
+        w = self._check_w(w)
+        self.n_calls += 1
+        value, grad = self.partial(w, 0)
+        for k in range(1, len(self.partitions)):
+            v, g = self.partial(w, k)
+            value += v
+            grad += g
+        return value / self.n_samples, grad / self.n_samples
+
+
+class LocalOracle(_Multiplexer):
     """Scalar-loss oracle over row partitions of a Dataset, compiled kernel inside."""
 
     def __init__(self, data, loss, y, sample_weight=None, *, n_partitions=1, n_threads=None):
@@ -63,12 +88,6 @@ class LocalOracle:
         self._f, self._g = np.empty(rows), np.empty(rows)
         self._workspace = np.zeros((self.n_threads - 1, self.n_weights))
         self.n_calls = 0
-
-    def _check_w(self, w):
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        if w.shape != (self.n_weights,):
-            raise ValueError(f"w has shape {w.shape}, expected ({self.n_weights},)")
-        return w
 
     def partial(self, w, k):
         """(sum_i c_i l_i, X^T g) over partition k, unnormalized."""
@@ -86,17 +105,8 @@ class LocalOracle:
                 "scale X down or increase alpha")
         return value, grad
 
-    def __call__(self, w):
-        self.n_calls += 1
-        value, grad = self.partial(w, 0)
-        for k in range(1, len(self.partitions)):
-            v, g = self.partial(w, k)
-            value += v
-            grad += g
-        return value / self.n_samples, grad / self.n_samples
 
-
-class VectorOracle:
+class VectorOracle(_Multiplexer):
     """Multiclass oracle: w is W (k x n_weights) flattened; F = X W^T, NumPy/scipy inside."""
 
     def __init__(self, data, loss_name, y_index, n_classes, sample_weight=None, *, n_partitions=1):
@@ -110,8 +120,9 @@ class VectorOracle:
         self.n_calls = 0
 
     def partial(self, w, k):
+        """(sum_i c_i l_i, gradient in W flattened) over partition k, unnormalized."""
         d = self.data
-        W = np.ascontiguousarray(w, dtype=np.float64).reshape(self.n_classes, d.n_weights)
+        W = self._check_w(w).reshape(self.n_classes, d.n_weights)
         start, stop = self.partitions[k]
         X = d.X[start:stop]
         F = np.asarray(X @ W[:, : d.n_features].T)
@@ -126,15 +137,3 @@ class VectorOracle:
         if d.bias:
             grad[:, -1] = d.bias * G.sum(axis=0)
         return float(values.sum()), grad.ravel()
-
-    def __call__(self, w):
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        if w.shape != (self.n_weights,):
-            raise ValueError(f"w has shape {w.shape}, expected ({self.n_weights},)")
-        self.n_calls += 1
-        value, grad = self.partial(w, 0)
-        for k in range(1, len(self.partitions)):
-            v, g = self.partial(w, k)
-            value += v
-            grad += g
-        return value / self.n_samples, grad / self.n_samples
