@@ -21,8 +21,8 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-import fastrisk as fr  # noqa: E402
-from fastrisk.distributed import DaskOracle  # noqa: E402
+import fastrisk as fr
+from fastrisk.distributed import DaskOracle
 
 
 def timed_calls(oracle, w, repeats):

@@ -103,6 +103,8 @@ def test_table1_low_curvature(benchmark, libsvm):
     else:
         sets, lambdas, epochs = ["a9a", "w8a", "ijcnn1"], [1e-4, 1e-5, 1e-6, 1e-7, 1e-8], 100
     rows = []
+    print(f"\nseed 000 Table 1 on our data ({epochs} epochs, last iterates, J(0) = 1):")
+    print(f"{'data':8s} {'lambda':>7s} {'solver':10s} {'best J':>10s} {'epochs to 0.99':>15s}")
     for name in sets:
         X, y = libsvm(name)
         for lam in lambdas:
@@ -110,14 +112,12 @@ def test_table1_low_curvature(benchmark, libsvm):
             for solver in ("pegasos", "adaptive", "proximal", "optimistic"):
                 best, reach, J0 = table1_row(problem, solver, epochs)
                 rows.append((name, lam, solver, best, reach))
+                print(f"{name:8s} {lam:7.0e} {solver:10s} {best:10.4f} {str(reach):>15s}",
+                      flush=True)
     X, y = libsvm("a9a")
     sgd = sklearn_sgd_objective(fr.Problem(X, y, loss="hinge", alpha=1e-6), X, y,
                                 3 if benchmark.disabled else 30)
     benchmark.pedantic(lambda: None, rounds=1)
     benchmark.extra_info.update(table=rows, sklearn_sgd_a9a_1e6=sgd)
-    print(f"\nseed 000 Table 1 on our data ({epochs} epochs, last iterates, J(0) = 1):")
-    print(f"{'data':8s} {'lambda':>7s} {'solver':9s} {'best J':>10s} {'epochs to 0.99':>15s}")
-    for name, lam, solver, best, reach in rows:
-        print(f"{name:8s} {lam:7.0e} {solver:9s} {best:10.4f} {str(reach):>15s}")
     print(f"sklearn SGDClassifier a9a lambda=1e-6: J = {sgd:.4f}")
     assert all(np.isfinite(r[3]) for r in rows)

@@ -21,7 +21,7 @@ import fastrisk as fr
 from fastrisk import _sdca
 
 
-def _small(X, y, disabled, rows=3000):
+def _small(X, y, disabled, rows=2000):
     """The full data, or (smoke mode) a fixed random subset of rows (IMDB is sorted by label)."""
     if not disabled:
         return X, y
@@ -45,7 +45,7 @@ def test_epoch_vs_oracle_imdb(benchmark, imdb_bigrams):
     d, n = prob.data, prob.n_samples
     sqnorm = d.row_sqnorms()
     u, v = np.zeros(n), np.zeros(d.n_weights)
-    f_seen = np.empty(n)
+    row_loss, row_dual = np.empty(n), np.empty(n)
     rng = np.random.default_rng(0)
     kid = prob.loss.spec.kernel_id
 
@@ -53,7 +53,8 @@ def test_epoch_vs_oracle_imdb(benchmark, imdb_bigrams):
         order = rng.permutation(n).astype(np.int64)  # the visiting order is part of the cost
         return _sdca.sdca_epoch(d.data, d.indices, d.indptr, d.dense, d.bias, prob.y,
                                 np.empty(0), sqnorm, order, kid, 0.0, prob.alpha * n, 0.0,
-                                u, v, f_seen, np.empty(0, np.uint8), np.inf, -np.inf)
+                                u, v, row_loss, row_dual, np.empty(0, np.uint8), np.inf,
+                                -np.inf)
 
     epoch()  # leave the all-zero start: later epochs update most rows
     w = v.copy()
@@ -110,14 +111,17 @@ def test_time_to_gap_vs_liblinear(benchmark, libsvm, imdb_bigrams, name, alpha):
     X, y = _small(X, y, benchmark.disabled)
     y = np.where(y == y.max(), 1.0, -1.0)
     prob = fr.Problem(X, y, loss="hinge", alpha=alpha)
-    tol, max_iter = (1e-3, 10) if benchmark.disabled else (1e-3, 5000)
+    tol, max_iter = (1e-3, 10) if benchmark.disabled else (1e-3, 2000)
 
     def run():
-        return fr.solve(prob, solver="sdca", tol=tol, max_iter=max_iter, random_state=0,
-                        n_threads=1)
+        t = time.perf_counter()
+        res = fr.solve(prob, solver="sdca", tol=tol, max_iter=max_iter, random_state=0,
+                       n_threads=1)
+        return res, time.perf_counter() - t
 
-    res = run()
-    t_sdca = _best_of(run, 1 if benchmark.disabled else 2)
+    res, t_sdca = run()
+    if t_sdca < 30 and not benchmark.disabled:  # same seed, same run: keep the faster timing
+        t_sdca = min(t_sdca, run()[1])
     t_ll, k, J_ll = _liblinear_time_to(X, y, alpha, res.objective)
     ratio = t_sdca / t_ll
     benchmark.extra_info.update(ratio=ratio, sdca_s=t_sdca, liblinear_s=t_ll, epochs=res.n_iter,
@@ -128,37 +132,63 @@ def test_time_to_gap_vs_liblinear(benchmark, libsvm, imdb_bigrams, name, alpha):
     benchmark.pedantic(lambda: None, rounds=1)
 
 
-BATCHES = [1, 4, 16, 64, 256, 1024]
+BATCHES = {"a9a": [1, 4, 16, 64, 256], "imdb": [1, 64, 256, 1024]}
 
 
 @pytest.mark.parametrize("name", ["a9a", "imdb"])
-def test_minibatch_epochs_and_speedup(benchmark, libsvm, imdb_bigrams, name):
+def test_minibatch_iterations_vs_b(benchmark, libsvm, imdb_bigrams, name):
+    """Takac et al. Figures 1-2: epochs (and mini-batch iterations) to a gap, vs b."""
     X, y = imdb_bigrams if name == "imdb" else libsvm(name)
     X, y = _small(X, y, benchmark.disabled)
     prob = fr.Problem(X, y, loss="hinge", alpha=1e-4)
-    tol = 1e-2 if benchmark.disabled else 1e-3
-    batches = [1, 16] if benchmark.disabled else BATCHES
-    lines = [f"\n{name}: hinge, alpha 1e-4, epochs to rel gap {tol:g}; time on 2 threads "
-             "(speedup = time(b=1, 1 thread) / time)"]
-    base = None
+    tol, max_iter = (1e-2, 5) if benchmark.disabled else (1e-3, 300 if name == "a9a" else 60)
+    batches = [1, 16] if benchmark.disabled else BATCHES[name]
+    lines = [f"\n{name}: hinge, alpha 1e-4, exact gap every epoch, epochs to rel gap {tol:g}"]
     table = {}
-    for variant in ("safe", "aggressive"):
+    for variant in ("safe", "naive", "aggressive"):
         for b in batches:
-            if b == 1 and variant == "aggressive":
+            if b == 1 and variant != "safe":
                 continue
-            t = time.perf_counter()
             res = fr.solve(prob, solver="sdca", batch_size=b, variant=variant, tol=tol,
-                           max_iter=500, random_state=0, n_threads=1 if b == 1 else 2,
-                           shrinking=False, gap_every=1)
-            t = time.perf_counter() - t
-            base = t if b == 1 else base
+                           max_iter=max_iter, random_state=0, n_threads=1, shrinking=False,
+                           gap_every=1)
             key = f"{variant if b > 1 else 'single'} b={b}"
-            table[key] = dict(epochs=res.n_iter, status=res.status, seconds=t,
+            beta = res.extra.get("beta_b", res.extra["beta"])
+            table[key] = dict(epochs=res.n_iter, status=res.status, beta=beta,
                               iterations=res.n_iter * -(-prob.n_samples // b),
-                              speedup=base / t, beta=res.extra.get("beta_b", res.extra["beta"]))
-            lines.append(f"  {key:>16}: {res.n_iter:4d} epochs ({res.status}), "
-                         f"{table[key]['iterations']:8d} iterations, {t:7.2f}s, "
-                         f"speedup {base / t:.2f}, beta {table[key]['beta']:.2f}")
+                              final_gap=res.gap / res.objective)
+            lines.append(f"  {key:>16}: {res.n_iter:4d} epochs ({res.status}, rel gap "
+                         f"{res.gap / res.objective:.1e}), {table[key]['iterations']:8d} "
+                         f"iterations, beta {beta:.2f}")
     print("\n".join(lines))
+    benchmark.extra_info.update(table=table)
+    benchmark.pedantic(lambda: None, rounds=1)
+
+
+def test_minibatch_speedup_imdb(benchmark, imdb_bigrams):
+    """Time to a relative gap of 1e-3 on 2 threads vs single-coordinate SDCA on 1 thread."""
+    X, y = _small(*imdb_bigrams, benchmark.disabled)
+    prob = fr.Problem(X, y, loss="hinge", alpha=1e-4)
+    tol = 1e-2 if benchmark.disabled else 1e-3
+
+    def timed(**kw):
+        t = time.perf_counter()
+        res = fr.solve(prob, solver="sdca", tol=tol, max_iter=5 if benchmark.disabled else 200,
+                       random_state=0, **kw)
+        return time.perf_counter() - t, res
+
+    base, ref = timed(n_threads=1)
+    lines = [(f"\nIMDB hinge alpha 1e-4 to rel gap {tol:g}: single b=1, 1 thread {base:.2f}s "
+              f"({ref.n_iter} epochs)")]
+    table = {"single": base}
+    for variant in ("safe", "aggressive"):
+        for b in ([16] if benchmark.disabled else [256, 1024]):
+            t1, _ = timed(batch_size=b, variant=variant, n_threads=1)
+            t2, res = timed(batch_size=b, variant=variant, n_threads=2)
+            table[f"{variant} b={b}"] = dict(t1=t1, t2=t2, epochs=res.n_iter)
+            lines.append(f"  {variant:>10} b={b:5d}: {res.n_iter:3d} epochs, 1 thread {t1:.2f}s, "
+                         f"2 threads {t2:.2f}s: speedup vs b=1 {base / t2:.2f}, "
+                         f"threads {t1 / t2:.2f}")
+            print(lines[-1] if len(lines) > 2 else "\n".join(lines), flush=True)
     benchmark.extra_info.update(table=table)
     benchmark.pedantic(lambda: None, rounds=1)

@@ -6,12 +6,7 @@ preallocated by the caller (fastrisk/regularizers.py validates and may pass
 ``out`` aliasing the input).  Every loop runs without the GIL.
 """
 
-cdef extern from "fr_conj.h" nogil:
-    double fr_norm(Py_ssize_t n, const double* u, double r)
-    double fr_shrink(Py_ssize_t n, const double* v, double t, double scale, double* out)
-    double fr_lp_link(Py_ssize_t n, const double* u, double r, double* out)
-    double fr_lp_link_inverse(Py_ssize_t n, const double* w, double r, double* out)
-    double fr_lp_prox_coords(Py_ssize_t n, const double* a, double lam, double p, double* out)
+from fr_conj cimport fr_norm, fr_shrink, fr_lp_link, fr_lp_link_inverse, fr_lp_prox_coords
 
 
 cdef inline void _same_length(Py_ssize_t n, Py_ssize_t m) except *:

@@ -60,7 +60,9 @@ cdef double phase_length(double G, double lam, double delta, double eps, double 
     if hi > 1.0:
         lo = hi / 2.0
         while hi - lo > 1.0:
-            mid = ceil((lo + hi) / 2.0)
+            mid = ceil(lo + (hi - lo) / 2.0)
+            if mid <= lo or mid >= hi:  # beyond 2^53 the doubles run out of integers
+                break
             if G * G * (1.0 + log(mid)) / (delta * lam * mid) > eps:
                 lo = mid
             else:

@@ -273,7 +273,7 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
                 if m > 0.0:
                     norm_q += pow(m, q_exp)
             if norm_q > 0.0:
-                # |g_hat_j| = k m_j with k = (p-1)/(gamma sqrt r); w_j = -sgn k m^{q-1} / N^{(q-2)/q}
+                # |g_hat_j| = k m_j, k = (p-1)/(gamma sqrt r): w_j = -sgn k m^{q-1} / N^{(q-2)/q}
                 scale = (p - 1.0) / (gamma * sqrt(r)) / pow(norm_q, (q_exp - 2.0) / q_exp)
                 for j in range(D):
                     m = fabs(S[j]) - th

@@ -107,14 +107,17 @@ def dual_step(int loss, double loss_param, const double[::1] u0, const double[::
 def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                bint dense, double bias, const double[::1] y, const double[::1] sample_weight,
                const double[::1] sqnorm, const int64_t[::1] order, int loss, double loss_param,
-               double lam_n, double kappa, double[::1] u, double[::1] v, double[::1] f_seen,
-               unsigned char[::1] shrink, double pg_max_old, double pg_min_old):
+               double lam_n, double kappa, double[::1] u, double[::1] v, double[::1] row_loss,
+               double[::1] row_dual, unsigned char[::1] shrink, double pg_max_old,
+               double pg_min_old):
     """One pass of single-coordinate SDCA over the rows in ``order``.
 
     Row i: f = <w, x_i>, u_i <- step(u_i, f, q_i) with
     q_i = c_i ||x_i||^2 / (lambda n), then v += c_i (u_i_new - u_i) x_i / (lambda n).
     ``sample_weight`` is empty for unit weights; rows of weight 0 are skipped.
-    f is stored in ``f_seen[i]``.
+    Each visited row stores its terms ``row_loss[i] = c_i l(f, y_i)`` and
+    ``row_dual[i] = c_i (-l*(-u_i))``, so the sums over all rows (shrunk ones
+    at their last visit) are one ``sum()`` away.
 
     Shrinking (LIBLINEAR, Hsieh et al. 2008), when ``shrink`` is not empty and
     the loss has a box-constrained dual: a row at an end of its box whose
@@ -137,8 +140,9 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
     cdef fr_sdca_grad_fn grad = fr_sdca_grad_for(loss) if shrink.shape[0] > 0 else NULL
     if step == NULL:
         return 0.0, 0.0, 0.0, 0.0, FR_ERR_BAD_LOSS
-    if u.shape[0] != y.shape[0] or sqnorm.shape[0] != y.shape[0] or f_seen.shape[0] != y.shape[0]:
-        raise ValueError("u, y, sqnorm and f_seen must have one entry per row")
+    if (u.shape[0] != y.shape[0] or sqnorm.shape[0] != y.shape[0]
+            or row_loss.shape[0] != y.shape[0] or row_dual.shape[0] != y.shape[0]):
+        raise ValueError("u, y, sqnorm, row_loss and row_dual must have one entry per row")
     if grad != NULL and shrink.shape[0] != y.shape[0]:
         raise ValueError("shrink must be empty or have one entry per row")
     with nogil:
@@ -149,28 +153,29 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
                 continue
             nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
             f = score(val, idx, nnz, &v[0], d, bias, kappa)
-            f_seen[i] = f
-            loss_sum += ci * lossfn(f, y[i], loss_param, &deriv)
+            row_loss[i] = ci * lossfn(f, y[i], loss_param, &deriv)
+            loss_sum += row_loss[i]
             if grad != NULL:
                 G = grad(u[i], f, y[i], loss_param, &bound)
                 pg = G
                 if bound < 0:
                     if G < pg_min_old:
                         shrink[i] = 1
-                        dual_sum -= ci * conj(-u[i], y[i], loss_param)
+                        dual_sum += row_dual[i]
                         continue
                     pg = G if G > 0.0 else 0.0
                 elif bound > 0:
                     if G > pg_max_old:
                         shrink[i] = 1
-                        dual_sum -= ci * conj(-u[i], y[i], loss_param)
+                        dual_sum += row_dual[i]
                         continue
                     pg = G if G < 0.0 else 0.0
                 pg_max = pg if pg > pg_max else pg_max
                 pg_min = pg if pg < pg_min else pg_min
             q = ci * sqnorm[i] / lam_n
             unew = step(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN)
-            dual_sum -= ci * conj(-unew, y[i], loss_param)
+            row_dual[i] = -ci * conj(-unew, y[i], loss_param)
+            dual_sum += row_dual[i]
             a = ci * (unew - u[i]) / lam_n
             u[i] = unew
             if a != 0.0:
@@ -349,10 +354,10 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
 def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
                     const index_t[::1] indptr, bint dense, double bias, const double[::1] w,
                     const double[::1] y, const double[::1] sample_weight, int loss,
-                    double loss_param, double[::1] f_out, int n_threads):
+                    double loss_param, double[::1] values, int n_threads):
     """(sum_i c_i l(<w, x_i>, y_i), status): the exact primal risk times n, rows in parallel.
 
-    The scores <w, x_i> are written to ``f_out``.
+    The terms c_i l(<w, x_i>, y_i) are written to ``values`` and added in row order.
     """
     cdef Py_ssize_t i, nnz, n = y.shape[0], d = w.shape[0] - (bias != 0.0)
     cdef const floating* val
@@ -362,13 +367,12 @@ def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
     cdef fr_loss_fn lossfn = fr_loss_for(loss)
     if lossfn == NULL:
         return 0.0, FR_ERR_BAD_LOSS
-    values_ = np.empty(n)
-    cdef double[::1] values = values_
+    if values.shape[0] != n:
+        raise ValueError("values must have one entry per row")
     with nogil:
         for i in prange(n, num_threads=n_threads, schedule="static"):
             nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
             f = score(val, idx, nnz, &w[0], d, bias, 0.0)
-            f_out[i] = f
             values[i] = (c[i] if c != NULL else 1.0) * lossfn(f, y[i], loss_param, &deriv)
         for i in range(n):
             total += values[i]

@@ -9,7 +9,7 @@ Model: a chain over k states with emission weights W (k x d) and transition
 weights T (k x k); ``<w, phi(x, y)> = sum_t <W_{y_t}, x_t> + sum_t T_{y_{t-1}, y_t}``.
 Loss of one sequence (structured hinge, Taskar et al.; BMRM 3.3 with beta = 0):
 ``max_{y'} [Delta(y, y') + <w, phi(x, y') - phi(x, y)>]``, Delta = Hamming
-distance, found by loss-augmented Viterbi; its subgradient is
+distance / length, found by loss-augmented Viterbi; its subgradient is
 ``phi(x, y*) - phi(x, y)``.  R_emp is the mean over sequences.
 
 Run: ``python examples/sequence_labeling.py`` (a few seconds).
@@ -36,18 +36,15 @@ class ChainHingeOracle:
 
     def phi(self, x, y):
         """Joint feature map: (sum_t x_t e_{y_t}^T, transition counts), flattened like w."""
-        E = np.zeros((self.k, self.d))
-        np.add.at(E, y, x)
-        C = np.zeros((self.k, self.k))
-        np.add.at(C, (y[:-1], y[1:]), 1.0)
-        return np.concatenate([E.ravel(), C.ravel()])
+        onehot = np.eye(self.k)[y]
+        return np.concatenate([(onehot.T @ x).ravel(), (onehot[:-1].T @ onehot[1:]).ravel()])
 
     def decode(self, w, x, y=None):
         """Viterbi argmax of <w, phi(x, y')> (+ Hamming(y, y') when y is given)."""
         W, T = self.unpack(w)
         e = x @ W.T
         if y is not None:
-            e = e + (np.arange(self.k)[None, :] != y[:, None])
+            e = e + (np.arange(self.k)[None, :] != y[:, None]) / len(y)
         L = e.shape[0]
         score, back = e[0].copy(), np.zeros((L, self.k), dtype=np.intp)
         for t in range(1, L):
@@ -66,14 +63,14 @@ class ChainHingeOracle:
         for x, y in zip(self.X, self.Y):
             y_star = self.decode(w, x, y)
             dphi = self.phi(x, y_star) - self.phi(x, y)
-            value += np.sum(y_star != y) + w @ dphi
+            value += np.mean(y_star != y) + w @ dphi
             grad += dphi
         return value / self.n_samples, grad / self.n_samples
 
 
-def make_chains(n_sequences, length, rng, k=3, d=4, stay=0.85, noise=1.6):
-    """Sticky Markov chains with Gaussian emissions around one mean per state."""
-    means = rng.normal(size=(k, d))
+def make_chains(n_sequences, length, means, rng, stay=0.85, noise=1.0):
+    """Sticky Markov chains with Gaussian emissions around ``means[state]``."""
+    k, d = means.shape
     X, Y = [], []
     for _ in range(n_sequences):
         y = np.empty(length, dtype=np.intp)
@@ -89,13 +86,14 @@ def token_accuracy(oracle, w, X, Y):
     return np.mean(np.concatenate([oracle.decode(w, x) == y for x, y in zip(X, Y)]))
 
 
-def main(solver="bmrm", seed=0):
+def main(solver="bmrm", alpha=1e-2, tol=1e-3, n_train=60, seed=0):
     rng = np.random.default_rng(seed)
-    X, Y = make_chains(150, 20, rng)
-    X_test, Y_test = make_chains(150, 20, rng)
+    means = rng.normal(size=(3, 4))
+    X, Y = make_chains(n_train, 15, means, rng)
+    X_test, Y_test = make_chains(200, 15, means, rng)
     oracle = ChainHingeOracle(X, Y, n_states=3)
-    problem = fr.Problem.from_oracle(oracle, penalty="l2", alpha=1e-2)
-    res = fr.solve(problem, solver=solver, tol=1e-3, max_iter=500)
+    problem = fr.Problem.from_oracle(oracle, penalty="l2", alpha=alpha)
+    res = fr.solve(problem, solver=solver, tol=tol, max_iter=500)
     w_emission_only = res.w.copy()
     w_emission_only[oracle.k * oracle.d:] = 0.0  # no transitions: per-token argmax
     acc = token_accuracy(oracle, res.w, X_test, Y_test)

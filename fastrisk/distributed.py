@@ -15,9 +15,11 @@ proximal bundle, L-BFGS) runs on it unchanged through
 
 Failures: a task interrupted by a dying worker is re-run by the scheduler on
 the remaining workers.  Partitions built by tasks (files, dask collections)
-are recomputed there from their source; scattered partitions survive only
-if ``replicas >= 2`` copies were kept.  When a partition is gone for good
-the call raises ``PartitionLostError``; it never returns a partial sum.
+are recomputed there from their source.  Scattered partitions survive when
+``from_array(..., replicas=r)`` kept r copies on distinct workers (distinct
+keys, so Dask's memory manager does not drop them as redundant replicas):
+the call is retried on a surviving copy.  When every copy of a partition is
+gone the call raises ``PartitionLostError``; it never returns a partial sum.
 """
 
 import numbers
@@ -30,6 +32,9 @@ import scipy.sparse as sp
 from fastrisk.data import Dataset, check_sample_weight, check_targets
 from fastrisk.losses import Loss
 from fastrisk.oracle import LocalOracle, partition_rows
+
+_GONE = ("lost", "cancelled", "error")
+BROADCAST_BYTES = 1 << 20  # larger w are scattered to every worker first, smaller ones sent inline
 
 
 class PartitionLostError(RuntimeError):
@@ -94,6 +99,12 @@ def _build_partition(chunk, loss, task, classes, n_features, bias, n_threads):
                        n_threads=n_threads)
 
 
+def _conjugates_at_zero(partition):
+    """c_i l*(0, y_i) of one partition (for the risk floor of BMRM's first cut)."""
+    conj = partition.loss.conjugate(np.zeros(partition.n_samples), partition.y)
+    return conj * partition.c if partition.c.size else conj
+
+
 def _partial(partition, w):
     """(sum_i c_i l_i, X^T g, compute seconds, pid) of one partition."""
     start = time.perf_counter()
@@ -127,16 +138,19 @@ class DaskOracle:
     partition per row block of a dask array / dataframe).  Attributes:
     ``n_samples``, ``n_weights``, ``n_features``, ``bias``, ``loss``,
     ``classes_`` (binary losses), ``partition_sizes``, ``n_threads``,
+    ``risk_floor`` (``-(1/m) sum_i c_i l*(0, y_i) <= R_emp``, BMRM's first cut),
     ``n_calls`` and ``last_timing`` (wall seconds of the last call and the
     compute seconds of each partition: the rest is communication and
     scheduling).
     """
 
     def __init__(self, client, chunks, *, loss="hinge", loss_param=None, fit_intercept=False,
-                 intercept_scaling=1.0, n_features=None, n_threads=1, replicas=1):
+                 intercept_scaling=1.0, n_features=None, n_threads=1):
         """Turn chunk futures (X, y, sample_weight) on the workers into partitions.
 
-        Prefer the ``from_*`` constructors; ``chunks`` is a list of futures.
+        Prefer the ``from_*`` constructors.  ``chunks[k]`` is the future of
+        partition k's chunk, or a list of futures of identical copies (on
+        distinct workers) to fall back on when a worker is lost.
         """
         self.client = client
         self.loss = loss if isinstance(loss, Loss) else Loss(loss, loss_param)
@@ -150,10 +164,10 @@ class DaskOracle:
         if not isinstance(n_threads, (int, np.integer)) or isinstance(n_threads, bool) \
                 or n_threads < 1:
             raise ValueError(f"n_threads must be an integer >= 1, got {n_threads!r}")
-        if not isinstance(replicas, (int, np.integer)) or replicas < 1:
-            raise ValueError(f"replicas must be an integer >= 1, got {replicas!r}")
         if not chunks:
             raise ValueError("no data partitions")
+        copies = [c if isinstance(c, (list, tuple)) else [c] for c in chunks]
+        chunks = [c[0] for c in copies]
         task = self.loss.spec.task
         summaries = client.gather([client.submit(_chunk_summary, chunk, task, pure=False)
                                    for chunk in chunks])
@@ -179,16 +193,21 @@ class DaskOracle:
         self.n_samples = int(sum(rows))
         self.partition_sizes = rows
         self.n_threads = int(n_threads)
-        self.partitions = [
-            client.submit(_build_partition, chunk, self.loss, task, self.classes_, width,
-                          self.bias, self.n_threads, pure=False)
-            for chunk in chunks]
-        _distributed().wait(self.partitions)
-        for part in self.partitions:
+        # copies are built where their chunk lives (never two on one worker)
+        where = client.who_has([c for cs in copies if len(cs) > 1 for c in cs])
+        self.copies = [
+            [client.submit(_build_partition, chunk, self.loss, task, self.classes_, width,
+                           self.bias, self.n_threads, pure=False,
+                           workers=list(where[chunk.key]) if chunk.key in where else None)
+             for chunk in chunk_copies]
+            for chunk_copies in copies]
+        _distributed().wait(self.all_partitions)
+        for part in self.all_partitions:
             if part.status == "error":
                 part.result()  # raises the worker's validation error here
-        if replicas > 1:
-            client.replicate(self.partitions, n=int(replicas))
+        conj = client.gather([client.submit(_conjugates_at_zero, part, pure=False)
+                              for part in self.partitions])
+        self.risk_floor = float(-np.concatenate(conj).mean())
         self.n_calls = 0
         self.last_timing = None
 
@@ -201,7 +220,8 @@ class DaskOracle:
 
         ``n_partitions`` is a count (default: the cluster's worker threads) or a
         list of sizes; ``replicas >= 2`` keeps that many copies of each
-        partition so that the loss of a worker is survived.
+        partition on distinct workers, so that the loss of ``replicas - 1``
+        workers is survived.
         """
         client = get_client(client)
         X = X.tocsr() if sp.issparse(X) else np.asarray(X)
@@ -215,10 +235,16 @@ class DaskOracle:
         if n_partitions is None:
             n_partitions = max(1, sum(w["nthreads"] for w in
                                       client.scheduler_info()["workers"].values()))
-        chunks = [(X[a:b], y[a:b], None if c is None else c[a:b])
-                  for a, b in partition_rows(m, n_partitions)]
-        futures = client.scatter(chunks, hash=False)
-        return cls(client, futures, replicas=replicas, **options)
+        workers = sorted(client.scheduler_info()["workers"])
+        if not isinstance(replicas, (int, np.integer)) or not 1 <= replicas <= len(workers):
+            raise ValueError(f"replicas must be an integer in [1, {len(workers)}] (the number "
+                             f"of workers), got {replicas!r}")
+        copies = []
+        for k, (a, b) in enumerate(partition_rows(m, n_partitions)):
+            chunk = (X[a:b], y[a:b], None if c is None else c[a:b])
+            copies.append([client.scatter([chunk], workers=[workers[(k + r) % len(workers)]],
+                                          hash=False)[0] for r in range(replicas)])
+        return cls(client, copies, **options)
 
     @classmethod
     def from_svmlight(cls, client, paths, *, n_features=None, dtype=np.float64, **options):
@@ -279,22 +305,43 @@ class DaskOracle:
             raise ValueError(f"w has shape {w.shape}, expected ({self.n_weights},)")
         return w
 
+    @property
+    def partitions(self):
+        """The future of the copy of each partition that calls use (the first one alive)."""
+        live = [next((p for p in copies if p.status not in _GONE), None)
+                for copies in self.copies]
+        lost = [k for k, p in enumerate(live) if p is None]
+        if lost:
+            raise PartitionLostError(
+                f"partitions {lost} were lost with their workers and cannot be rebuilt "
+                "(scattered data: build the oracle with replicas >= 2, or from files / "
+                "dask collections, which are recomputed)")
+        return live
+
+    @property
+    def all_partitions(self):
+        return [p for copies in self.copies for p in copies]
+
     def partials(self, w):
-        """[(value, X^T g, compute seconds, worker pid)] of every partition, in order."""
+        """[(value, X^T g, compute seconds, worker pid)] of every partition, in order.
+
+        A call that lost a dependency is repeated on the surviving copies, at
+        most once per copy; the results of a call are used only when complete.
+        """
         distributed = _distributed()
         client = self.client
         w = self._check_w(w)
-        w_future = client.scatter(w, broadcast=True, hash=False)
-        futures = [client.submit(_partial, part, w_future, pure=False)
-                   for part in self.partitions]
-        try:
-            return client.gather(futures)
-        except distributed.client.FutureCancelledError as exc:
-            lost = [k for k, p in enumerate(self.partitions) if p.status != "finished"]
-            raise PartitionLostError(
-                f"partitions {lost} were lost with their worker and cannot be rebuilt "
-                "(scattered data: build the oracle with replicas >= 2, or from files / "
-                "dask collections, which are recomputed)") from exc
+        if w.nbytes > BROADCAST_BYTES:  # one copy per worker, not one per partition
+            w = client.scatter(w, broadcast=True, hash=False)
+        n_copies = max(len(c) for c in self.copies)
+        for attempt in range(n_copies + 1):
+            futures = [client.submit(_partial, part, w, pure=False) for part in self.partitions]
+            try:
+                return client.gather(futures)
+            except distributed.client.FutureCancelledError as exc:
+                if attempt == n_copies:
+                    raise PartitionLostError(f"the oracle call failed {attempt + 1} times "
+                                             "with lost partitions") from exc
 
     def __call__(self, w):
         start = time.perf_counter()
@@ -322,9 +369,9 @@ class DaskOracle:
 
     def close(self):
         """Release the partitions on the workers."""
-        for p in self.partitions:
+        for p in self.all_partitions:
             p.release()
-        self.partitions = []
+        self.copies = []
 
 
 def make_dask_problem(source, y=None, *, client=None, loss="hinge", penalty="l2", alpha=1e-4,
@@ -337,7 +384,10 @@ def make_dask_problem(source, y=None, *, client=None, loss="hinge", penalty="l2"
     a dask array / dataframe (``y`` a dask or in-memory vector), or an
     in-memory X (CSR or dense) split into ``n_partitions``.  ``client``: a
     dask Client, a scheduler address (``"tcp://host:8786"``) or None for the
-    current client.  The other arguments mean what they mean in ``Problem``.
+    current client.  ``replicas``: copies of each in-memory partition (files and
+    dask collections are recomputed instead).  ``n_threads``: OpenMP threads
+    per partition task (give each worker one partition per core it runs).
+    The other arguments mean what they mean in ``Problem``.
     Solve with ``fastrisk.solve(problem, solver="bmrm" | "prox_bundle" |
     "lbfgs")``; ``problem.oracle`` is the DaskOracle and ``problem.classes_``
     the original binary labels.
@@ -345,15 +395,14 @@ def make_dask_problem(source, y=None, *, client=None, loss="hinge", penalty="l2"
     from fastrisk.problem import Problem
 
     client = get_client(client)
-    options = dict(loss=loss, loss_param=loss_param, fit_intercept=fit_intercept,
-                   intercept_scaling=intercept_scaling, n_threads=n_threads)
+    options = {"loss": loss, "loss_param": loss_param, "fit_intercept": fit_intercept,
+               "intercept_scaling": intercept_scaling, "n_threads": n_threads}
     if isinstance(source, (list, tuple)) and source and \
             all(isinstance(s, (str, os.PathLike)) for s in source):
-        oracle = DaskOracle.from_svmlight(client, source, n_features=n_features,
-                                          replicas=replicas, **options)
+        oracle = DaskOracle.from_svmlight(client, source, n_features=n_features, **options)
     elif hasattr(source, "dask"):
         oracle = DaskOracle.from_dask(client, source, y, sample_weight=sample_weight,
-                                      n_features=n_features, replicas=replicas, **options)
+                                      n_features=n_features, **options)
     else:
         oracle = DaskOracle.from_array(client, source, y, sample_weight=sample_weight,
                                        n_partitions=n_partitions, n_features=n_features,

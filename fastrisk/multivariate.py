@@ -7,14 +7,15 @@ output) that is: compute F, ask the loss for ``(value, G = dR/dF)``, return
 
     risk(F, y) -> (value, G)      # value = R_emp, G has F's shape
     n_outputs                     # optional, columns of F (default 1: F is the vector f)
+    risk_floor                    # optional lower bound on R_emp (default 0: R_emp >= 0)
 
 so a user-defined loss (a CRF, a max-margin structured loss, ...) plugs in
 by writing that one method; ``make_problem`` turns it into a ``Problem``
 that BMRM, the proximal bundle method and L-BFGS solve.  A loss that needs
 more than the scores (its own features, e.g. a sequence model) implements
 the full oracle instead: any object with ``n_samples``, ``n_weights`` and
-``__call__(w) -> (value, subgradient)``, given to ``Problem.from_oracle``
-(``FunctionOracle`` wraps a plain function).
+``__call__(w) -> (value, subgradient)`` (and optionally ``risk_floor``),
+given to ``Problem.from_oracle`` (``FunctionOracle`` wraps a plain function).
 
 The losses here, each ``risk(f, y)`` normalized as stated:
 
@@ -283,6 +284,7 @@ class ScoreOracle:
         self.loss, self.y, self.n_outputs = loss, y, int(k)
         self.n_samples = self.data.n_samples
         self.n_weights = self.n_outputs * self.data.n_weights
+        self.risk_floor = float(getattr(loss, "risk_floor", 0.0))
         self.n_calls = 0
 
     def __call__(self, w):
@@ -311,13 +313,14 @@ class ScoreOracle:
 class FunctionOracle:
     """A RiskOracle from a plain function ``oracle(w) -> (R_emp(w), subgradient)``."""
 
-    def __init__(self, func, n_weights, n_samples=1):
+    def __init__(self, func, n_weights, n_samples=1, risk_floor=0.0):
         if not callable(func):
             raise TypeError("func must be callable: func(w) -> (risk, subgradient)")
         for name, v in (("n_weights", n_weights), ("n_samples", n_samples)):
             if not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         self.func, self.n_weights, self.n_samples = func, int(n_weights), int(n_samples)
+        self.risk_floor = float(risk_floor)
         self.n_calls = 0
 
     def __call__(self, w):

@@ -81,7 +81,8 @@ class Problem:
         ``oracle`` has ``n_samples``, ``n_weights`` and ``__call__(w) -> (risk,
         subgradient)`` (e.g. fastrisk.multivariate.ScoreOracle, or
         fastrisk.distributed.DaskOracle); the solvers only use ``.oracle``,
-        ``.regularizer`` and ``.alpha``.  ``n_features`` and ``bias`` (the
+        ``.regularizer`` and ``.alpha``; BMRM also reads ``oracle.risk_floor``
+        (a lower bound on R_emp, 0 when absent).  ``n_features`` and ``bias`` (the
         intercept feature's value, 0 = none) and ``n_classes`` describe how w
         splits into coef_ and intercept_; by default w is all coef_.  ``data``
         and ``y`` are None: the data live inside the oracle.

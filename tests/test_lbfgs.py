@@ -8,13 +8,13 @@ J(w) - bound (= J_-(w), Lemma 5) must not exceed the reference optimum.
 
 import numpy as np
 import pytest
+from reference import batch as ref
+from reference.liblinear import liblinear_objective
+from test_bmrm import random_problem
 
 from fastrisk.problem import Problem as FRProblem
 from fastrisk.solvers import solve
 from fastrisk.solvers.lbfgs import solve_lbfgs
-from reference import batch as ref
-from reference.liblinear import liblinear_objective
-from test_bmrm import random_problem
 
 REL = 1e-6
 

@@ -129,6 +129,12 @@ def test_optimistic_phase_length_is_smallest(R):
     assert T == int(T) and ok(T) and (T == 1 or not ok(T - 1))
 
 
+def test_optimistic_phase_length_huge():
+    """Tiny lambda and eps give T near 2^62: the search ends (doubles lose integers past 2^53)."""
+    T = _pegasos.optimistic_phase_length(10.0, 1e-8, 0.1, 1e-12, 1e4)
+    assert 1e18 < T <= 2.0**62
+
+
 @pytest.mark.parametrize("solver", ["pegasos", "adaptive", "proximal", "optimistic"])
 def test_streaming_chunks_equal_one_pass(solver):
     """Chunks with state= give the same bits as one pass over the concatenation."""

@@ -1,14 +1,13 @@
 """Proximal bundle method (seed 000 Algorithm 4) against independent optima and BMRM."""
 
-import numpy as np
 import pytest
+from reference import batch as ref
+from reference.liblinear import liblinear_objective
+from test_bmrm import check_against, random_problem
 
 from fastrisk.problem import Problem as FRProblem
 from fastrisk.solvers.bmrm import solve_bmrm
 from fastrisk.solvers.prox_bundle import solve_prox_bundle
-from reference import batch as ref
-from reference.liblinear import liblinear_objective
-from test_bmrm import check_against, random_problem
 
 
 def Problem(*args, **kw):

@@ -188,16 +188,15 @@ def test_safe_and_aggressive_converge_on_two_identical_points(variant):
 
 
 def _one_batch(prob, u, batch, beta, gamma, n_threads=1):
-    """Apply one mini-batch step in place; return n (D(after) - D(before))."""
+    """Apply one mini-batch step (rows ``batch``) to the dual vector u in place."""
     d = prob.data
     v = d.X.T @ u / (prob.alpha * prob.n_samples)
-    _, dual_after, _, _, status = _sdca.sdca_minibatch_epoch(
+    status = _sdca.sdca_minibatch_epoch(
         d.data, d.indices, d.indptr, d.dense, d.bias, prob.y, np.empty(0), d.row_sqnorms(),
         np.asarray(batch, dtype=np.int64), len(batch), prob.loss.spec.kernel_id, 0.0,
         prob.alpha * prob.n_samples, 0.0, u, v, beta, gamma, False, 0.25,
-        np.array([0, d.n_weights], dtype=np.int64), n_threads)
+        np.array([0, d.n_weights], dtype=np.int64), n_threads)[-1]
     assert status == 0
-    return v
 
 
 def _dual(prob, u):
@@ -249,7 +248,8 @@ def test_minibatch_with_b1_is_single_coordinate_sdca():
     u2, v2 = np.zeros(n), np.zeros(d.n_weights)
     for _ in range(3):
         single = _sdca.sdca_epoch(*args, prob.loss.spec.kernel_id, 0.0, lam_n, 0.0, u1, v1,
-                                  np.empty(n), np.empty(0, np.uint8), np.inf, -np.inf)
+                                  np.empty(n), np.empty(n), np.empty(0, np.uint8), np.inf,
+                                  -np.inf)
         # safe with b = 1: theta = 0, so beta = 1 and gamma = 0
         mini = _sdca.sdca_minibatch_epoch(*args, 1, prob.loss.spec.kernel_id, 0.0, lam_n, 0.0,
                                           u2, v2, 1.0, 0.0, False, 0.25,

@@ -57,8 +57,12 @@ def default_max_bundle(n_weights):
 def risk_floor(problem):
     """b_0 = inf_w R_emp(w) >= (1/m) sum_i c_i inf_f l(f, y_i) = -(1/m) sum_i c_i l*(0, y_i).
 
-    0 for every non-negative loss; vector losses are non-negative.
+    0 for every non-negative loss; vector losses are non-negative.  A Problem
+    built by ``Problem.from_oracle`` (no data on the client) takes the
+    oracle's ``risk_floor`` attribute, 0 when it has none (R_emp >= 0).
     """
+    if problem.data is None:
+        return float(getattr(problem.oracle, "risk_floor", 0.0))
     if problem.loss.spec.vector:
         return 0.0
     conj = problem.loss.conjugate(np.zeros(problem.n_samples), problem.y)
@@ -181,7 +185,8 @@ def _inner_l2(bundle, lam, regularizer, best):
     """Dual QP (12): w = -A alpha / lambda, lower bound D_t(alpha)."""
     k = bundle.k
     Q, b = bundle.Q[:k, :k], bundle.b[:k]
-    beta, _ = simplex_qp(Q / lam, b, bundle.beta[:k])
+    # lambda times (12): 0.5 beta^T Q beta - lambda b^T beta, with no copy of Q
+    beta, _ = simplex_qp(Q, lam * b, bundle.beta[:k])
     bundle.beta[:k] = beta
     lower = float(b @ beta - beta @ Q @ beta / (2.0 * lam))
     return -bundle.combination() / lam, lower
@@ -218,11 +223,14 @@ def project_simplex(v):
 
 
 def _inner_generic(bundle, lam, regularizer, best, max_steps=5000):
-    """FISTA on the simplex dual for a strongly convex Omega with a conjugate gradient map."""
+    """FISTA on the simplex dual for a strongly convex Omega with a conjugate gradient map.
+
+    Backtracking on the step 1/L (from ``L = lambda_max(A A^T) / (lambda mu)``, mu the strong
+    convexity of Omega, halved before each step and doubled until the quadratic model holds)
+    and an adaptive restart when the dual value decreases.
+    """
     k = bundle.k
     A, b = bundle.A[:k], bundle.b[:k]
-    mu = 1.0 - regularizer.l1_ratio if regularizer.name == "elasticnet" else 1.0
-    lip = max(float(np.linalg.eigvalsh(bundle.Q[:k, :k])[-1]) / (lam * mu), 1e-300)
 
     def dual(beta):
         u = -(beta @ A) / lam
@@ -230,24 +238,40 @@ def _inner_generic(bundle, lam, regularizer, best, max_steps=5000):
         # lambda Omega*(u) = lambda (<u, w> - Omega(w)) at w = grad Omega*(u)
         return float(b @ beta - lam * (u @ w - regularizer.value(w))), w
 
+    mu = 1.0 - regularizer.l1_ratio if regularizer.name == "elasticnet" else 1.0
+    lip_max = max(float(np.linalg.eigvalsh(bundle.Q[:k, :k])[-1]) / (lam * mu), 1e-300)
+    lip = getattr(bundle, "lip", lip_max)
     beta = bundle.beta[:k].copy()
-    best_beta, (best_value, best_w) = beta, dual(beta)
-    z, theta = beta, 1.0
+    value, w = dual(beta)
+    z, z_value, z_w, theta = beta, value, w, 1.0
     for _ in range(max_steps):
-        value, w = dual(z)
-        cut_values = b + A @ w
-        primal = lam * regularizer.value(w) + float(cut_values.max())
-        if value > best_value:
-            best_beta, best_value, best_w = z, value, w
-        if primal - best_value <= max(0.25 * (best - best_value), 1e-13 * abs(best)):
+        primal = lam * regularizer.value(w) + float((b + A @ w).max())
+        if primal - value <= max(0.25 * (best - value), 1e-13 * abs(best)):
             break
-        new = project_simplex(z + cut_values / lip)
+        grad = b + A @ z_w  # cut values at w(z): the gradient of the dual at z
+        lip = max(lip / 2.0, 1e-12 * lip_max)
+        while True:
+            new = project_simplex(z + grad / lip)
+            new_value, new_w = dual(new)
+            step = new - z
+            if new_value >= z_value + grad @ step - 0.5 * lip * (step @ step) - 1e-15 * abs(best) \
+                    or lip >= lip_max:
+                break
+            lip = min(2.0 * lip, lip_max)
+        if new_value < value:  # restart the momentum
+            z, z_value, z_w, theta = beta, value, w, 1.0
+            continue
         theta_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * theta * theta))
-        z = new + ((theta - 1.0) / theta_next) * (new - beta)
-        z = project_simplex(z)
-        beta, theta = new, theta_next
-    bundle.beta[:k] = best_beta
-    return best_w, best_value
+        z = project_simplex(new + ((theta - 1.0) / theta_next) * (new - beta))
+        z_value, z_w = dual(z)
+        beta, value, w, theta = new, new_value, new_w, theta_next
+        if z_value > value:
+            beta, value, w = z, z_value, z_w
+    if z_value > value:
+        beta, value, w = z, z_value, z_w
+    bundle.lip = lip
+    bundle.beta[:k] = beta
+    return w, value
 
 
 def inner_solver(problem):

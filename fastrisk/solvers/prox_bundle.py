@@ -90,7 +90,7 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             inner_seconds += time.perf_counter() - start
 
             start = time.perf_counter()
-            beta_lb, _ = simplex_qp(Q / lam, b, bundle.extra["beta_lb"][:k])
+            beta_lb, _ = simplex_qp(Q, lam * b, bundle.extra["beta_lb"][:k])
             bundle.extra["beta_lb"][:k] = beta_lb
             lower = max(lower, float(b @ beta_lb - beta_lb @ Q @ beta_lb / (2.0 * lam)))
             bound_seconds += time.perf_counter() - start

@@ -35,9 +35,19 @@ Parameters of the method (all documented on ``solve_rda``):
   gradient of the average loss (default: loss curvature * max_i c_i ||x_i||^2).
 
 Cost per step: every variant except p-norm is O(nnz(x_i)) per example
-(lazy coordinates and exact lazy averaging, see csrc/_rda.pyx).  p-norm RDA
-costs O(d) per step: the link map divides by ||g_hat||_q^{q-2}, a norm over
-every coordinate whose threshold lambda t moves at every step.
+(lazy coordinates and exact lazy averaging, see csrc/_rda.pyx).  That
+includes accelerated RDA: its interpolations unroll to
+``w_t = (1/A_t) sum_{tau <= t} alpha_tau v_tau`` and ``u_t = (1 - theta_t) w_{t-1}
++ theta_t v_{t-1}``, where v_tau is a per-coordinate closed form of the
+weighted gradient sum, so w_t is a weighted lazy average like w_bar.  p-norm
+RDA costs O(d) per step: the link map divides by ||g_hat||_q^{q-2}, a norm
+over every coordinate whose threshold lambda t moves at every step (see
+benchmarks/bench_rda.py for the measured cost).  The steps are sequential: the
+kernels run on one thread (``problem.n_threads`` only serves the objective
+evaluations).
+
+The intercept (``fit_intercept=True``) is regularized like every other weight,
+as in the rest of fastrisk (MATH.md 1); seed 001 leaves its bias free.
 
 Baselines of section 6 (same framework, same lazy O(nnz) steps):
 ``solve_sgd_l1`` (SGD with the subgradient of lambda ||w||_1) and
@@ -49,6 +59,9 @@ Streaming: every solver here takes ``state=`` (``result.extra["state"]`` of
 the previous call) and continues exactly where it stopped, so feeding chunks
 one after another (``shuffle=False``) gives the iterates of one pass over
 their concatenation.  ``max_iter`` counts epochs over the given Problem.
+Each call (and each epoch) also costs O(d) once -- copying the state,
+bringing every lazy coordinate up to date, forming w -- so streamed chunks
+should hold many rows.
 
 Stopping: ``max_iter`` epochs / ``time_limit``.  A certified bound on
 J(w) - J* exists only when J is strongly convex (sigma > 0): by strong
@@ -101,7 +114,8 @@ def _psi(problem):
 def _check_number(value, name, low=0.0, low_open=False, high=math.inf):
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or not np.isfinite(value) \
             or not (value > low if low_open else value >= low) or value > high:
-        bound = f"{'>' if low_open else '>='} {low}" + (f" and <= {high}" if high < math.inf else "")
+        bound = f"{'>' if low_open else '>='} {low}"
+        bound += f" and <= {high}" if high < math.inf else ""
         raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
     return float(value)
 
@@ -288,8 +302,9 @@ def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
     lam, sigma = _psi(problem)
     rho = _check_number(rho, "rho")
     k = _check_int(batch_size, "batch_size")
-    if isinstance(state, dict) and "config" in state:   # streaming: keep the first call's
-        gamma = state["config"][3] if gamma is None else gamma   # data-dependent defaults
+    if isinstance(state, dict) and state.get("solver") == "rda":
+        # streaming: keep the first call's data-dependent defaults
+        gamma = state["config"][3] if gamma is None else gamma
         L = state["config"][8] if L is None else L
     max_iter = _check_int(max_iter, "max_iter")
     if gamma is None:
@@ -410,7 +425,8 @@ def _solve_truncation(problem, solver, truncate, *, tol, max_iter, time_limit, c
 
     mon, status, it = _run(problem, solver, tol=tol, max_iter=max_iter, time_limit=time_limit,
                            callback=callback, verbose=verbose, eval_every=eval_every,
-                           epoch=epoch, output=lambda avg: st["coords"][:, 0].copy(), lam=lam, sigma=0.0,
+                           epoch=epoch, output=lambda avg: st["coords"][:, 0].copy(), lam=lam,
+                           sigma=0.0,
                            average=False)
     return mon.result(status, it, state=st, n_steps=st["t"], eta=eta, loss_sum=loss_sum[0])
 

@@ -75,7 +75,8 @@ def accelerated_rda(X, y, c, order, k, loss, lam, sigma, gamma, rho, L):
 
 
 def pnorm_rda(X, y, c, order, k, loss, lam, gamma, rho, p):
-    """Section 7.2: w_{t+1} = link_q(g_hat_t), g_hat_t = -((p-1) sqrt t / gamma) shrink(g_bar_t, lam_t)."""
+    """Section 7.2: w_{t+1} = link_q(g_hat_t),
+    g_hat_t = -((p-1) sqrt t / gamma) shrink(g_bar_t, lam_t)."""
     q = p / (p - 1.0)
     n = X.shape[1]
     g_bar, w, w_sum, t, total = np.zeros(n), np.zeros(n), np.zeros(n), 0, 0.0
@@ -87,7 +88,8 @@ def pnorm_rda(X, y, c, order, k, loss, lam, gamma, rho, p):
         g_bar = (t - 1) / t * g_bar + g / t
         g_hat = -(p - 1) * np.sqrt(t) / gamma * _shrink(g_bar, lam + gamma * rho / np.sqrt(t))
         norm = np.linalg.norm(g_hat, q)
-        w = np.zeros(n) if norm == 0 else np.sign(g_hat) * np.abs(g_hat) ** (q - 1) / norm ** (q - 2)
+        w = (np.zeros(n) if norm == 0
+             else np.sign(g_hat) * np.abs(g_hat) ** (q - 1) / norm ** (q - 2))
     return {"w": w, "w_bar": w_sum / t, "loss": total}
 
 
