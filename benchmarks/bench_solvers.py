@@ -40,8 +40,6 @@ def _problem(group):
 @pytest.mark.parametrize("solver", sorted(fr.SOLVERS))
 @pytest.mark.parametrize("group", list(PROBLEMS))
 def test_solver(benchmark, group, solver):
-    if solver == "optimistic":
-        pytest.skip("optimistic does not return on a9a at the time of writing (reported)")
     problem = _problem(group)
     try:
         run = fr.solve(problem, solver=solver, tol=1e-4, time_limit=TIME_LIMIT, max_iter=1,

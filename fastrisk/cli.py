@@ -235,7 +235,7 @@ def cmd_info(args, out):
         print(f"{k:18s}{v}", file=out)
 
 
-DEMO_SOLVERS = ("sdca", "lbfgs", "bmrm", "prox_bundle", "pegasos", "proximal", "rda")
+DEMO_SOLVERS = ("sdca", "lbfgs", "bmrm", "prox_bundle", "pegasos", "proximal", "optimistic", "rda")
 
 
 def cmd_demo(args, out):

@@ -72,8 +72,9 @@ def test_regression_and_plot(small, tmp_path):
     (["predict", "{train}", "{train}"], "MODEL"),
     (["info", "missing.frm"], "MODEL missing.frm: cannot read model file"),
 ])
-def test_user_errors_are_one_line(small, capsys, argv, where):
+def test_user_errors_are_one_line(small, capsys, monkeypatch, tmp_path, argv, where):
     root, train, *_ = small
+    monkeypatch.chdir(tmp_path)  # nothing may be written into the working directory
     code, _ = run([a.format(train=train) for a in argv])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1
