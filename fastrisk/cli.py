@@ -1,6 +1,7 @@
 """The ``fastrisk`` command: train, predict, evaluate, info, demo.
 
     fastrisk train DATA [--loss L --penalty P --alpha A --solver S ...] -o MODEL [--plot PNG]
+                        [--scheduler tcp://host:8786 [--partitions N]]
     fastrisk predict MODEL DATA [-o OUT]
     fastrisk evaluate MODEL DATA
     fastrisk info MODEL
@@ -11,6 +12,8 @@ an ``.npz`` archive holding ``y`` and either ``X`` (dense) or the CSR arrays
 ``data``, ``indices``, ``indptr``, ``shape`` (read with ``allow_pickle=False``).
 User errors print one line ``fastrisk: error: ...`` naming the argument at
 fault and exit with status 1 (2 for command-line syntax errors, from argparse).
+``train --scheduler ADDRESS`` computes the risk oracle on a Dask cluster
+(DATA read here, its row partitions scattered to the workers; batch solvers only).
 """
 
 import argparse
@@ -142,7 +145,8 @@ def _estimator(args, solver, callback=None):
               l1_ratio=args.l1_ratio, p=args.p, solver=solver, tol=args.tol,
               max_iter=args.max_iter, time_limit=args.time_limit,
               fit_intercept=not args.no_intercept, random_state=args.seed,
-              n_threads=args.threads, callback=callback)
+              n_threads=args.threads, callback=callback, scheduler=args.scheduler,
+              n_partitions=args.partitions)
     if task in ("binary", "multiclass"):
         return LinearClassifier(**kw)
     if task in ("regression", "counts"):
@@ -161,10 +165,30 @@ def _fit(est, X, y, label, quiet):
     return est
 
 
+def _check_scheduler(args):
+    """One-line errors for --scheduler: batch solvers only, dask.distributed installed."""
+    from fastrisk.estimators import DASK_SOLVERS
+
+    for option, name in [("--solver", args.solver)] + [("--compare", s) for s in args.compare]:
+        if name not in ("auto", *DASK_SOLVERS):
+            raise UserError(f"{option} {name}: a solver that cannot run with --scheduler; use "
+                            f"auto or one of {', '.join(DASK_SOLVERS)}")
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise UserError("--scheduler needs dask.distributed: pip install 'fastrisk[dask]'") \
+            from None
+
+
 def cmd_train(args, out):
+    if args.scheduler is not None:
+        _check_scheduler(args)
     X, y = load_data(args.data, n_features=args.n_features)
     runs = {}
-    est = _fit(_estimator(args, args.solver), X, y, args.solver, args.quiet)
+    try:
+        est = _fit(_estimator(args, args.solver), X, y, args.solver, args.quiet)
+    except OSError as exc:  # the scheduler cannot be reached
+        raise UserError(f"--scheduler {args.scheduler}: {str(exc).splitlines()[0]}") from None
     runs[est.solver_ if isinstance(est.solver_, str) else args.solver] = est.history_
     for name in args.compare:
         other = _fit(_estimator(args, name), X, y, name, args.quiet)
@@ -360,6 +384,12 @@ def build_parser():
     p.add_argument("--threads", type=_positive_int("--threads"), default=None,
                    help="threads (default all cores)")
     p.add_argument("--seed", type=int, default=0, help="random seed of stochastic solvers")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="Dask scheduler (tcp://host:8786): compute the risk oracle on its "
+                        "workers (solvers auto, bmrm, prox_bundle, lbfgs)")
+    p.add_argument("--partitions", type=_positive_int("--partitions"), default=None,
+                   metavar="N", help="row partitions of the risk oracle (default 1, with "
+                                     "--scheduler the number of worker threads)")
     p.add_argument("--plot", metavar="PNG", help="write a convergence plot (needs matplotlib)")
     p.add_argument("--compare", type=_solver_list, default=[], metavar="S1,S2",
                    help="also run these solvers on the same problem and add them to --plot")

@@ -16,8 +16,17 @@ measurements, see fastrisk/solvers/auto.py; the choice is in ``solver_``).
 * The intercept is the weight of a constant feature of value
   ``intercept_scaling``, regularized like the other weights (as in
   LIBLINEAR), so every solver minimizes the same objective.
+* ``scheduler`` (a Dask scheduler address or a ``distributed.Client``) builds
+  the problem with ``fastrisk.distributed.make_dask_problem``: the rows are
+  cut into ``n_partitions`` partitions held by the Dask workers, and the risk
+  oracle runs there (BMRM section 4).  Only the batch solvers (``DASK_SOLVERS``)
+  run on such a problem; ``solver="auto"`` picks L-BFGS for a smooth loss with
+  a differentiable penalty, BMRM otherwise.  With the same partition sizes and
+  threads per partition the Dask oracle returns the local oracle's bits, so
+  the fit equals the local fit with the same ``n_partitions`` and ``n_threads``.
 """
 
+import contextlib
 import inspect
 import math
 import warnings
@@ -69,6 +78,7 @@ def _solver_accepts(func, name):
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+DASK_SOLVERS = ("bmrm", "prox_bundle", "lbfgs")  # batch solvers: need only the oracle
 ONLINE_SOLVERS = ("pegasos", "adaptive", "proximal", "optimistic", "pgs", "rda", "sgd_l1",
                   "truncated_gradient")
 # partial_fit: one ordered epoch per chunk; the Pegasos family returns its last iterate
@@ -124,13 +134,45 @@ class _LinearModelBase(BaseEstimator):
             raise ValueError(f"warm_start must be a bool, got {self.warm_start!r}")
         if not isinstance(self.verbose, (int, np.integer)) or self.verbose < 0:
             raise ValueError(f"verbose must be an integer >= 0, got {self.verbose!r}")
+        if self.n_partitions is not None and (
+                not isinstance(self.n_partitions, (int, np.integer))
+                or isinstance(self.n_partitions, bool) or self.n_partitions < 1):
+            raise ValueError(f"n_partitions must be None or an integer >= 1, "
+                             f"got {self.n_partitions!r}")
+        if self.scheduler is not None and self.solver not in ("auto", *DASK_SOLVERS):
+            raise ValueError(f"solver={self.solver!r} cannot run with scheduler=: a Dask "
+                             f"problem has only its risk oracle; use 'auto' or one of "
+                             f"{list(DASK_SOLVERS)}")
 
-    def _problem(self, X, y, sample_weight, n_threads, classes=None):
-        return Problem(X, y, loss=self.loss, penalty=self.penalty, alpha=self.alpha,
+    @contextlib.contextmanager
+    def _cluster(self):
+        """The dask Client of ``scheduler`` during a fit (None without one); a client made
+        here from an address is closed afterwards."""
+        if self.scheduler is None or not isinstance(self.scheduler, str):
+            yield self.scheduler
+            return
+        from fastrisk.distributed import _distributed
+
+        with _distributed().Client(self.scheduler, set_as_default=False) as client:
+            yield client
+
+    def _threads(self):
+        """Threads in total, or with a scheduler the threads of each partition task (None: 1)."""
+        if self.scheduler is not None:
+            return 1 if self.n_threads is None else resolve_n_threads(self.n_threads)
+        return resolve_n_threads(self.n_threads)
+
+    def _problem(self, X, y, sample_weight, n_threads, classes=None, client=None):
+        """The local Problem, or with a client the problem whose oracle runs on Dask."""
+        options = dict(loss=self.loss, penalty=self.penalty, alpha=self.alpha,
                        loss_param=self.loss_param, l1_ratio=self.l1_ratio, p=self.p,
                        sample_weight=sample_weight, fit_intercept=self.fit_intercept,
-                       intercept_scaling=self.intercept_scaling, n_threads=n_threads,
-                       classes=classes)
+                       intercept_scaling=self.intercept_scaling, n_threads=n_threads)
+        if client is None:
+            return Problem(X, y, n_partitions=self.n_partitions or 1, classes=classes, **options)
+        from fastrisk.distributed import make_dask_problem
+
+        return make_dask_problem(X, y, client=client, n_partitions=self.n_partitions, **options)
 
     def _solve(self, problem, seed, previous=None, **overrides):
         """Run the solver on one problem; returns (Result, solver name).
@@ -138,7 +180,12 @@ class _LinearModelBase(BaseEstimator):
         ``previous``: the Result of the previous fit of the same problem, to continue
         from (see ``_continuation``).
         """
-        name = choose_solver(problem) if self.solver == "auto" else self.solver
+        name = self.solver
+        if name == "auto" and self.scheduler is not None:
+            smooth = problem.loss.spec.smooth and problem.penalty in ("l2", "lp")
+            name = "lbfgs" if smooth else "bmrm"
+        elif name == "auto":
+            name = choose_solver(problem)
         func = get_solver(name)
         options = dict(tol=self.tol, time_limit=self.time_limit, callback=self.callback,
                        verbose=self.verbose, random_state=seed)
@@ -147,7 +194,11 @@ class _LinearModelBase(BaseEstimator):
         options.update(overrides)
         if previous is not None:
             options.update(_continuation(name, func, previous, problem))
-        result = func(problem, **options)
+        try:
+            result = func(problem, **options)
+        finally:
+            if self.scheduler is not None:
+                problem.oracle.close()  # release the partitions on the workers
         if result.status in ("max_iter", "time_limit") and math.isfinite(result.gap) \
                 and not overrides:
             warnings.warn(f"solver {name!r} stopped on {result.status} with a certified gap "
@@ -229,7 +280,13 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
     warm_start : continue from the previous fit (online solvers' state, SDCA's dual variables,
         ``w0`` of solvers that accept one).
     random_state : seed of the stochastic solvers.
-    n_threads : threads in total (None = all cores).
+    n_threads : threads in total (None = all cores); with ``scheduler``, the OpenMP threads of
+        each partition task on its Dask worker (None = 1).
+    scheduler : None, a Dask scheduler address ("tcp://host:8786") or a ``distributed.Client``:
+        fit on the cluster (see the module docstring; solver "auto", "bmrm", "prox_bundle" or
+        "lbfgs", scalar losses; one-vs-rest problems are solved one after another).
+    n_partitions : row partitions of the risk oracle (None: 1 locally, with ``scheduler`` the
+        number of worker threads); the same count gives the same sums locally and on Dask.
     verbose, callback : passed to the solver (the callback gets each problem's Result so far).
 
     Attributes
@@ -245,7 +302,8 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
     def __init__(self, loss="hinge", penalty="l2", alpha=1e-4, *, loss_param=None, l1_ratio=0.15,
                  p=2.0, solver="auto", tol=1e-4, max_iter=None, time_limit=None,
                  fit_intercept=True, intercept_scaling=1.0, class_weight=None, warm_start=False,
-                 random_state=None, n_threads=None, verbose=0, callback=None):
+                 random_state=None, n_threads=None, verbose=0, callback=None, scheduler=None,
+                 n_partitions=None):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -264,6 +322,8 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         self.n_threads = n_threads
         self.verbose = verbose
         self.callback = callback
+        self.scheduler = scheduler
+        self.n_partitions = n_partitions
 
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d) dense or sparse, labels y; ``sample_weight`` rescaled to mean 1."""
@@ -326,23 +386,26 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         k = len(self.classes_)
         self._n_samples = X.shape[0]
         seed = _seed(self.random_state)
-        n_threads = resolve_n_threads(self.n_threads)
+        n_threads = self._threads()
         joint = LOSSES[self.loss].vector or k == 2
         previous = self._previous(1 if joint else k, streaming)
-        if joint:
-            problem = self._problem(X, y_index, c, n_threads, classes=np.arange(k))
-            results, names = zip(self._solve(problem, seed, previous[0], **overrides))
-        else:
-            n_parallel = min(k, n_threads)
-            threads_each = max(1, n_threads // n_parallel)
+        with self._cluster() as client:
+            if joint:
+                problem = self._problem(X, y_index, c, n_threads, classes=np.arange(k),
+                                        client=client)
+                results, names = zip(self._solve(problem, seed, previous[0], **overrides))
+            else:
+                # on Dask the workers hold the parallelism: one problem after another
+                n_parallel = 1 if client is not None else min(k, n_threads)
+                threads_each = n_threads if client is not None else max(1, n_threads // n_parallel)
 
-            def fit_one(j):
-                problem = self._problem(X, np.where(y_index == j, 1.0, -1.0), c, threads_each,
-                                        classes=BINARY_CLASSES)
-                return self._solve(problem, seed, previous[j], **overrides)
+                def fit_one(j):
+                    problem = self._problem(X, np.where(y_index == j, 1.0, -1.0), c,
+                                            threads_each, classes=BINARY_CLASSES, client=client)
+                    return self._solve(problem, seed, previous[j], **overrides)
 
-            with ThreadPoolExecutor(n_parallel) as pool:
-                results, names = zip(*pool.map(fit_one, range(k)))
+                with ThreadPoolExecutor(n_parallel) as pool:
+                    results, names = zip(*pool.map(fit_one, range(k)))
         coef, intercept = self._store(list(results), list(names), joint)
         coef = np.atleast_2d(coef)
         intercept = np.atleast_1d(np.asarray(intercept, dtype=np.float64))
@@ -395,7 +458,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
     def __init__(self, loss="squared", penalty="l2", alpha=1e-4, *, loss_param=None,
                  l1_ratio=0.15, p=2.0, solver="auto", tol=1e-4, max_iter=None, time_limit=None,
                  fit_intercept=True, intercept_scaling=1.0, warm_start=False, random_state=None,
-                 n_threads=None, verbose=0, callback=None):
+                 n_threads=None, verbose=0, callback=None, scheduler=None, n_partitions=None):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -413,6 +476,8 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         self.n_threads = n_threads
         self.verbose = verbose
         self.callback = callback
+        self.scheduler = scheduler
+        self.n_partitions = n_partitions
 
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d) dense or sparse, real targets y; ``sample_weight`` rescaled to mean 1."""
@@ -444,9 +509,10 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         overrides = _streaming(self.solver) if streaming else {}
         X = _canonical(X)
         self._n_samples = X.shape[0]
-        problem = self._problem(X, y, c, resolve_n_threads(self.n_threads))
-        result, name = self._solve(problem, _seed(self.random_state),
-                                   self._previous(1, streaming)[0], **overrides)
+        with self._cluster() as client:
+            problem = self._problem(X, y, c, self._threads(), client=client)
+            result, name = self._solve(problem, _seed(self.random_state),
+                                       self._previous(1, streaming)[0], **overrides)
         coef, intercept = self._store([result], [name], joint=True)
         self.coef_, self.intercept_ = np.asarray(coef, dtype=np.float64), float(intercept)
         return self
