@@ -24,7 +24,7 @@ LIBSVM_SETS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_libsvm(name, split="train"):
     """(X, y) of a ../shared/data set by short name (see LIBSVM_SETS); cached per process."""
     from fastrisk.svmlight import load_svmlight
@@ -53,7 +53,7 @@ def libsvm():
 IMDB_CACHE = Path(os.environ.get("FASTRISK_CACHE", Path.home() / ".cache" / "fastrisk"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_imdb_bigrams():
     """IMDB train set as unigram+bigram tf-idf, (X CSR float64, y -1/+1): 25000 x ~1.5M, ~8.8M nnz.
 

@@ -6,8 +6,8 @@ serial build is produced otherwise. ``FASTRISK_NATIVE=1`` adds
 ``-march=native`` and ``FASTRISK_NO_OPENMP=1`` forces the serial build.
 """
 
-import os
 import glob
+import os
 import shutil
 import subprocess
 import sys

@@ -18,7 +18,6 @@ import time
 import warnings
 
 import numpy as np
-import pytest
 
 import fastrisk as fr
 from fastrisk import _pegasos
@@ -112,7 +111,7 @@ def test_table1_low_curvature(benchmark, libsvm):
             for solver in ("pegasos", "adaptive", "proximal", "optimistic"):
                 best, reach, J0 = table1_row(problem, solver, epochs)
                 rows.append((name, lam, solver, best, reach))
-                print(f"{name:8s} {lam:7.0e} {solver:10s} {best:10.4f} {str(reach):>15s}",
+                print(f"{name:8s} {lam:7.0e} {solver:10s} {best:10.4f} {reach!s:>15s}",
                       flush=True)
     X, y = libsvm("a9a")
     sgd = sklearn_sgd_objective(fr.Problem(X, y, loss="hinge", alpha=1e-6), X, y,

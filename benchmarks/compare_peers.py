@@ -43,7 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import fastrisk as fr  # noqa: E402
+import fastrisk as fr
 
 EPSILONS = (1e-2, 1e-3, 1e-4)
 DATASETS = ("a9a", "w8a", "ijcnn1", "reuters", "imdb", "news20")
@@ -112,7 +112,7 @@ def peers(loss, penalty, alpha, m, multiclass):
 
     C = 1.0 / (alpha * m)
     tols = [10.0 ** -k for k in range(1, 10)]
-    iters = [2 ** k for k in range(0, 14)]
+    iters = [2 ** k for k in range(14)]
     out = {}
     l1_ratio = 1.0 if penalty == "l1" else 0.0
     if loss == "hinge":

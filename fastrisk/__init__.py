@@ -18,7 +18,24 @@ from fastrisk.stopping import History, Result
 from fastrisk.svmlight import dump_svmlight, load_svmlight
 
 __all__ = [
-    "Dataset", "History", "LOSSES", "LinearClassifier", "LinearModel", "LinearRegressor", "LocalOracle", "Loss", "PENALTIES", "Problem", "Result",
-    "RiskOracle", "SOLVERS", "dump_svmlight", "load_svmlight", "load", "make_regularizer",
-    "show_config", "solve", "__version__",
+    "LOSSES",
+    "PENALTIES",
+    "SOLVERS",
+    "Dataset",
+    "History",
+    "LinearClassifier",
+    "LinearModel",
+    "LinearRegressor",
+    "LocalOracle",
+    "Loss",
+    "Problem",
+    "Result",
+    "RiskOracle",
+    "__version__",
+    "dump_svmlight",
+    "load",
+    "load_svmlight",
+    "make_regularizer",
+    "show_config",
+    "solve",
 ]

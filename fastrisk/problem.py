@@ -11,8 +11,13 @@ import numbers
 
 import numpy as np
 
-from fastrisk.data import (Dataset, check_sample_weight, check_targets, encode_binary,
-                           encode_multiclass)
+from fastrisk.data import (
+    Dataset,
+    check_sample_weight,
+    check_targets,
+    encode_binary,
+    encode_multiclass,
+)
 from fastrisk.losses import Loss
 from fastrisk.oracle import LocalOracle, VectorOracle
 from fastrisk.regularizers import make_regularizer

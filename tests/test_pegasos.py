@@ -10,15 +10,22 @@ the convergence rate, and numpy's SVD for the spectral quantity beta_b.
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from reference.pegasos import pegasos_steps
 from scipy.optimize import minimize
 
 import fastrisk as fr
 from fastrisk import _pegasos
 from fastrisk.losses import LOSSES
-from fastrisk.solvers.pegasos import (RULES, PegasosState, ball_radius, gradient_bound,
-                                      solve_adaptive, solve_optimistic, solve_pegasos,
-                                      solve_proximal)
-from reference.pegasos import pegasos_steps
+from fastrisk.solvers.pegasos import (
+    RULES,
+    PegasosState,
+    ball_radius,
+    gradient_bound,
+    solve_adaptive,
+    solve_optimistic,
+    solve_pegasos,
+    solve_proximal,
+)
 
 SOLVERS = {"pegasos": solve_pegasos, "adaptive": solve_adaptive, "proximal": solve_proximal}
 

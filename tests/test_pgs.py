@@ -11,13 +11,13 @@ logistic objective.
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from reference.pgs import pgs_steps
 from scipy.optimize import minimize
 
 import fastrisk as fr
 from fastrisk import _pgs
 from fastrisk.losses import LOSSES
 from fastrisk.solvers.pgs import PGSState, certificate, solve_pgs
-from reference.pgs import pgs_steps
 
 
 def small_data(seed=0, m=40, d=12, dtype=np.float64, sparse=True):

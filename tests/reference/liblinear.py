@@ -7,8 +7,8 @@ intercept), so its solution is ours; tolerances are tight (1e-9 by default).
 import functools
 
 import numpy as np
-from sklearn.svm import LinearSVC
 from sklearn.linear_model import LogisticRegression
+from sklearn.svm import LinearSVC
 
 
 def objective(X, y, w, loss, alpha, penalty="l2"):
@@ -46,7 +46,7 @@ def liblinear_solution(X, y, loss, alpha, penalty="l2", tol=1e-9, max_iter=100_0
     return w, objective(X, y, w, loss, alpha, penalty)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def liblinear_objective(name, loss, alpha, penalty="l2"):
     """Cached LIBLINEAR objective on a ../shared/data set by short name."""
     from conftest import load_libsvm
