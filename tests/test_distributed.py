@@ -12,21 +12,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-distributed = pytest.importorskip("distributed")
+pytest.importorskip("distributed")
 import dask.array as da
 
 import fastrisk as fr
 from fastrisk.datasets import load_a9a
 from fastrisk.distributed import DaskOracle, PartitionLostError, make_dask_problem
 from fastrisk.oracle import LocalOracle
-
-
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=40) as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

@@ -13,19 +13,11 @@ import time
 import numpy as np
 import pytest
 
-distributed = pytest.importorskip("distributed")
+pytest.importorskip("distributed")
 
 import fastrisk as fr
 from fastrisk.cli import main
 from fastrisk.datasets import load_a9a
-
-
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=40) as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")
