@@ -34,7 +34,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -46,7 +45,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from fastrisk.config import resolve_n_threads
 from fastrisk.data import encode_labels
 from fastrisk.losses import LOSSES
-from fastrisk.model import LinearModel
+from fastrisk.model import LinearModel, scores_to_proba
 from fastrisk.problem import Problem
 from fastrisk.solvers import SOLVERS, choose_solver, get_solver
 
@@ -430,14 +429,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
     @available_if(_probabilistic)
     def predict_proba(self, X):
         """Probabilities (logistic: sigmoid, one-vs-rest normalized; softmax: softmax of scores)."""
-        f = self.decision_function(X)
-        if f.ndim == 1:
-            p = expit(f)
-            return np.column_stack([1.0 - p, p])
-        if self.loss == "softmax":
-            return softmax(f, axis=1)
-        p = expit(f)
-        return p / p.sum(axis=1, keepdims=True)
+        return scores_to_proba(self.decision_function(X), self.loss)
 
     @available_if(_probabilistic)
     def predict_log_proba(self, X):

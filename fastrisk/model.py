@@ -50,6 +50,18 @@ def _from_json_number(x):
     return None if x is None else float(x)
 
 
+def scores_to_proba(f, loss):
+    """Class probabilities from decision scores f: logistic gives sigmoid(f) (one-vs-rest
+    columns normalized to sum 1), softmax gives softmax(f)."""
+    if f.ndim == 1:
+        p = expit(f)
+        return np.column_stack([1.0 - p, p])
+    if loss == "softmax":
+        return softmax(f, axis=1)
+    p = expit(f)
+    return p / p.sum(axis=1, keepdims=True)
+
+
 class LinearModel:
     """A fitted linear model: scores ``f = X coef^T + intercept``.
 
@@ -141,14 +153,7 @@ class LinearModel:
 
         if not (self.is_classifier and LOSSES[self.loss].probabilistic):
             raise AttributeError(f"predict_proba is not available for the {self.loss} loss")
-        f = self.decision_function(X)
-        if f.ndim == 1:
-            p = expit(f)
-            return np.column_stack([1.0 - p, p])
-        if self.loss == "softmax":
-            return softmax(f, axis=1)
-        p = expit(f)
-        return p / p.sum(axis=1, keepdims=True)
+        return scores_to_proba(self.decision_function(X), self.loss)
 
     # ---- file format ------------------------------------------------------------------
 
