@@ -1,4 +1,4 @@
-"""Fixtures shared by tests/ and benchmarks/: the real data sets of ../shared/data."""
+"""Fixtures shared by tests/ and benchmarks/: the real data sets of ../shared/data, a Dask cluster."""
 
 import functools
 import os
@@ -93,3 +93,13 @@ def load_imdb_bigrams():
 def imdb_bigrams():
     """(X, y) of the IMDB unigram+bigram tf-idf problem (cached outside the repo)."""
     return load_imdb_bigrams()
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A client of a 2-worker LocalCluster with worker processes, one cluster per test module."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=40) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
