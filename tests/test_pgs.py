@@ -12,34 +12,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from reference.pgs import pgs_steps
+from reference.stochastic import dense_with_bias, dloss, small_data
 from scipy.optimize import minimize
 
 import fastrisk as fr
 from fastrisk import _pgs
-from fastrisk.losses import LOSSES
 from fastrisk.solvers.pgs import PGSState, certificate, solve_pgs
-
-
-def small_data(seed=0, m=40, d=12, dtype=np.float64, sparse=True):
-    rng = np.random.default_rng(seed)
-    X = sp.random(m, d, density=0.4, random_state=seed, format="csr", dtype=np.float64)
-    X.data = rng.standard_normal(X.nnz)
-    X = X.astype(dtype)
-    y = np.where(rng.random(m) < 0.5, -1.0, 1.0)
-    return (X if sparse else X.toarray()), y
-
-
-def dloss(name):
-    ref = LOSSES[name].reference
-    return lambda f, y: float(ref(np.array([f]), np.array([y]), None)[1][0])
-
-
-def dense_with_bias(problem):
-    X = problem.data.X
-    X = (X.toarray() if sp.issparse(X) else np.asarray(X)).astype(np.float64)
-    if problem.data.bias:
-        X = np.hstack([X, np.full((X.shape[0], 1), problem.data.bias)])
-    return X
 
 
 @pytest.mark.parametrize("p", [2.0, 1.8, 1.3])
