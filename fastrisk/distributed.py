@@ -3,22 +3,29 @@
 ``DaskOracle`` is the multiplexer of BMRM Figure 2 across machines: the data
 are cut into row partitions that live on the Dask workers (loaded there from
 svmlight files, computed there from a dask array / dataframe, or scattered
-once from an in-memory matrix) and are never sent again.  Each call
-broadcasts w, every worker runs the compiled kernel on its partitions
-(``LocalOracle.partial``: GIL released, ``n_threads`` OpenMP threads) and the
-client adds the partial sums in partition order.  The sums are the ones
-``LocalOracle`` adds for the same partition sizes and thread count, so
-``DaskOracle(w)`` equals ``LocalOracle(..., n_partitions=oracle.partition_sizes,
+once from an in-memory matrix) and are never sent again.  A partition keeps
+only the columns its rows use (``Partition.cols``, also kept on the client):
+each call sends partition k ``w[cols_k]`` and gets back ``(X_k^T g)[cols_k]``,
+not two dense vectors of the full width.  The calls go straight from the
+client to one ``PartitionActor`` per partition, on the worker holding it (no
+scheduler and no task per call); the worker runs the compiled kernel
+(``LocalOracle.partial``: GIL released, ``n_threads`` OpenMP threads, default
+the worker's thread count, and the partitions of one worker run one at a
+time, so the workers do not oversubscribe the cores).  The client adds the
+partial sums in partition order.  The sums are the ones ``LocalOracle`` adds
+for the same partition sizes and thread count (see ``DaskOracle.__call__``
+for why the column restriction changes no bit), so ``DaskOracle(w)`` equals
+``LocalOracle(..., n_partitions=oracle.partition_sizes,
 n_threads=oracle.n_threads)(w)`` bit for bit, and every batch solver (BMRM,
 proximal bundle, L-BFGS) runs on it unchanged through
 ``Problem.from_oracle`` (see ``make_dask_problem``).
 
-Failures: a task interrupted by a dying worker is re-run by the scheduler on
-the remaining workers.  Partitions built by tasks (files, dask collections)
-are recomputed there from their source.  Scattered partitions survive when
+Failures: a call that loses a worker places new actors next to the surviving
+or rebuilt partitions and is repeated.  Partitions built by tasks (files,
+dask collections) are recomputed on the remaining workers from their source.  Scattered partitions survive when
 ``from_array(..., replicas=r)`` kept r copies on distinct workers (distinct
 keys, so Dask's memory manager does not drop them as redundant replicas):
-the call is retried on a surviving copy.  When every copy of a partition is
+the call is repeated on a surviving copy.  When every copy of a partition is
 gone the call raises ``PartitionLostError``; it never returns a partial sum.
 """
 
@@ -34,7 +41,6 @@ from fastrisk.losses import Loss
 from fastrisk.oracle import LocalOracle, check_weights, partition_rows
 
 _GONE = ("lost", "cancelled", "error")
-BROADCAST_BYTES = 1 << 20  # larger w are scattered to every worker first, smaller ones sent inline
 
 
 class PartitionLostError(RuntimeError):
@@ -76,40 +82,78 @@ def _chunk_summary(chunk, task):
     return X.shape[0], X.shape[1], labels, (float(np.sum(c)) if c is not None else X.shape[0])
 
 
-def _build_partition(chunk, loss, task, classes, n_features, bias, n_threads):
-    """The LocalOracle (one partition, n_threads threads) over one chunk."""
-    X, y, c = chunk
-    m = X.shape[0]
-    if sp.issparse(X) and X.shape[1] < n_features:
-        X = X.tocsr()
-        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(m, n_features))
-    elif X.shape[1] != n_features:
-        raise ValueError(f"a partition has {X.shape[1]} features, expected {n_features}")
-    data = Dataset(X, intercept_scaling=bias)
-    if task == "binary":
-        y = np.asarray(y).ravel()
-        if y.shape[0] != m:
-            raise ValueError(f"y has {y.shape[0]} entries for a partition of {m} rows")
-        y = np.where(y == classes[1], 1.0, -1.0)
-    elif task == "novelty":
-        y = np.zeros(m)
+def used_columns(X, n_features, bias):
+    """The sorted weight indices one partition touches: the stored columns of a
+    sparse X (all columns of a dense one), then the intercept."""
+    used = np.zeros(n_features + (bias != 0.0), dtype=bool)
+    if sp.issparse(X):
+        used[X.indices] = True
     else:
-        y = check_targets(y, m)
-    return LocalOracle(data, loss, y, check_sample_weight(c, m), n_partitions=1,
-                       n_threads=n_threads)
+        used[:n_features] = True
+    used[0] |= not used[:n_features].any()  # rows without entries: keep one (unwritten) column
+    used[n_features:] = True  # the intercept
+    return np.flatnonzero(used)
 
 
-def _conjugates_at_zero(partition):
-    """c_i l*(0, y_i) of one partition (for the risk floor of BMRM's first cut)."""
-    conj = partition.loss.conjugate(np.zeros(partition.n_samples), partition.y)
-    return conj * partition.c if partition.c.size else conj
+class Partition:
+    """One partition on a worker: the LocalOracle over its rows and only the
+    columns they use (MATH.md 3, partition-local gradients).
+
+    ``cols`` are the weight indices the rows touch; X is stored with its
+    column indices renumbered 0..len(cols)-1 (order kept), so ``partial``
+    takes ``w[cols]`` and returns ``(X^T g)[cols]``.  The kernel runs the same
+    floating-point operations in the same order as on the full width: only
+    the indices differ.  The other gradient entries of the full-width kernel
+    are its initial +0.0 (no row writes them).
+    """
+
+    def __init__(self, chunk, loss, task, classes, n_features, bias, n_threads):
+        X, y, c = chunk
+        m = X.shape[0]
+        if X.shape[1] > n_features or (not sp.issparse(X) and X.shape[1] != n_features):
+            raise ValueError(f"a partition has {X.shape[1]} features, expected {n_features}")
+        X = X.tocsr() if sp.issparse(X) else X
+        self.cols = used_columns(X, n_features, bias)
+        if sp.issparse(X):
+            local = np.searchsorted(self.cols, X.indices).astype(X.indices.dtype)
+            X = sp.csr_matrix((X.data, local, X.indptr),
+                              shape=(m, self.cols.size - (bias != 0.0)))
+        data = Dataset(X, intercept_scaling=bias)
+        if task == "binary":
+            y = np.asarray(y).ravel()
+            if y.shape[0] != m:
+                raise ValueError(f"y has {y.shape[0]} entries for a partition of {m} rows")
+            y = np.where(y == classes[1], 1.0, -1.0)
+        elif task == "novelty":
+            y = np.zeros(m)
+        else:
+            y = check_targets(y, m)
+        self.oracle = LocalOracle(data, loss, y, check_sample_weight(c, m), n_partitions=1,
+                                  n_threads=n_threads)
+
+    def conjugates_at_zero(self):
+        """c_i l*(0, y_i) of the rows (for the risk floor of BMRM's first cut)."""
+        o = self.oracle
+        conj = o.loss.conjugate(np.zeros(o.n_samples), o.y)
+        return conj * o.c if o.c.size else conj
 
 
-def _partial(partition, w):
-    """(sum_i c_i l_i, X^T g, compute seconds, pid) of one partition."""
-    start = time.perf_counter()
-    value, grad = partition.partial(w, 0)
-    return value, grad, time.perf_counter() - start, os.getpid()
+class PartitionActor:
+    """The Dask actor that runs ``Partition.partial`` on the worker holding the
+    partition: calls go from the client to that worker directly (no scheduler,
+    no task per call), and w[cols] and the gradient travel as raw buffers."""
+
+    def __init__(self, partition):
+        self.partition = partition
+
+    def columns(self):
+        return self.partition.cols
+
+    def partial(self, w_cols):
+        """(sum_i c_i l_i, (X^T g)[cols], compute seconds, pid)."""
+        start = time.perf_counter()
+        value, grad = self.partition.oracle.partial(w_cols, 0)
+        return value, grad, time.perf_counter() - start, os.getpid()
 
 
 # ---------------------------------------------------------------- client side
@@ -145,12 +189,14 @@ class DaskOracle:
     """
 
     def __init__(self, client, chunks, *, loss="hinge", loss_param=None, fit_intercept=False,
-                 intercept_scaling=1.0, n_features=None, n_threads=1):
+                 intercept_scaling=1.0, n_features=None, n_threads=None):
         """Turn chunk futures (X, y, sample_weight) on the workers into partitions.
 
         Prefer the ``from_*`` constructors.  ``chunks[k]`` is the future of
         partition k's chunk, or a list of futures of identical copies (on
         distinct workers) to fall back on when a worker is lost.
+        ``n_threads``: OpenMP threads per partition call (None: the smallest
+        thread count of the cluster's workers).
         """
         self.client = client
         self.loss = loss if isinstance(loss, Loss) else Loss(loss, loss_param)
@@ -161,6 +207,8 @@ class DaskOracle:
         if fit_intercept and (not isinstance(intercept_scaling, numbers.Real)
                               or not intercept_scaling > 0):
             raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling!r}")
+        if n_threads is None:  # a worker runs one partition at a time on all its threads
+            n_threads = min(w["nthreads"] for w in client.scheduler_info()["workers"].values())
         if not isinstance(n_threads, (int, np.integer)) or isinstance(n_threads, bool) \
                 or n_threads < 1:
             raise ValueError(f"n_threads must be an integer >= 1, got {n_threads!r}")
@@ -196,8 +244,8 @@ class DaskOracle:
         # copies are built where their chunk lives (never two on one worker)
         where = client.who_has([c for cs in copies if len(cs) > 1 for c in cs])
         self.copies = [
-            [client.submit(_build_partition, chunk, self.loss, task, self.classes_, width,
-                           self.bias, self.n_threads, pure=False,
+            [client.submit(Partition, chunk, self.loss, task, self.classes_, width, self.bias,
+                           self.n_threads, pure=False,
                            workers=list(where[chunk.key]) if chunk.key in where else None)
              for chunk in chunk_copies]
             for chunk_copies in copies]
@@ -205,11 +253,16 @@ class DaskOracle:
         for part in self.all_partitions:
             if part.status == "error":
                 part.result()  # raises the worker's validation error here
-        conj = client.gather([client.submit(_conjugates_at_zero, part, pure=False)
+        # the weight indices of each partition, kept here: w[cols] out, (X^T g)[cols] back
+        cols = client.gather([client.submit(getattr, part, "cols", pure=False)
+                              for part in self.partitions])
+        self.columns = [slice(None) if c.size == self.n_weights else c for c in cols]
+        conj = client.gather([client.submit(Partition.conjugates_at_zero, part, pure=False)
                               for part in self.partitions])
         self.risk_floor = float(-np.concatenate(conj).mean())
         self.n_calls = 0
         self.last_timing = None
+        self._actors = []
 
     # -- constructors -----------------------------------------------------
 
@@ -316,35 +369,68 @@ class DaskOracle:
     def all_partitions(self):
         return [p for copies in self.copies for p in copies]
 
-    def partials(self, w):
-        """[(value, X^T g, compute seconds, worker pid)] of every partition, in order.
+    def _place_actors(self):
+        """A PartitionActor next to the live copy of each partition (a partition
+        built by a task and lost with its worker is recomputed first)."""
+        self._release_actors()
+        parts = self.partitions
+        where = self.client.who_has(parts)
+        self._actors = [self.client.submit(PartitionActor, part, actor=True, pure=False,
+                                           workers=list(where.get(part.key, ())) or None,
+                                           allow_other_workers=True)
+                        for part in parts]
+        return [actor.result() for actor in self._actors]
 
-        A call that lost a dependency is repeated on the surviving copies, at
-        most once per copy; the results of a call are used only when complete.
+    def _release_actors(self):
+        for actor in self._actors:
+            actor.release()
+        self._actors = []
+
+    def partials(self, w):
+        """[(value, (X^T g)[cols], compute seconds, worker pid)] of every partition, in order.
+
+        Each partition's actor receives ``w[cols]`` and runs the kernel; the
+        calls run concurrently on the workers.  A call that lost a worker is
+        repeated on actors placed next to the surviving (or recomputed) copies,
+        at most once per copy; the results are used only when complete.
         """
         distributed = _distributed()
-        client = self.client
         w = check_weights(w, self.n_weights)
-        if w.nbytes > BROADCAST_BYTES:  # one copy per worker, not one per partition
-            w = client.scatter(w, broadcast=True, hash=False)
         n_copies = max(len(c) for c in self.copies)
         for attempt in range(n_copies + 1):
-            futures = [client.submit(_partial, part, w, pure=False) for part in self.partitions]
             try:
-                return client.gather(futures)
-            except distributed.client.FutureCancelledError as exc:
+                actors = ([a.result() for a in self._actors] if self._actors
+                          else self._place_actors())
+                calls = [actor.partial(w[cols]) for actor, cols in zip(actors, self.columns)]
+                return [call.result() for call in calls]
+            except PartitionLostError:
+                raise
+            except (OSError, RuntimeError, distributed.client.FutureCancelledError) as exc:
+                # a worker died: its actors (and maybe partitions) are gone
+                self._release_actors()
                 if attempt == n_copies:
-                    raise PartitionLostError(f"the oracle call failed {attempt + 1} times "
-                                             "with lost partitions") from exc
+                    raise PartitionLostError(
+                        f"the oracle call failed {attempt + 1} times with lost workers (scattered "
+                        "data: build the oracle with replicas >= 2)") from exc
 
     def __call__(self, w):
+        """(R_emp(w), gradient): the partial sums added in partition order.
+
+        ``grad[cols_k] += g_k`` for k = 0, 1, ... gives the bits of the local
+        oracle's ``g_0 + g_1 + ...`` over full-width partials: there a
+        partial is +0.0 outside its columns, and adding +0.0 changes no value
+        except -0.0, which no entry can be (each is a sum started at +0.0, and
+        in round-to-nearest such a sum is never -0.0).
+        """
         start = time.perf_counter()
         results = self.partials(w)
         self.n_calls += 1
-        value, grad = results[0][0], results[0][1]
-        for v, g, _, _ in results[1:]:
+        value = results[0][0]
+        for v, _, _, _ in results[1:]:
             value += v
-            grad += g
+        grad = np.zeros(self.n_weights)
+        for (_, g, _, _), cols in zip(results, self.columns):
+            grad[cols] += g
         self.last_timing = (time.perf_counter() - start, [r[2] for r in results])
         return value / self.n_samples, grad / self.n_samples
 
@@ -362,7 +448,8 @@ class DaskOracle:
                            n_partitions=self.partition_sizes, n_threads=self.n_threads)
 
     def close(self):
-        """Release the partitions on the workers."""
+        """Release the actors and partitions on the workers."""
+        self._release_actors()
         for p in self.all_partitions:
             p.release()
         self.copies = []
@@ -371,7 +458,7 @@ class DaskOracle:
 def make_dask_problem(source, y=None, *, client=None, loss="hinge", penalty="l2", alpha=1e-4,
                       loss_param=None, l1_ratio=0.15, p=2.0, sample_weight=None,
                       fit_intercept=False, intercept_scaling=1.0, n_partitions=None,
-                      n_features=None, n_threads=1, replicas=1):
+                      n_features=None, n_threads=None, replicas=1):
     """A fastrisk Problem whose risk oracle runs on a Dask cluster.
 
     ``source``: a list of svmlight file paths (y and sample_weight unused),
@@ -380,7 +467,8 @@ def make_dask_problem(source, y=None, *, client=None, loss="hinge", penalty="l2"
     dask Client, a scheduler address (``"tcp://host:8786"``) or None for the
     current client.  ``replicas``: copies of each in-memory partition (files and
     dask collections are recomputed instead).  ``n_threads``: OpenMP threads
-    per partition task (give each worker one partition per core it runs).
+    per partition call (default: the workers' thread count; a worker runs its
+    partitions one at a time).
     The other arguments mean what they mean in ``Problem``.
     Solve with ``fastrisk.solve(problem, solver="bmrm" | "prox_bundle" |
     "lbfgs")``; ``problem.oracle`` is the DaskOracle and ``problem.classes_``

@@ -2,7 +2,8 @@
 
 The Dask oracle runs the same kernel on the same partitions with the same
 thread count and adds the partial sums in the same order, so the results
-must be identical bit for bit (assert_array_equal, ==): no tolerance.
+must be identical bit for bit (gradients compared as uint64 bit patterns,
+values with ==): no tolerance.
 """
 
 import os
@@ -37,7 +38,7 @@ def assert_same(dask_oracle, local_oracle, seeds=(0, 1)):
         v1, g1 = dask_oracle(w)
         v2, g2 = local_oracle(w)
         assert v1 == v2
-        np.testing.assert_array_equal(g1, g2)
+        np.testing.assert_array_equal(g1.view(np.uint64), g2.view(np.uint64))  # bits: -0.0 too
 
 
 @pytest.mark.parametrize("loss,fit_intercept,weighted,dtype", [
@@ -69,6 +70,42 @@ def test_from_array_dense_two_threads(client, a9a_small):
     oracle = DaskOracle.from_array(client, X, y[:500], loss="squared_hinge", n_partitions=[100, 400],
                                    n_threads=2)
     assert_same(oracle, oracle.local_equivalent(X, y[:500]))
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_partition_local_columns(client, fit_intercept):
+    """Partitions touching disjoint, overlapping or no columns (empty rows, an explicitly
+    stored zero, gradient entries that cancel to 0.0): each worker holds exactly the columns
+    its rows store, and the sum of the column-restricted partials has the local bits."""
+    rng = np.random.default_rng(4)
+    X = sp.lil_matrix((40, 30))
+    X[0:10, 0:10] = rng.normal(size=(10, 10)) * (rng.random((10, 10)) < 0.5)
+    X[10:20, 10:20] = rng.normal(size=(10, 10))
+    X[30:40, 5:9] = 1.0  # rows 20-29 stay empty
+    X[30:40, 20:25] = 1.0
+    X[35, 9] = 1.0
+    X = X.tocsr()
+    row = slice(X.indptr[35], X.indptr[36])
+    X.data[row][X.indices[row] == 9] = 0.0  # stored zero: partition 3 uses column 9 only by it
+    assert X.nnz == 10 * 9 + 1 + np.count_nonzero(X[:20].toarray()) and 0.0 in X.data
+    y = np.tile([1.0, -1.0], 20)
+    oracle = DaskOracle.from_array(client, X, y, loss="hinge", n_partitions=4,
+                                   fit_intercept=fit_intercept)
+    assert oracle.n_threads == 1  # the fixture's workers run 1 thread each
+    bias = [oracle.n_weights - 1] if fit_intercept else []
+    for k, (a, b) in enumerate([(0, 10), (10, 20), (20, 30), (30, 40)]):
+        expected = (sorted(set(X[a:b].indices)) or [0]) + bias
+        np.testing.assert_array_equal(oracle.columns[k], expected)
+    local = oracle.local_equivalent(X, y)
+    assert_same(oracle, local, seeds=(0, 1, 2))
+    # w = 0: every hinge term is active, g_i = -y_i, and columns 20-24 (rows 30-39 only) sum
+    # to an exact 0.0; columns 25-29 belong to no partition
+    v, g = oracle(np.zeros(oracle.n_weights))
+    assert (g[20:30] == 0).all() and (g[:20] != 0).any()
+    assert v == local(np.zeros(oracle.n_weights))[0]
+    np.testing.assert_array_equal(g.view(np.uint64),
+                                  local(np.zeros(oracle.n_weights))[1].view(np.uint64))
+    oracle.close()
 
 
 def test_from_svmlight_files_equals_local(client, a9a_small, tmp_path):
