@@ -1,18 +1,25 @@
 """Dask risk oracle: time per call against workers, T(n) = s + t/n (BMRM Figure 6).
 
-IMDB unigram+bigram tf-idf (25000 x 1.5M, hinge loss).  For n = 1, 2
-single-threaded workers (one partition each) the oracle call time T(n) is
-split into compute (the slowest partition's kernel time, measured on the
-worker) and the rest: broadcasting w (12 MB), gathering the partial
-gradients (12 MB each), scheduling and the client's sum.  From T(1) and
-T(2), t = 2 (T(1) - T(2)) is the parallelizable part and s = T(1) - t the
-serial one.  The in-process LocalOracle (1 thread) is the baseline.
+IMDB unigram+bigram tf-idf (25000 x 1.5M, hinge loss, w ~ N(0, 0.01^2)).
+Two clusters live side by side (1 and 2 single-threaded worker processes,
+``LocalCluster(processes=True)``), each with 1 or 2 partitions per worker,
+and every round calls the in-process LocalOracle (1 thread) and each Dask
+oracle back to back, so a busy machine slows them alike; the table gives
+medians over the rounds and the load average.  For each Dask oracle:
+T (wall per call), compute (the kernel seconds of the busiest worker, its
+partitions run one after another), the communication share 1 - compute / T
+(sending w[cols_k], receiving (X_k^T g)[cols_k], the actor calls and the
+client's gathers and sums) and the megabytes moved per call.  With one
+partition per worker, T(n) = s + t/n through T(1) and T(2) gives
+t = 2 (T(1) - T(2)) and s = T(1) - t.
 
 Run ``python -m pytest benchmarks/bench_distributed.py -s`` for the table;
-with ``--benchmark-disable`` (CI smoke test) it uses every 12th row and 2
-workers only, and checks that the Dask and local oracles agree bit for bit.
+with ``--benchmark-disable`` (CI smoke test) it uses every 12th row, one
+round and the 2-worker cluster, and checks that the Dask and local oracles
+agree bit for bit.
 """
 
+import contextlib
 import statistics
 import time
 
@@ -25,15 +32,20 @@ import fastrisk as fr
 from fastrisk.distributed import DaskOracle
 
 
-def timed_calls(oracle, w, repeats):
-    walls, computes = [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        oracle(w)
-        walls.append(time.perf_counter() - start)
-        if isinstance(oracle, DaskOracle):
-            computes.append(max(oracle.last_timing[1]))
-    return statistics.median(walls), (statistics.median(computes) if computes else None)
+def load():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def call(oracle, w):
+    """(wall seconds, compute seconds of the busiest worker or None) of one call."""
+    start = time.perf_counter()
+    oracle(w)
+    wall = time.perf_counter() - start
+    if not isinstance(oracle, DaskOracle):
+        return wall, None
+    _, computes, pids = oracle.last_timing
+    return wall, max(sum(c for c, p in zip(computes, pids) if p == pid) for pid in set(pids))
 
 
 def test_dask_oracle_scaling(benchmark, imdb_bigrams):
@@ -41,32 +53,60 @@ def test_dask_oracle_scaling(benchmark, imdb_bigrams):
     smoke = benchmark.disabled
     if smoke:
         X, y = X[::12], y[::12]  # both classes (the file is sorted by label)
-    repeats = 1 if smoke else 5
+    rounds = 1 if smoke else 15
     w = np.random.default_rng(0).normal(size=X.shape[1]) * 0.01
     local = fr.Problem(X, y, loss="hinge", n_threads=1).oracle
-    T_local, _ = timed_calls(local, w, repeats)
+    workers = (2,) if smoke else (1, 2)
+    per_worker = (1,) if smoke else (1, 2)
+    with contextlib.ExitStack() as stack:
+        oracles = {}
+        for n in workers:
+            cluster = stack.enter_context(distributed.LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                silence_logs=40))
+            client = stack.enter_context(distributed.Client(cluster, set_as_default=False))
+            for p in per_worker:
+                oracle = DaskOracle.from_array(client, X, y, loss="hinge", n_partitions=n * p)
+                value, grad = oracle(w)
+                v_ref, g_ref = oracle.local_equivalent(X, y)(w)
+                assert value == v_ref and np.array_equal(grad.view(np.uint64),
+                                                         g_ref.view(np.uint64))
+                oracles[n, p] = oracle
+        load_before = load()
+        times = {key: [] for key in ["local", *oracles]}
+        for _ in range(rounds):
+            times["local"].append(call(local, w))
+            for key, oracle in oracles.items():
+                times[key].append(call(oracle, w))
+        if smoke:
+            benchmark.pedantic(oracles[2, 1], args=(w,), rounds=1, iterations=1)
+            return
+        load_after = load()
+        megabytes = {key: 16e-6 * sum(np.arange(o.n_weights)[c].size for c in o.columns)
+                     for key, o in oracles.items()}
+    T_local = statistics.median(t for t, _ in times["local"])
     rows = {}
-    for n in ((2,) if smoke else (1, 2)):
-        with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                      dashboard_address=None, silence_logs=40) as cluster, \
-                distributed.Client(cluster) as client:
-            oracle = DaskOracle.from_array(client, X, y, loss="hinge", n_partitions=n)
-            value, grad = oracle(w)
-            v_ref, g_ref = oracle.local_equivalent(X, y)(w)
-            assert value == v_ref and np.array_equal(grad, g_ref)
-            wall, compute = timed_calls(oracle, w, repeats)
-            rows[n] = (wall, compute, 1.0 - compute / wall)
-            if n == 2:
-                benchmark.pedantic(oracle, args=(w,), rounds=repeats, iterations=1)
-            oracle.close()
-    if smoke:
-        return
-    t = 2 * (rows[1][0] - rows[2][0])
-    s = rows[1][0] - t
-    benchmark.extra_info.update(T_local=T_local, T1=rows[1][0], T2=rows[2][0], s=s, t=t,
-                                comm_share_1=rows[1][2], comm_share_2=rows[2][2])
-    print(f"\nlocal oracle (1 thread): {T_local * 1e3:.1f} ms")
-    for n, (wall, compute, share) in rows.items():
-        print(f"n={n}: T={wall * 1e3:.1f} ms  compute={compute * 1e3:.1f} ms  "
-              f"communication/scheduling share={share:.0%}")
-    print(f"T(n) = s + t/n: s={s * 1e3:.1f} ms, t={t * 1e3:.1f} ms")
+    for key in oracles:
+        wall = np.array([t for t, _ in times[key]])
+        compute = np.array([c for _, c in times[key]])
+        local_wall = np.array([t for t, _ in times["local"]])
+        rows[key] = (np.median(wall), np.median(compute), np.median(1 - compute / wall),
+                     np.median(wall / local_wall))
+    fit = {}
+    for p in per_worker:
+        t = 2 * (rows[1, p][0] - rows[2, p][0])
+        fit[p] = (rows[1, p][0] - t, t)
+    benchmark.extra_info.update(T_local=T_local, load=[load_before, load_after],
+                                **{f"T{n}_p{p}": r[0] for (n, p), r in rows.items()},
+                                **{f"comm_share{n}_p{p}": r[2] for (n, p), r in rows.items()},
+                                s=fit[1][0], t=fit[1][1])
+    benchmark.pedantic(oracles[2, 1], args=(w,), rounds=3, iterations=1)
+    print(f"\nload average before / after: {load_before} / {load_after}; {rounds} rounds")
+    print(f"local oracle (1 thread, same process): {T_local * 1e3:.1f} ms")
+    for (n, p), (wall, compute, share, ratio) in rows.items():
+        print(f"{n} worker(s) x {p} partition(s): T={wall * 1e3:.1f} ms ({ratio:.2f} x local)  "
+              f"compute={compute * 1e3:.1f} ms  communication share={share:.0%}  "
+              f"{megabytes[n, p]:.1f} MB/call")
+    for p, (s, t) in fit.items():
+        print(f"T(n) = s + t/n ({p} partition(s) per worker): s={s * 1e3:.1f} ms, "
+              f"t={t * 1e3:.1f} ms")

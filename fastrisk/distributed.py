@@ -41,6 +41,7 @@ from fastrisk.losses import Loss
 from fastrisk.oracle import LocalOracle, check_weights, partition_rows
 
 _GONE = ("lost", "cancelled", "error")
+POLL_SECONDS = 0.5  # how often a waiting call checks that its actors' workers are alive
 
 
 class PartitionLostError(RuntimeError):
@@ -183,9 +184,10 @@ class DaskOracle:
     ``n_samples``, ``n_weights``, ``n_features``, ``bias``, ``loss``,
     ``classes_`` (binary losses), ``partition_sizes``, ``n_threads``,
     ``risk_floor`` (``-(1/m) sum_i c_i l*(0, y_i) <= R_emp``, BMRM's first cut),
-    ``n_calls`` and ``last_timing`` (wall seconds of the last call and the
-    compute seconds of each partition: the rest is communication and
-    scheduling).
+    ``columns`` (the weight indices of each partition, ``slice(None)`` for
+    all), ``n_calls`` and ``last_timing`` (wall seconds of the last call, the
+    kernel seconds of each partition and the pid of the worker that ran it:
+    the rest is communication and the client's sums).
     """
 
     def __init__(self, client, chunks, *, loss="hinge", loss_param=None, fit_intercept=False,
@@ -249,9 +251,8 @@ class DaskOracle:
                            workers=list(where[chunk.key]) if chunk.key in where else None)
              for chunk in chunk_copies]
             for chunk_copies in copies]
-        _distributed().wait(self.all_partitions)
         for part in self.all_partitions:
-            if part.status == "error":
+            if part.exception() is not None:
                 part.result()  # raises the worker's validation error here
         # the weight indices of each partition, kept here: w[cols] out, (X^T g)[cols] back
         cols = client.gather([client.submit(getattr, part, "cols", pure=False)
@@ -262,7 +263,8 @@ class DaskOracle:
         self.risk_floor = float(-np.concatenate(conj).mean())
         self.n_calls = 0
         self.last_timing = None
-        self._actors = []
+        self._actors, self._handles = [], []  # the actor futures and their call handles
+        self._direct_client = None
 
     # -- constructors -----------------------------------------------------
 
@@ -379,12 +381,36 @@ class DaskOracle:
                                            workers=list(where.get(part.key, ())) or None,
                                            allow_other_workers=True)
                         for part in parts]
-        return [actor.result() for actor in self._actors]
+        with self._actor_client().as_current():  # the handles call through this client
+            self._handles = [actor.result() for actor in self._actors]
+
+    def _actor_client(self):
+        """A client that sends actor calls to the workers directly: the given
+        one if it was made with ``direct_to_workers=True``, else a second
+        connection to the same scheduler (the default relays every call, w and
+        gradients included, through the scheduler)."""
+        if self.client.direct_to_workers:
+            return self.client
+        if self._direct_client is None:
+            self._direct_client = _distributed().Client(
+                self.client.scheduler.address, security=self.client.security,
+                direct_to_workers=True, set_as_default=False)
+        return self._direct_client
 
     def _release_actors(self):
         for actor in self._actors:
             actor.release()
-        self._actors = []
+        self._actors, self._handles = [], []
+
+    def _result(self, call):
+        """The result of one actor call, or OSError once an actor's worker is gone
+        (a call to a dead worker can wait for the actor's recomputation forever)."""
+        while True:
+            try:
+                return call.result(timeout=POLL_SECONDS)
+            except TimeoutError:
+                if any(actor.status != "finished" for actor in self._actors):
+                    raise OSError("a worker holding a partition actor was lost") from None
 
     def partials(self, w):
         """[(value, (X^T g)[cols], compute seconds, worker pid)] of every partition, in order.
@@ -399,10 +425,10 @@ class DaskOracle:
         n_copies = max(len(c) for c in self.copies)
         for attempt in range(n_copies + 1):
             try:
-                actors = ([a.result() for a in self._actors] if self._actors
-                          else self._place_actors())
-                calls = [actor.partial(w[cols]) for actor, cols in zip(actors, self.columns)]
-                return [call.result() for call in calls]
+                if not self._handles:
+                    self._place_actors()
+                calls = [actor.partial(w[cols]) for actor, cols in zip(self._handles, self.columns)]
+                return [self._result(call) for call in calls]
             except PartitionLostError:
                 raise
             except (OSError, RuntimeError, distributed.client.FutureCancelledError) as exc:
@@ -431,7 +457,8 @@ class DaskOracle:
         grad = np.zeros(self.n_weights)
         for (_, g, _, _), cols in zip(results, self.columns):
             grad[cols] += g
-        self.last_timing = (time.perf_counter() - start, [r[2] for r in results])
+        self.last_timing = (time.perf_counter() - start, [r[2] for r in results],
+                            [r[3] for r in results])
         return value / self.n_samples, grad / self.n_samples
 
     def local_equivalent(self, X, y, sample_weight=None):
@@ -453,6 +480,9 @@ class DaskOracle:
         for p in self.all_partitions:
             p.release()
         self.copies = []
+        if self._direct_client is not None:
+            self._direct_client.close()
+            self._direct_client = None
 
 
 def make_dask_problem(source, y=None, *, client=None, loss="hinge", penalty="l2", alpha=1e-4,
