@@ -9,27 +9,32 @@ medians over the rounds and the load average.  For each Dask oracle:
 T (wall per call), compute (the kernel seconds of the busiest worker, its
 partitions run one after another), the communication share 1 - compute / T
 (sending w[cols_k], receiving (X_k^T g)[cols_k], the actor calls and the
-client's gathers and sums) and the megabytes moved per call.  With one
+client's gathers and sums), the megabytes moved per call and the extra
+CPU: the CPU seconds of the client (with the scheduler) and the workers
+minus those of the local call in the same round, the same kernel work
+(the cost of the communication, less sensitive to the load than T).  With one
 partition per worker, T(n) = s + t/n through T(1) and T(2) gives
 t = 2 (T(1) - T(2)) and s = T(1) - t.
 
-Measured 2026-11-26 03:50-04:00 UTC on the shared 2-core machine, load
-average 7.5-9 (other sessions running), medians of 15 rounds:
+Measured 2026-11-26 03:50-04:10 UTC on the shared 2-core machine, load
+average 7.5-9.7 (other sessions running), medians of 15 rounds, two runs
+(T in ms, communication share, extra CPU of the second run):
 
-    local oracle 301 ms
-    1 worker  x 1 partition : T 349 ms, compute 303 ms, communication 23%, 24.2 MB/call
-    1 worker  x 2 partitions: T 332 ms, compute 265 ms, communication 29%, 28.9 MB/call
-    2 workers x 1 partition : T 438 ms, compute 236 ms, communication 40%, 28.9 MB/call
-    2 workers x 2 partitions: T 352 ms, compute 207 ms, communication 44%, 34.5 MB/call
-    T(n) = s + t/n (1 partition per worker): s = 528 ms, t = -179 ms
+                                 run 1                run 2
+    local oracle                 301                  261
+    1 worker  x 1 partition      349  23%             481  19%  100 ms   24.2 MB/call
+    1 worker  x 2 partitions     332  29%             394  28%  110 ms   28.9 MB/call
+    2 workers x 1 partition      438  40%             505  36%  150 ms   28.9 MB/call
+    2 workers x 2 partitions     352  44%             430  34%  110 ms   34.5 MB/call
+    s, t (1 partition/worker)    528, -179            529, -48
 
-With a load of 4 runnable processes per core, two workers do not get two
-cores, so t < 0 says nothing about the method; the communication share fell
-from 47% / 58% (dense 12 MB w and gradient per partition, relayed through
-the scheduler, one task per call) to 23% / 40%.  In one process,
-alternating the calls (same load), the previous oracle took 1.85-1.87 x
-(1 worker) and 2.10-2.30 x (2 workers) the local oracle's time, this one
-1.31-1.37 x and 1.34-1.40 x.
+With 4-5 runnable processes per core, two workers do not get two cores, so
+t < 0 says nothing about the method (a third run gave s = 147, t = 202 ms).
+The communication share fell from 47% / 58% (dense 12 MB w and gradient
+per partition, relayed through the scheduler, one task per call) to
+19-23% / 32-40%.  In one process, alternating the calls (same load), the
+previous oracle took 1.85-1.87 x (1 worker) and 2.10-2.30 x (2 workers)
+the local oracle's time, this one 1.31-1.37 x and 1.34-1.40 x.
 
 Run ``python -m pytest benchmarks/bench_distributed.py -s`` for the table;
 with ``--benchmark-disable`` (CI smoke test) it uses every 12th row, one
@@ -38,13 +43,13 @@ agree bit for bit.
 """
 
 import contextlib
-import statistics
 import time
 
 import numpy as np
 import pytest
 
 distributed = pytest.importorskip("distributed")
+psutil = pytest.importorskip("psutil")  # a dependency of distributed
 
 import fastrisk as fr
 from fastrisk.distributed import DaskOracle
@@ -55,15 +60,22 @@ def load():
         return " ".join(f.read().split()[:3])
 
 
-def call(oracle, w):
-    """(wall seconds, compute seconds of the busiest worker or None) of one call."""
+def cpu_seconds(processes):
+    return sum(sum(p.cpu_times()[:2]) for p in processes)
+
+
+def call(oracle, w, processes):
+    """(wall seconds, kernel seconds of the busiest worker, CPU seconds of this process
+    (client, scheduler) and the workers) of one call."""
+    cpu = cpu_seconds(processes)
     start = time.perf_counter()
     oracle(w)
     wall = time.perf_counter() - start
+    cpu = cpu_seconds(processes) - cpu
     if not isinstance(oracle, DaskOracle):
-        return wall, None
+        return wall, np.nan, cpu
     _, computes, pids = oracle.last_timing
-    return wall, max(sum(c for c, p in zip(computes, pids) if p == pid) for pid in set(pids))
+    return wall, max(sum(c for c, p in zip(computes, pids) if p == pid) for pid in set(pids)), cpu
 
 
 def test_dask_oracle_scaling(benchmark, imdb_bigrams):
@@ -90,26 +102,27 @@ def test_dask_oracle_scaling(benchmark, imdb_bigrams):
                 assert value == v_ref and np.array_equal(grad.view(np.uint64),
                                                          g_ref.view(np.uint64))
                 oracles[n, p] = oracle
+        processes = [psutil.Process()] + [psutil.Process(pid) for pid in
+                                          {pid for o in oracles.values() for pid in o.last_timing[2]}]
         load_before = load()
         times = {key: [] for key in ["local", *oracles]}
         for _ in range(rounds):
-            times["local"].append(call(local, w))
+            times["local"].append(call(local, w, processes))
             for key, oracle in oracles.items():
-                times[key].append(call(oracle, w))
+                times[key].append(call(oracle, w, processes))
         benchmark.pedantic(oracles[2, 1], args=(w,), rounds=rounds, iterations=1)
         if smoke:
             return
         load_after = load()
         megabytes = {key: 16e-6 * sum(np.arange(o.n_weights)[c].size for c in o.columns)
                      for key, o in oracles.items()}
-    T_local = statistics.median(t for t, _ in times["local"])
+    local_wall, _, local_cpu = np.array(times["local"]).T
+    T_local = np.median(local_wall)
     rows = {}
     for key in oracles:
-        wall = np.array([t for t, _ in times[key]])
-        compute = np.array([c for _, c in times[key]])
-        local_wall = np.array([t for t, _ in times["local"]])
+        wall, compute, cpu = np.array(times[key]).T
         rows[key] = (np.median(wall), np.median(compute), np.median(1 - compute / wall),
-                     np.median(wall / local_wall))
+                     np.median(wall / local_wall), np.median(cpu - local_cpu))
     fit = {}
     for p in per_worker:
         t = 2 * (rows[1, p][0] - rows[2, p][0])
@@ -120,10 +133,10 @@ def test_dask_oracle_scaling(benchmark, imdb_bigrams):
                                 s=fit[1][0], t=fit[1][1])
     print(f"\nload average before / after: {load_before} / {load_after}; {rounds} rounds")
     print(f"local oracle (1 thread, same process): {T_local * 1e3:.1f} ms")
-    for (n, p), (wall, compute, share, ratio) in rows.items():
+    for (n, p), (wall, compute, share, ratio, overhead) in rows.items():
         print(f"{n} worker(s) x {p} partition(s): T={wall * 1e3:.1f} ms ({ratio:.2f} x local)  "
               f"compute={compute * 1e3:.1f} ms  communication share={share:.0%}  "
-              f"{megabytes[n, p]:.1f} MB/call")
+              f"{megabytes[n, p]:.1f} MB/call  extra CPU={overhead * 1e3:.1f} ms")
     for p, (s, t) in fit.items():
         print(f"T(n) = s + t/n ({p} partition(s) per worker): s={s * 1e3:.1f} ms, "
               f"t={t * 1e3:.1f} ms")
