@@ -34,9 +34,9 @@
 typedef struct {
     double a;
     int series_ok;                      /* truncation error below 2^-55 */
+    unsigned e_span;                    /* table path for 0 <= e + FR_POW_EXP < e_span */
     double binom[FR_POW_DEGREE + 1];    /* binom(a, k), k = 0..6 */
-    double c_pow[FR_POW_M];             /* c_i^a */
-    double c_inv[FR_POW_M];             /* 1 / c_i */
+    double c_tab[FR_POW_M][2];          /* c_i^a and 1 / c_i */
     double two_pow[2 * FR_POW_EXP];     /* 2^{e a}, e = -FR_POW_EXP .. FR_POW_EXP - 1 */
 } fr_pow_t;
 
@@ -52,10 +52,11 @@ static void fr_pow_init(fr_pow_t *P, double a)
         b *= (a - k) / (k + 1);
     }
     P->series_ok = fabs(b) <= 256.0;    /* |binom(a, 7)| 2^-63 <= 2^-55 */
+    P->e_span = P->series_ok ? 2 * FR_POW_EXP : 0;
     for (i = 0; i < FR_POW_M; i++) {
         double c = 1.0 + (i + 0.5) / FR_POW_M;
-        P->c_pow[i] = pow(c, a);
-        P->c_inv[i] = 1.0 / c;
+        P->c_tab[i][0] = pow(c, a);
+        P->c_tab[i][1] = 1.0 / c;
     }
     for (e = -FR_POW_EXP; e < FR_POW_EXP; e++)
         P->two_pow[e + FR_POW_EXP] = pow(2.0, e * a_hi) * pow(2.0, e * a_lo);
@@ -69,7 +70,7 @@ static inline double fr_pow(const fr_pow_t *P, double x)
     int e, i, k;
     memcpy(&bits, &x, sizeof bits);
     e = (int)(bits >> 52) - 1023;
-    if (!P->series_ok || e < -FR_POW_EXP || e >= FR_POW_EXP)
+    if ((unsigned)(e + FR_POW_EXP) >= P->e_span)
         return exp(P->a * log(x));
     i = (int)((bits >> (52 - FR_POW_BITS)) & (FR_POW_M - 1));
     m_bits = (bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;
@@ -77,11 +78,11 @@ static inline double fr_pow(const fr_pow_t *P, double x)
     c_bits = (m_bits & ~((1ULL << (52 - FR_POW_BITS)) - 1)) | (1ULL << (51 - FR_POW_BITS));
     memcpy(&m, &m_bits, sizeof m);
     memcpy(&c, &c_bits, sizeof c);
-    r = (m - c) * P->c_inv[i];
+    r = (m - c) * P->c_tab[i][1];
     s = P->binom[FR_POW_DEGREE];
     for (k = FR_POW_DEGREE - 1; k >= 0; k--)
         s = s * r + P->binom[k];
-    return P->two_pow[e + FR_POW_EXP] * P->c_pow[i] * s;
+    return P->two_pow[e + FR_POW_EXP] * P->c_tab[i][0] * s;
 }
 
 #endif
