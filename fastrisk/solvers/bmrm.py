@@ -220,22 +220,23 @@ class LinearProgram:
         self.highs.setOptionValue("output_flag", False)
         self.highs.setOptionValue("presolve", "off")
         self.highs.setOptionValue("simplex_strategy", 4)  # primal simplex
-        self.row_status, self.n_basic_rows = None, 0
+        self.basis, self.n_basic_cuts = None, 0
         self.n_aggregated = 0
         self.n_cold = 0
 
     def _basis(self, bundle):
-        """The previous basis with the new cut nonbasic at 0, or None to start cold."""
+        """The previous basis with the new cut nonbasic at 0, or None to start cold.
+
+        HiGHS returns a basis with exactly n + 1 basic variables; it is still one if
+        the bundle dropped only nonbasic cuts (and aggregated none).
+        """
         basic = bundle.extra["lp_basic"][1:bundle.k] > 0.5
-        if self.row_status is None or bundle.n_aggregated != self.n_aggregated \
-                or basic.sum() + self.n_basic_rows != self.n + 1:
+        if self.basis is None or bundle.n_aggregated != self.n_aggregated \
+                or basic.sum() != self.n_basic_cuts:
             self.n_aggregated = bundle.n_aggregated
             return None
-        basis = highspy.HighsBasis()
-        basis.col_status = [BASIC if s else LOWER for s in basic]
-        basis.row_status = self.row_status
-        basis.valid = True
-        return basis
+        self.basis.col_status = [BASIC if s else LOWER for s in basic]
+        return self.basis
 
     def _run(self, bundle):
         """Simplex from the kept basis; from scratch when there is none or it fails."""
@@ -267,10 +268,10 @@ class LinearProgram:
             np.append(np.full(n, -lam), -INF), np.append(np.full(n, lam), 1.0),
             start, cols.astype(np.int32), values, np.zeros(k - 1, dtype=np.int32))
         self._run(bundle)
-        solution, basis = self.highs.getSolution(), self.highs.getBasis()
-        self.row_status = list(basis.row_status)
-        self.n_basic_rows = sum(s == BASIC for s in self.row_status)
-        bundle.extra["lp_basic"][1:k] = [s == BASIC for s in basis.col_status]
+        solution, self.basis = self.highs.getSolution(), self.highs.getBasis()
+        basic = [s == BASIC for s in self.basis.col_status]
+        bundle.extra["lp_basic"][1:k] = basic
+        self.n_basic_cuts = sum(basic)
         w = -np.asarray(solution.row_dual)[:n]
         # Scale the HiGHS alpha into the dual feasible set (it may violate it by the
         # simplex tolerance) so that its value is a certified lower bound.
