@@ -263,6 +263,19 @@ def test_hinge_l1_matches_lp():
     check_against(res, ref.hinge_l1_optimum(X, y, 0.02))
 
 
+def test_hinge_l1_bounded_bundle_keeps_warm_start():
+    """LP (11) with room for 12 cuts (8 weights, so a vertex needs at most 9 active cuts):
+    once full, an inactive cut is dropped every iteration and the kept HiGHS basis follows
+    the remaining cuts, so HiGHS starts cold only rarely (the first LP); reference: the
+    whole l1-SVM as one LP, 1e-6 relative."""
+    X, y = random_problem(2, m=60, d=8)
+    res = solve_bmrm(Problem(X, y, loss="hinge", penalty="l1", alpha=0.02), tol=1e-8,
+                     max_iter=2000, max_bundle=12)
+    check_against(res, ref.hinge_l1_optimum(X, y, 0.02))
+    assert res.extra["n_dropped"] > 10 and res.extra["bundle_size"] <= 12
+    assert res.extra["lp_cold_starts"] < res.n_iter / 10
+
+
 @pytest.mark.parametrize("penalty,kw", [("l1", {}), ("elasticnet", dict(l1_ratio=0.5)),
                                         ("lp", dict(p=1.5))])
 def test_logistic_other_penalties(penalty, kw):

@@ -18,7 +18,11 @@ Inner problems, by penalty:
   LP dual value at the HiGHS multipliers scaled back into the dual feasible set
   (``alpha >= 0, sum alpha <= 1, ||A alpha||_inf <= lambda``).  This is
   Kelley's cutting-plane method (no proximal term): on a9a, logistic,
-  alpha = 3e-3 it needs ~600 iterations for a 2e-5 relative gap.
+  alpha = 3e-3 it needs ~600 iterations for a 2e-5 relative gap.  Without a
+  proximal term the aggregation below loses what the LP needs: a vertex with
+  s nonzero weights rests on s + 1 cuts, and a bundle smaller than that stalls
+  (8 weights, 3 or 4 cuts: still 30% suboptimal after 20000 iterations), so
+  ``max_bundle`` should exceed the expected number of nonzero weights.
 * ``elasticnet`` (l1_ratio < 1) and ``lp``: the generic inner solver, the
   dual ``max_{alpha in simplex} b^T alpha - lambda Omega*(-A alpha / lambda)``
   by accelerated projected gradient (FISTA) on the simplex, with
