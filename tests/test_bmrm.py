@@ -292,3 +292,17 @@ def test_logistic_other_penalties(penalty, kw):
         J_ref = ref.enet_smooth_optimum(X, y, "logistic", alpha, kw.get("l1_ratio", 1.0))
     check_against(res, J_ref)
 
+
+
+def test_l1_bmrm_writes_nothing_to_stdout():
+    # HiGHS's constructor prints a banner once per process; BMRM-l1 must not let it through
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, fastrisk as fr\n"
+            "X = np.random.default_rng(0).normal(size=(30, 4)); y = np.sign(X[:, 0])\n"
+            "fr.solve(fr.Problem(X, y, loss='logistic', penalty='l1', alpha=1e-2),"
+            " solver='bmrm', max_iter=5)\n"
+            "print('done')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == "done\n"

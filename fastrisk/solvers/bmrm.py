@@ -45,6 +45,8 @@ decrease and Theorem 2's argument (a line search between the aggregate and
 the new cut) still applies.
 """
 
+import os
+import sys
 import time
 
 import highspy
@@ -57,6 +59,33 @@ CUT_MEMORY = 2 ** 28  # bytes of cut storage the default bundle bound allows
 BASIC, LOWER = highspy.HighsBasisStatus.kBasic, highspy.HighsBasisStatus.kLower
 INF = highspy.kHighsInf
 MATRIX_COLWISE, MAXIMIZE = int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize)
+_highs_banner_shown = False
+
+
+def quiet_highs():
+    """A silent highspy.Highs().
+
+    HiGHS's C++ constructor writes a copyright banner to the process's stdout
+    the first time one is made (``output_flag`` can only be set afterwards),
+    which would land in the output of scripts and of ``fastrisk train``; that
+    first construction runs with file descriptor 1 pointed at os.devnull.
+    """
+    global _highs_banner_shown
+    if _highs_banner_shown:
+        highs = highspy.Highs()
+    else:
+        sys.stdout.flush()
+        saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            highs = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
+        _highs_banner_shown = True
+    highs.setOptionValue("output_flag", False)
+    return highs
 
 
 def default_max_bundle(n_weights):
@@ -220,8 +249,7 @@ class LinearProgram:
 
     def __init__(self, n_weights, lam):
         self.n, self.lam = n_weights, lam
-        self.highs = highspy.Highs()
-        self.highs.setOptionValue("output_flag", False)
+        self.highs = quiet_highs()
         self.highs.setOptionValue("presolve", "off")
         self.highs.setOptionValue("simplex_strategy", 4)  # primal simplex
         self.basis, self.n_basic_cuts = None, 0
