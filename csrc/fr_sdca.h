@@ -19,7 +19,11 @@
 #define FR_SDCA_H
 
 #include <math.h>
+#include <stdint.h>
 #include "fr_loss.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 typedef double (*fr_sdca_step_fn)(double u0, double f, double y, double p, double q);
 typedef double (*fr_loss_fn)(double f, double y, double p, double *d);
@@ -219,6 +223,44 @@ static inline fr_conj_fn fr_conj_for(int kind)
 #undef FR_CONJ_FOR_CASE
     default: return NULL;
     }
+}
+
+/* The visiting order: splitmix64 (Steele, Lea & Flood 2014) drives a
+ * Fisher-Yates shuffle of a[0:n) in place.  j = floor(r32 (k + 1) / 2^32)
+ * (multiply-shift, no division) is uniform up to a bias below n / 2^32. */
+static inline uint64_t fr_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static inline void fr_shuffle(int64_t *a, int64_t n, uint64_t *state)
+{
+    int64_t k, j, t;
+    for (k = n - 1; k > 0; --k) {
+        j = (int64_t)(((fr_splitmix64(state) >> 32) * (uint64_t)(k + 1)) >> 32);
+        t = a[k]; a[k] = a[j]; a[j] = t;
+    }
+}
+
+/* Inside one OpenMP parallel region: the thread count and a barrier (an
+ * orphaned directive binds to the region of the calling thread). */
+static inline int fr_num_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+static inline void fr_barrier(void)
+{
+#ifdef _OPENMP
+#pragma omp barrier
+#endif
 }
 
 /* Smallest curvature used in a step: a row of norm 0 (q = 0) maximises its
