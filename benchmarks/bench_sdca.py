@@ -45,16 +45,14 @@ def test_epoch_vs_oracle_imdb(benchmark, imdb_bigrams):
     d, n = prob.data, prob.n_samples
     sqnorm = d.row_sqnorms()
     u, v = np.zeros(n), np.zeros(d.n_weights)
-    row_loss, row_dual = np.empty(n), np.empty(n)
-    rng = np.random.default_rng(0)
+    row_loss, row_dual, sums = np.zeros(n), np.zeros(n), np.zeros(4)
+    index, state = np.arange(n, dtype=np.int64), np.array([0], dtype=np.uint64)
     kid = prob.loss.spec.kernel_id
 
-    def epoch():
-        order = rng.permutation(n).astype(np.int64)  # the visiting order is part of the cost
+    def epoch():  # the shuffle of the visiting order is part of the cost
         return _sdca.sdca_epoch(d.data, d.indices, d.indptr, d.dense, d.bias, prob.y,
-                                np.empty(0), sqnorm, order, kid, 0.0, prob.alpha * n, 0.0,
-                                u, v, row_loss, row_dual, np.empty(0, np.uint8), np.inf,
-                                -np.inf)
+                                np.empty(0), sqnorm, index, n, state, kid, 0.0, prob.alpha * n,
+                                0.0, u, v, row_loss, row_dual, sums, False, np.inf, -np.inf)
 
     epoch()  # leave the all-zero start: later epochs update most rows
     w = v.copy()
