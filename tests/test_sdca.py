@@ -158,6 +158,30 @@ def test_single_coordinate_reaches_the_scipy_optimum(loss, case):
     assert early.history.bound[0] > 1e-6  # not yet converged: the check is not vacuous
 
 
+def test_stopping_certifies_the_best_primal_iterate_with_the_current_dual():
+    # hinge at a small alpha: P(w(u)) oscillates while D(u) climbs, so the solver pairs the
+    # best checked primal point with the current dual (weak duality: D(u) <= J*)
+    X, y = _small_problem("hinge", n=60, d=4, seed=3)
+    alpha = 1e-4
+    prob = fr.Problem(X, y, loss="hinge", alpha=alpha)
+    J_star = _reference_optimum(X, prob.y, "hinge", alpha)
+    res = fr.solve(prob, solver="sdca", tol=0.0, max_iter=100, random_state=0, gap_every=1)
+    J, bound = np.array(res.history.objective), np.array(res.history.bound)
+    assert np.all(np.diff(J) <= 0)  # the best iterate so far
+    # every reported bound certifies its iterate (1e-9: SLSQP's J* is good to ~1e-10 here)
+    assert np.all(bound >= J - J_star - 1e-9)
+    assert res.objective == pytest.approx(prob.objective(res.w), rel=1e-12)
+    assert res.extra["dual"] <= J_star + 1e-9
+    assert res.gap == pytest.approx(res.objective - res.extra["dual"], rel=1e-12)
+    # not vacuous: the primal point of the final dual is worse than the one returned
+    w_now = X.T @ res.extra["alpha"] / (alpha * len(y))
+    assert prob.objective(w_now) > res.objective + 0.1 * (res.objective - J_star)
+    # a converged run stops on a certificate below tol (here: gap <= 1e-6 J)
+    conv = fr.solve(prob, solver="sdca", tol=1e-6, max_iter=20_000, random_state=0)
+    assert conv.status == "converged" and conv.gap <= 1e-6 * conv.objective
+    assert 0 <= conv.objective - J_star <= conv.gap + 1e-9
+
+
 # ---------------------------------------------------------------- mini-batch variants
 
 def _two_identical_points():

@@ -28,9 +28,12 @@ the dual sum and the loss at the scores it visited, a cheap estimate of the
 primal P(w).  When that estimated gap says ``tol`` is reached (also every
 max(10, epoch/4) epochs, every ``gap_every`` epochs, and at the end), one
 more parallel pass computes the exact P(w) and the certified duality gap
-P(w) - D(u) >= J(w) - J*, which the Monitor stops on.  Epochs without that
-pass are logged with the estimated objective and a NaN bound; their
-estimated gaps are in ``extra``.
+P(w) - D(u) >= J(w) - J*, which the Monitor stops on; w is the best primal
+iterate of the exact checks (any dual-feasible u certifies it).  Epochs
+without that pass are logged with the estimated objective and a NaN bound;
+their estimated gaps are in ``extra``.  The estimate costs O(1) per epoch:
+the kernels keep the sums of the per-row loss and dual terms and ||w||^2,
+||w||_1 up to date, and shuffle the visiting order themselves.
 
 Shrinking (Hsieh et al. 2008, as in LIBLINEAR) skips rows whose dual is at a
 bound of its box and pushed outward; it is what makes single-coordinate SDCA
@@ -236,7 +239,7 @@ def solve_sdca(problem, *, tol=1e-4, max_iter=1000, time_limit=None, callback=No
     pg_eps = None  # unshrink when the active rows' projected-gradient range falls below it
 
     def resync(w):
-        """Exact sums (drift of the running differences) and the exact duality gap."""
+        """Exact sums (drift of the running differences) and the exact P(w), D(u)."""
         total, status = _sdca.primal_loss_sum(*rows, w, y, c_arg, kid, p, row_loss, pass_threads)
         _raise_on(status, problem)
         sums[:] = (total, _sdca.dual_terms(y, c_arg, u, kid, p, row_dual), float(w @ w),
@@ -245,9 +248,20 @@ def solve_sdca(problem, *, tol=1e-4, max_iter=1000, time_limit=None, callback=No
         D = sums[1] / n - 0.5 * lam * sums[2]
         return P, D
 
+    def certify(best):
+        """Exact check: (w, P) the best primal iterate so far, and D(u) now.
+
+        P(w_best) - D(u) >= J(w_best) - J* for any dual-feasible u (weak duality), so the
+        certificate may pair the best checked primal point with the current dual: with a
+        nonsmooth loss P(w(u)) oscillates while D(u) climbs (hinge at small alpha).
+        """
+        w_now = weights()
+        P_now, D_now = resync(w_now)
+        return ((w_now, P_now) if P_now <= best[1] else best), D_now
+
     gap_estimates, row_visits = [], 0
-    status, epoch, w = None, 0, weights()
-    P, D = resync(w)
+    status, epoch = None, 0
+    (w, P), D = certify((None, np.inf))
     # exact checks: when the estimate says converged, at least 10% more epochs after the last
     # one; and unconditionally every max(10, 25%) epochs (the estimate can stay pessimistic)
     next_exact, next_forced = 1, 10
@@ -277,14 +291,13 @@ def solve_sdca(problem, *, tol=1e-4, max_iter=1000, time_limit=None, callback=No
                 extra["n_undone"] += undone
         _raise_on(st, problem)
         P_est = sums[0] / n + lam * (0.5 * sums[2] + kappa * sums[3])
-        D = sums[1] / n - 0.5 * lam * sums[2]
-        gap_estimates.append(P_est - D)
-        triggered = P_est - D <= mon.tol * abs(P_est) and epoch >= next_exact
+        D_est = sums[1] / n - 0.5 * lam * sums[2]
+        gap_estimates.append(P_est - D_est)
+        triggered = P_est - D_est <= mon.tol * abs(P_est) and epoch >= next_exact
         exact = (triggered or epoch >= next_forced or epoch >= mon.max_iter
                  or (gap_every and epoch % gap_every == 0))
         if exact:
-            w = weights()
-            P, D = resync(w)
+            (w, P), D = certify((w, P))
             status = mon.check(epoch, w, P, max(P - D, 0.0), keep_best=False)
             next_exact = epoch + 1 + epoch // 10
             next_forced = epoch + max(10, epoch // 4)
@@ -292,14 +305,12 @@ def solve_sdca(problem, *, tol=1e-4, max_iter=1000, time_limit=None, callback=No
                 # the estimate said converged but the certificate did not: all rows back
                 n_active, pg_max_old, pg_min_old = n, np.inf, -np.inf
         else:
-            # O(1) per epoch: the Monitor gets the last exactly checked iterate (a copy of
-            # the current one only for a callback)
-            P = P_est
+            # O(1) per epoch: the Monitor gets the best checked iterate (the current one,
+            # copied, only for a callback)
             status = mon.check(epoch, weights() if callback is not None else w, P_est, np.nan,
                                keep_best=False)
             if status is not None:
-                w = weights()
-                P, D = resync(w)
+                (w, P), D = certify((w, P))
     extra.update(alpha=u, dual=D, gap_estimates=np.array(gap_estimates), beta=beta,
                  n_active=n_active, row_visits=row_visits)
     return mon.result(status, epoch, w=w, objective=P, bound=max(P - D, 0.0), **extra)
