@@ -22,7 +22,7 @@ from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, fabs, isfinite, pow
 from libc.stdint cimport int64_t, uint64_t
 
-from fr_rows cimport index_t, row_view, row_dot, row_axpy, fr_prefetch
+from fr_rows cimport index_t, row_view, row_dot, row_axpy, row_sqnorm, fr_prefetch
 from fr_loss cimport FR_OK, FR_ERR_OVERFLOW, FR_ERR_BAD_LOSS
 
 cdef extern from "fr_sdca.h" nogil:
@@ -528,6 +528,21 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
     if not (isfinite(sums[0]) and isfinite(sums[1]) and isfinite(sums[2])):
         return out[2], <Py_ssize_t>out[3], FR_ERR_OVERFLOW
     return out[2], <Py_ssize_t>out[3], FR_OK
+
+
+def row_sqnorms(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+                bint dense, double bias, double[::1] out):
+    """out[i] = ||x_i||^2 + bias^2 (the intercept feature included), in one pass; returns out."""
+    cdef Py_ssize_t i, nnz, n = out.shape[0]
+    cdef const floating* val
+    cdef const index_t* idx
+    if indptr.shape[0] != n + 1:
+        raise ValueError("out must have one entry per row")
+    with nogil:
+        for i in range(n):
+            nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+            out[i] = row_sqnorm(val, nnz) + bias * bias
+    return np.asarray(out)
 
 
 def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,

@@ -120,8 +120,12 @@ static inline double fr_epsilon_insensitive_sdca_step(double u0, double f, doubl
 }
 
 /* Shrinking (LIBLINEAR-style, for the losses with a box-constrained dual):
- * the ascent direction G = d/du [-l*(-u)] - f of the dual along u, and where
- * u sits: -1 at the lower end of the box, +1 at the upper end, 0 inside. */
+ * the ascent direction G of the dual along the coordinate and where it sits:
+ * -1 at the lower end of the box, +1 at the upper end, 0 inside.  For the
+ * binary losses both are taken for s = y u (the alpha_i of LIBLINEAR, box
+ * [0, 1]), so rows of both labels share one scale for the thresholds, as in
+ * LIBLINEAR; measured on w8a hinge at alpha 1e-6, thresholds in the u scale
+ * (signs mixed across labels) kept far more rows active. */
 typedef double (*fr_sdca_grad_fn)(double u, double f, double y, double p, int *bound);
 
 static inline int fr_box_end(double u, double lo, double hi)
@@ -132,21 +136,21 @@ static inline int fr_box_end(double u, double lo, double hi)
 static inline double fr_hinge_sdca_grad(double u, double f, double y, double p, int *bound)
 {
     (void)p;
-    *bound = y > 0 ? fr_box_end(u, 0.0, 1.0) : -fr_box_end(-u, 0.0, 1.0);
-    return y - f;
+    *bound = fr_box_end(y * u, 0.0, 1.0);
+    return 1.0 - y * f;
 }
 
 static inline double fr_smoothed_hinge_sdca_grad(double u, double f, double y, double p, int *bound)
 {
-    *bound = y > 0 ? fr_box_end(u, 0.0, 1.0) : -fr_box_end(-u, 0.0, 1.0);
-    return y * (1.0 - p * y * u) - f;
+    *bound = fr_box_end(y * u, 0.0, 1.0);
+    return 1.0 - p * y * u - y * f;
 }
 
 static inline double fr_squared_hinge_sdca_grad(double u, double f, double y, double p, int *bound)
 {
     (void)p;
-    *bound = y * u <= 0.0 ? (y > 0 ? -1 : 1) : 0;
-    return y * (1.0 - y * u) - f;
+    *bound = y * u <= 0.0 ? -1 : 0;
+    return 1.0 - y * u - y * f;
 }
 
 static inline double fr_absolute_sdca_grad(double u, double f, double y, double p, int *bound)

@@ -394,6 +394,21 @@ def test_layouts_and_dtypes_give_the_same_solution(layout):
     np.testing.assert_allclose(res.w, ref.w, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("layout", ["dense32", "csr64-int64"])
+def test_row_sqnorms_kernel_matches_numpy(layout):
+    X, y = _small_problem("hinge", n=40, d=5, seed=4)
+    X[3] = 0.0  # an empty row
+    X = X.astype(np.float32) if layout == "dense32" else sp.csr_matrix(X)
+    if layout == "csr64-int64":
+        X = sp.csr_matrix((X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)),
+                          shape=X.shape)
+    d = fr.Problem(X, y, loss="hinge", fit_intercept=True, intercept_scaling=2.0).data
+    out = _sdca.row_sqnorms(d.data, d.indices, d.indptr, d.dense, d.bias, np.empty(40))
+    Xd = X.toarray() if sp.issparse(X) else X.astype(np.float64)
+    # float32 squares summed in double: same terms, rounding of the order only
+    np.testing.assert_allclose(out, (Xd * Xd).sum(axis=1) + 4.0, rtol=1e-12)
+
+
 def test_warm_start_along_a_regularization_path():
     X, y = _small_problem("logistic", n=300, d=8, seed=6)
     big = fr.solve(fr.Problem(X, y, loss="logistic", alpha=1e-2), solver="sdca", tol=1e-10,

@@ -204,10 +204,10 @@ def solve_sdca(problem, *, tol=1e-4, max_iter=1000, time_limit=None, callback=No
     c = problem.sample_weight
     c_arg = np.empty(0) if c is None else c
     lam_n = lam * n
-    sqnorm = data.row_sqnorms()
+    rows = (data.data, data.indices, data.indptr, data.dense, data.bias)
+    sqnorm = _sdca.row_sqnorms(*rows[:4], data.bias, np.empty(n))
     u, v = _initial_dual(problem, warm_start, lam_n)
     kid, p = spec.kernel_id, problem.loss.param
-    rows = (data.data, data.indices, data.indptr, data.dense, data.bias)
     b = min(batch_size, n)
 
     extra = {"batch_size": b, "variant": variant if b > 1 else "single"}
@@ -260,8 +260,11 @@ def solve_sdca(problem, *, tol=1e-4, max_iter=1000, time_limit=None, callback=No
         return ((w_now, P_now) if P_now <= best[1] else best), D_now
 
     gap_estimates, row_visits = [], 0
-    status, epoch = None, 0
-    (w, P), D = certify((None, np.inf))
+    # no exact pass at the start: the first epoch visits every row and sets its terms
+    status, epoch, w, P = None, 0, weights(), np.inf
+    sums[:] = (0.0, _sdca.dual_terms(y, c_arg, u, kid, p, row_dual), float(w @ w),
+               float(np.abs(w).sum()))
+    D = sums[1] / n - 0.5 * lam * sums[2]
     # exact checks: when the estimate says converged, at least 10% more epochs after the last
     # one; and unconditionally every max(10, 25%) epochs (the estimate can stay pessimistic)
     next_exact, next_forced = 1, 10
