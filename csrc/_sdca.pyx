@@ -315,8 +315,8 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
     the b longest rows + 1) are its workspace, empty otherwise.
 
     ``sums``: [0] and [1] are set to this pass's sum c_i l(f_i, y_i) (scores
-    before the update) and sum c_i (-l*(-u_i)) (new u); [2] and [3],
-    ||w||^2 and ||w||_1, are updated by the change of v.
+    before the update) and sum c_i (-l*(-u_i)) (new u); [2] and [3] to
+    ||w||^2 and ||w||_1 (one O(D) loop after the pass).
     Returns (beta, n_undone, status).
     """
     cdef Py_ssize_t n_order = index.shape[0], b = batch_size
@@ -333,7 +333,7 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t k0, k0_prev, nb, nb_prev, j, i, k, klo, khi, nnz, col, cnt, lo_col, hi_col
     cdef const floating* val
     cdef const index_t* idx
-    cdef double ci, f, q, a, deriv, s, so, sn, dsq, dl1, gain, denom, rho, sq, dg, beta_t
+    cdef double ci, f, q, a, deriv, s, gain, denom, rho, sq, dg, beta_t
     cdef double loss_sum, dual_sum, un
     cdef bint undo
     cdef Py_ssize_t undone_t
@@ -354,7 +354,7 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
     partial_ = np.zeros((2, n_blocks, b))
     ranges_ = np.zeros((n_blocks, b, 2), dtype=np.int64)
     unew_ = np.zeros((n_threads, b))
-    change_ = np.zeros((n_blocks, 6))  # batch: ||w||^2, ||w||_1, ||dv||^2 changes; 4-5: epoch
+    change_ = np.zeros((n_blocks, 2))  # aggressive, per block: ||dv||^2, change of g*(v)
     out_ = np.zeros(4)
     count_ = np.zeros(n_blocks, dtype=np.int64)
     cdef double[:, :, ::1] partial = partial_
@@ -422,8 +422,6 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
                     lo_col = col_bounds[blk]
                     hi_col = col_bounds[blk + 1]
                     cnt = 0
-                    dsq = 0.0
-                    dl1 = 0.0
                     for j in range(nb):
                         i = index[k0 + j]
                         ci = c[i] if c != NULL else 1.0
@@ -432,35 +430,30 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
                             continue
                         val = &data[indptr[i]]
                         idx = &indices[0] if dense else &indices[indptr[i]]
-                        nnz = indptr[i + 1] - indptr[i]
-                        for k in range(ranges[blk, j, 0], ranges[blk, j, 1] + (bias != 0.0 and lo_col <= d < hi_col)):
-                            if k < ranges[blk, j, 1]:
-                                col = idx[k]
-                                sn = v[col] + a * val[k]
-                            else:
-                                col = d
-                                sn = v[d] + a * bias
-                            so = v[col]
-                            if adaptive and not seen[col]:
-                                seen[col] = 1
-                                touched[blk, cnt] = col
-                                old[blk, cnt] = so
-                                cnt = cnt + 1
-                            v[col] = sn
-                            so = fr_soft_threshold(so, kappa)
-                            sn = fr_soft_threshold(sn, kappa)
-                            dsq = dsq + (sn * sn - so * so)
-                            dl1 = dl1 + (fabs(sn) - fabs(so))
-                    change[blk, 0] = dsq
-                    change[blk, 1] = dl1
+                        klo = ranges[blk, j, 0]
+                        khi = ranges[blk, j, 1]
+                        if adaptive:  # first touch of a coordinate in this batch: keep its value
+                            for k in range(klo, khi + (bias != 0.0 and lo_col <= d < hi_col)):
+                                col = idx[k] if k < khi else d
+                                if not seen[col]:
+                                    seen[col] = 1
+                                    touched[blk, cnt] = col
+                                    old[blk, cnt] = v[col]
+                                    cnt = cnt + 1
+                        row_axpy(a, val + klo, idx + klo, khi - klo, &v[0])
+                        if bias != 0.0 and lo_col <= d < hi_col:
+                            v[d] += a * bias
                     if adaptive:
                         count[blk] = cnt
                         sq = 0.0
+                        dg = 0.0
                         for k in range(cnt):
                             col = touched[blk, k]
                             seen[col] = 0
                             sq = sq + (v[col] - old[blk, k]) * (v[col] - old[blk, k])
-                        change[blk, 2] = sq
+                            dg = dg + (dual_g(v[col], kappa) - dual_g(old[blk, k], kappa))
+                        change[blk, 0] = sq
+                        change[blk, 1] = dg
                 undo = False
                 if adaptive:
                     fr_barrier()
@@ -468,8 +461,8 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
                     sq = 0.0
                     dg = 0.0
                     for blk in range(n_blocks):
-                        sq = sq + change[blk, 2]
-                        dg = dg + 0.5 * change[blk, 0]
+                        sq = sq + change[blk, 0]
+                        dg = dg + change[blk, 1]
                     gain = 0.0
                     denom = 0.0
                     for j in range(nb):
@@ -498,12 +491,6 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
                                 v[touched[blk, k]] = old[blk, k]
                         for j in range(nb):
                             unew[tid, j] = u[index[k0 + j]]
-                if not undo:
-                    for blk in range(n_blocks):
-                        if blk % nt != tid:  # block blk belongs to thread blk mod nt
-                            continue
-                        change[blk, 4] = change[blk, 4] + change[blk, 0]
-                        change[blk, 5] = change[blk, 5] + change[blk, 1]
                 if tid == 0:
                     for j in range(nb):
                         i = index[k0 + j]
@@ -521,9 +508,13 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
                 out[1] = dual_sum
                 out[2] = beta_t
                 out[3] = undone_t
-    for blk in range(n_blocks):  # block order: the same bits for any thread count
-        sums[2] += change[blk, 4]
-        sums[3] += change[blk, 5]
+        # ||w||^2 and ||w||_1 afresh: O(D), small next to a pass over all rows
+        sums[2] = 0.0
+        sums[3] = 0.0
+        for k in range(D):
+            s = fr_soft_threshold(v[k], kappa)
+            sums[2] += s * s
+            sums[3] += fabs(s)
     sums[0], sums[1] = out[0], out[1]
     if not (isfinite(sums[0]) and isfinite(sums[1]) and isfinite(sums[2])):
         return out[2], <Py_ssize_t>out[3], FR_ERR_OVERFLOW
