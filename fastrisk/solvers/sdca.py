@@ -23,9 +23,9 @@ lambda = alpha (1 - r), kappa = r / (1 - r)); then
 ``w = soft(v, kappa)``, ``v = (1/(lambda n)) sum c_i u_i x_i`` and
 ``D(u) = (1/n) sum c_i (-l*(-u_i)) - lambda 0.5 ||w||^2``.
 
-Each epoch (one random permutation from ``random_state``) the kernel returns
-the dual sum and the loss at the scores it visited, a cheap estimate of the
-primal P(w).  When that estimated gap says ``tol`` is reached (also every
+Each epoch (one random permutation, shuffled in the kernel by a splitmix64
+stream seeded from ``random_state``) the kernel updates the dual sum and the
+loss at the scores it visited, a cheap estimate of the primal P(w).  When that estimated gap says ``tol`` is reached (also every
 max(10, epoch/4) epochs, every ``gap_every`` epochs, and at the end), one
 more parallel pass computes the exact P(w) and the certified duality gap
 P(w) - D(u) >= J(w) - J*, which the Monitor stops on; w is the best primal
@@ -38,7 +38,13 @@ the kernels keep the sums of the per-row loss and dual terms and ||w||^2,
 Shrinking (Hsieh et al. 2008, as in LIBLINEAR) skips rows whose dual is at a
 bound of its box and pushed outward; it is what makes single-coordinate SDCA
 competitive with LIBLINEAR on hinge-type losses (a9a/w8a hinge at 1e-5: 12-14x
-fewer seconds than without it).
+fewer seconds than without it).  Shrunk rows are swapped behind the active
+ones in the kernel's index array (no Python work per epoch beyond O(1)).
+
+Mini-batch epochs run in one OpenMP region: each thread owns blocks of
+coordinates, computes the batch's partial scores on them, and after one
+barrier per batch (two for aggressive) every thread forms the same deltas and
+updates its own blocks (see ``_sdca.sdca_minibatch_epoch``).
 """
 
 import numpy as np
