@@ -231,7 +231,8 @@ static inline fr_conj_fn fr_conj_for(int kind)
 
 /* The visiting order: splitmix64 (Steele, Lea & Flood 2014) drives a
  * Fisher-Yates shuffle of a[0:n) in place.  j = floor(r32 (k + 1) / 2^32)
- * (multiply-shift, no division) is uniform up to a bias below n / 2^32. */
+ * (multiply-shift, no division) is uniform up to a bias below n / 2^32;
+ * beyond 2^32 rows a (slower) modulo keeps it exact enough. */
 static inline uint64_t fr_splitmix64(uint64_t *state)
 {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
@@ -244,7 +245,9 @@ static inline void fr_shuffle(int64_t *a, int64_t n, uint64_t *state)
 {
     int64_t k, j, t;
     for (k = n - 1; k > 0; --k) {
-        j = (int64_t)(((fr_splitmix64(state) >> 32) * (uint64_t)(k + 1)) >> 32);
+        uint64_t r = fr_splitmix64(state);
+        j = k < 0xFFFFFFFFLL ? (int64_t)(((r >> 32) * (uint64_t)(k + 1)) >> 32)
+                             : (int64_t)(r % (uint64_t)(k + 1));
         t = a[k]; a[k] = a[j]; a[j] = t;
     }
 }
