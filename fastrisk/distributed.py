@@ -32,6 +32,7 @@ gone the call raises ``PartitionLostError``; it never returns a partial sum.
 import numbers
 import os
 import time
+import weakref
 
 import numpy as np
 import scipy.sparse as sp
@@ -395,6 +396,8 @@ class DaskOracle:
             self._direct_client = _distributed().Client(
                 self.client.scheduler.address, security=self.client.security,
                 direct_to_workers=True, set_as_default=False)
+            # closed with the oracle (or when it is collected), before its cluster goes
+            self._close_direct = weakref.finalize(self, self._direct_client.close)
         return self._direct_client
 
     def _release_actors(self):
@@ -481,7 +484,7 @@ class DaskOracle:
             p.release()
         self.copies = []
         if self._direct_client is not None:
-            self._direct_client.close()
+            self._close_direct()
             self._direct_client = None
 
 
