@@ -16,25 +16,28 @@ minus those of the local call in the same round, the same kernel work
 partition per worker, T(n) = s + t/n through T(1) and T(2) gives
 t = 2 (T(1) - T(2)) and s = T(1) - t.
 
-Measured 2026-11-26 03:50-04:10 UTC on the shared 2-core machine, load
-average 7.5-9.7 (other sessions running), medians of 15 rounds, two runs
-(T in ms, communication share, extra CPU of the second run):
+Measured 2026-11-26 on the shared 2-core machine (other sessions running),
+medians of 15 rounds; T in ms, communication share, extra CPU in ms:
 
-                                 run 1                run 2
-    local oracle                 301                  261
-    1 worker  x 1 partition      349  23%             481  19%  100 ms   24.2 MB/call
-    1 worker  x 2 partitions     332  29%             394  28%  110 ms   28.9 MB/call
-    2 workers x 1 partition      438  40%             505  36%  150 ms   28.9 MB/call
-    2 workers x 2 partitions     352  44%             430  34%  110 ms   34.5 MB/call
-    s, t (1 partition/worker)    528, -179            529, -48
+    load average                  ~9 (03:50)    ~2.6 (04:22)        ~2.3 (04:24)
+    local oracle                  261           75                  96
+    1 worker  x 1 partition       481 19% 100   119 28% 70          135 26% 40
+    1 worker  x 2 partitions      394 28% 110   117 36% 70          155 35% 60
+    2 workers x 1 partition       505 36% 150    96 47% 70          163 35% 70
+    2 workers x 2 partitions      430 34% 110    96 51% 70          175 37% 90
+    s, t (1 partition / worker)   529, -48      73, 46              190, -55
+    MB per call: 24.2 (1 x 1), 28.9 (1 x 2 and 2 x 1), 34.5 (2 x 2)
 
-With 4-5 runnable processes per core, two workers do not get two cores, so
-t < 0 says nothing about the method (a third run gave s = 147, t = 202 ms).
-The communication share fell from 47% / 58% (dense 12 MB w and gradient
-per partition, relayed through the scheduler, one task per call) to
-19-23% / 32-40%.  In one process, alternating the calls (same load), the
-previous oracle took 1.85-1.87 x (1 worker) and 2.10-2.30 x (2 workers)
-the local oracle's time, this one 1.31-1.37 x and 1.34-1.40 x.
+Only the 04:22 run had two cores for the two workers (their kernel time
+halved: 86 -> 50 ms); in the others the 2-worker kernels took as long as
+the 1-worker one, so t < 0 there says nothing about the method.  Before
+this version (dense 12 MB w and gradient per partition, relayed through
+the scheduler, one task per call) the issue recorded T(1) = 159 ms and
+T(2) = 267 ms against 82 ms locally, communication 47% and 58%.  In one
+process, alternating the calls (same load), the previous oracle took
+2.06 x (1 worker) and 2.93 x (2 workers) the local oracle's time at load
+2.4, this one 1.84 x and 1.80 x; at load 8-9: 1.85-1.87 x and 2.10-2.30 x
+against 1.31-1.37 x and 1.34-1.40 x.
 
 Run ``python -m pytest benchmarks/bench_distributed.py -s`` for the table;
 with ``--benchmark-disable`` (CI smoke test) it uses every 12th row, one
