@@ -19,7 +19,7 @@ t = 2 (T(1) - T(2)) and s = T(1) - t.
 Measured 2026-11-26 on the shared 2-core machine (other sessions running),
 medians of 15 rounds; T in ms, communication share, extra CPU in ms:
 
-    load average                  ~9 (03:50)    ~2.6 (04:22)        ~2.3 (04:24)
+    load average                  ~9 (03:50)    ~2.6 (04:19)        ~2.3 (04:20)
     local oracle                  261           75                  96
     1 worker  x 1 partition       481 19% 100   119 28% 70          135 26% 40
     1 worker  x 2 partitions      394 28% 110   117 36% 70          155 35% 60
@@ -28,7 +28,7 @@ medians of 15 rounds; T in ms, communication share, extra CPU in ms:
     s, t (1 partition / worker)   529, -48      73, 46              190, -55
     MB per call: 24.2 (1 x 1), 28.9 (1 x 2 and 2 x 1), 34.5 (2 x 2)
 
-Only the 04:22 run had two cores for the two workers (their kernel time
+Only the 04:19 run had two cores for the two workers (their kernel time
 halved: 86 -> 50 ms); in the others the 2-worker kernels took as long as
 the 1-worker one, so t < 0 there says nothing about the method.  Before
 this version (dense 12 MB w and gradient per partition, relayed through
