@@ -152,7 +152,8 @@ class _LinearModelBase(BaseEstimator):
             return
         from fastrisk.distributed import _distributed
 
-        with _distributed().Client(self.scheduler, set_as_default=False) as client:
+        with _distributed().Client(self.scheduler, set_as_default=False,
+                                   direct_to_workers=True) as client:
             yield client
 
     def _threads(self):
