@@ -43,9 +43,11 @@ import time
 import numpy as np
 from scipy.optimize import linprog
 
+from fastrisk._qp import cut_combination
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
 
+QP_RTOL = 1e-2  # QP gap allowed, relative to the current bound gap (see _inner_l2)
 CUT_MEMORY = 2 ** 28  # bytes of cut storage the default bundle bound allows
 
 
@@ -98,6 +100,7 @@ class Bundle:
         self.iteration = 0
         self.n_dropped = 0
         self.n_aggregated = 0
+        self.qp_solves = 0
 
     @property
     def capacity(self):
@@ -173,23 +176,28 @@ class Bundle:
         self._remove(list(rest))
         self.n_aggregated += 1
 
-    def combination(self, beta=None):
-        """sum_i beta_i a_i over the used slots."""
-        beta = self.beta[: self.k] if beta is None else beta
-        return beta @ self.A[: self.k]
+    def combination(self, scale=1.0):
+        """scale * sum_i beta_i a_i over the used slots (reads only the rows with beta_i != 0)."""
+        out = np.empty(self.A.shape[1])
+        cut_combination(self.A, self.beta[: self.k], scale, out)
+        return out
 
 
 # ---------------------------------------------------------------- inner solvers
 
 def _inner_l2(bundle, lam, regularizer, best):
-    """Dual QP (12): w = -A alpha / lambda, lower bound D_t(alpha)."""
+    """Dual QP (12): w = -A alpha / lambda, lower bound D_t(alpha) = -f(beta) / lambda.
+
+    ``lambda`` times (12) is ``f(beta) = 0.5 beta^T Q beta - lambda b^T beta`` on the
+    simplex; ``-lambda best`` bounds min f from below (D_t <= J* <= best), so the QP
+    stops once its gap is at most ``QP_RTOL (best - D_t(beta))`` (see the module docstring).
+    """
     k = bundle.k
-    Q, b = bundle.Q[:k, :k], bundle.b[:k]
-    # lambda times (12): 0.5 beta^T Q beta - lambda b^T beta, with no copy of Q
-    beta, _ = simplex_qp(Q, lam * b, bundle.beta[:k])
+    beta, info = simplex_qp(bundle.Q[:k, :k], lam * bundle.b[:k], bundle.beta[:k],
+                            rtol=QP_RTOL, f_lower=-lam * best)
     bundle.beta[:k] = beta
-    lower = float(b @ beta - beta @ Q @ beta / (2.0 * lam))
-    return -bundle.combination() / lam, lower
+    bundle.qp_solves += info.n_solves
+    return bundle.combination(-1.0 / lam), -info.value / lam
 
 
 def _inner_l1(bundle, lam, regularizer, best):
@@ -333,4 +341,5 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
         status = "interrupted"
     return mon.result(status, t, lower_bound=lower, bundle_size=bundle.k - 1,
                       n_dropped=bundle.n_dropped, n_aggregated=bundle.n_aggregated,
-                      inner_seconds=inner_seconds, gram_seconds=gram_seconds)
+                      inner_seconds=inner_seconds, gram_seconds=gram_seconds,
+                      qp_solves=bundle.qp_solves)

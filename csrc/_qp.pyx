@@ -1,0 +1,249 @@
+# cython: language_level=3
+"""Kernels of the bundle methods' inner problems (MATH.md 4; seed 004 eq. 12).
+
+``simplex_smo`` -- minimize ``f(beta) = 0.5 beta^T H beta - c^T beta`` over the
+simplex ``beta >= 0, sum beta = 1`` (BMRM's dual (12) with the slack of
+``sum alpha <= 1`` kept as the multiplier of the constant cut, see
+fastrisk/solvers/qp.py) by a pairwise (SMO-type) coordinate method: with
+``g = H beta - c``, each step moves mass ``delta`` from the variable ``down``
+(``beta_down > 0``, largest gradient) to the variable ``up`` chosen by the
+second-order rule of Fan, Chen & Lin (JMLR 2005, WSS 2): among ``g_up < g_down``
+the one maximizing the decrease ``(g_down - g_up)^2 / kappa`` of the exact
+line search, ``kappa = H_uu + H_dd - 2 H_ud`` (the curvature along
+``e_up - e_down``).  The step is that exact line search clipped at
+``beta_down``: ``delta = min(beta_down, (g_down - g_up) / kappa)`` (all of
+``beta_down`` when ``kappa <= 0``, a direction where f is linear).  A step
+costs O(k): one pass to select, one to update ``g`` with two rows of H.
+
+Stopping: the violation ``v = max_{beta_i > 0} g_i - min_i g_i`` bounds the
+Frank-Wolfe duality gap ``beta^T g - min_i g_i >= f(beta) - min f`` from above.
+The run stops when ``v <= max(tol, rtol (f(beta) - f_lower))`` with
+``f_lower`` a known lower bound of ``min f`` (BMRM passes the one from its best
+primal value), checked again on a freshly computed gradient so rounding drift
+in the O(k) updates cannot end the run early.
+
+``cut_combination`` -- ``out = scale * sum_{i < k, beta_i != 0} beta_i A_i``
+over the rows of the cut matrix with a non-zero multiplier, one pass over
+those rows in column blocks (``out`` is written once, each row read once).
+
+Both run without the GIL; H is read through its row stride (a leading block
+of a larger Gram matrix, no copy).
+"""
+
+import numpy as np
+from libc.math cimport INFINITY, fabs
+from libc.stdlib cimport free, malloc
+
+cdef enum:
+    QP_CONVERGED = 0
+    QP_MAX_STEPS = 1
+    QP_SINGULAR = 2
+    BLOCK = 2048  # columns per block of cut_combination (16 KB of out)
+
+
+cdef double gradient(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* c,
+                     const double* beta, double* g) noexcept nogil:
+    """g = H beta - c (one row of H per non-zero beta_j, H symmetric); returns
+    f(beta) = 0.5 beta^T (g - c)."""
+    cdef Py_ssize_t i, j
+    cdef double b, f = 0.0
+    cdef const double* row
+    for i in range(k):
+        g[i] = -c[i]
+    for j in range(k):
+        b = beta[j]
+        if b != 0.0:
+            row = H + j * ld
+            for i in range(k):
+                g[i] += b * row[i]
+    for i in range(k):
+        f += 0.5 * beta[i] * (g[i] - c[i])
+    return f
+
+
+cdef bint lu_solve(Py_ssize_t n, double* K, double* x) noexcept nogil:
+    """Solve K x = b in place (b given in x), K (n x n, row-major) overwritten; partial pivoting.
+
+    Returns False on an exactly zero pivot.
+    """
+    cdef Py_ssize_t i, j, r, p
+    cdef double t, pivot
+    for r in range(n):
+        p = r
+        for i in range(r + 1, n):
+            if fabs(K[i * n + r]) > fabs(K[p * n + r]):
+                p = i
+        if K[p * n + r] == 0.0:
+            return False
+        if p != r:
+            for j in range(r, n):
+                t = K[r * n + j]
+                K[r * n + j] = K[p * n + j]
+                K[p * n + j] = t
+            t = x[r]
+            x[r] = x[p]
+            x[p] = t
+        pivot = K[r * n + r]
+        for i in range(r + 1, n):
+            t = K[i * n + r] / pivot
+            if t != 0.0:
+                for j in range(r + 1, n):
+                    K[i * n + j] -= t * K[r * n + j]
+                x[i] -= t * x[r]
+    for r in range(n - 1, -1, -1):
+        t = x[r]
+        for j in range(r + 1, n):
+            t -= K[r * n + j] * x[j]
+        x[r] = t / K[r * n + r]
+    return True
+
+
+cdef int active_set(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* c,
+                    double* beta, double* g, double rho, double tol, double rtol,
+                    double f_lower, long max_solves, long* n_solves, double* value,
+                    double* violation, Py_ssize_t* F, unsigned char* in_face, double* K,
+                    double* x) noexcept nogil:
+    cdef Py_ssize_t i, j, n = 0, r, hit, enter
+    cdef double f, gmax, gmin, gface, ratio, step
+    cdef double total = 0.0
+    cdef bint may_enter = True, face_optimal = False
+    cdef int status = QP_CONVERGED
+    f = gradient(k, H, ld, c, beta, g)
+    n_solves[0] = 0
+    for i in range(k):
+        in_face[i] = beta[i] > 0.0
+        if in_face[i]:
+            F[n] = i
+            n += 1
+    while True:
+        gmax = -INFINITY
+        gmin = INFINITY
+        for i in range(k):
+            if beta[i] > 0.0 and g[i] > gmax:
+                gmax = g[i]
+            if g[i] < gmin:
+                gmin = g[i]
+        violation[0] = gmax - gmin
+        if violation[0] <= tol or violation[0] <= rtol * (f - f_lower):
+            break
+        if may_enter:
+            # the fixed variable of smallest gradient enters when it is below every
+            # gradient of the face (at the face's KKT point those all equal -nu)
+            gface = INFINITY
+            for r in range(n):
+                if g[F[r]] < gface:
+                    gface = g[F[r]]
+            enter = -1
+            for i in range(k):
+                if not in_face[i] and g[i] < gface - tol and (enter < 0 or g[i] < g[enter]):
+                    enter = i
+            if enter >= 0:
+                F[n] = enter
+                in_face[enter] = True
+                n += 1
+            elif face_optimal:
+                break  # KKT up to the ridge and rounding
+        if n_solves[0] >= max_solves:
+            status = QP_MAX_STEPS
+            break
+        # KKT system of the face: [H_FF + rho I, 1; 1^T, 0] [beta_F; nu] = [c_F; 1]
+        for r in range(n):
+            for j in range(n):
+                K[r * (n + 1) + j] = H[F[r] * ld + F[j]]
+            K[r * (n + 1) + r] += rho
+            K[r * (n + 1) + n] = 1.0
+            K[n * (n + 1) + r] = 1.0
+            x[r] = c[F[r]]
+        K[n * (n + 1) + n] = 0.0
+        x[n] = 1.0
+        n_solves[0] += 1
+        if not lu_solve(n + 1, K, x):
+            status = QP_SINGULAR
+            break
+        # ratio test: move from beta_F towards the face minimizer x until a variable hits 0
+        hit = -1
+        step = 1.0
+        for r in range(n):
+            i = F[r]
+            if x[r] < beta[i]:
+                ratio = beta[i] / (beta[i] - x[r])
+                if ratio < step:
+                    step = ratio
+                    hit = r
+        for r in range(n):
+            i = F[r]
+            beta[i] = 0.0 if r == hit else max(beta[i] + step * (x[r] - beta[i]), 0.0)
+        if hit >= 0:  # leave the face through the blocking variable; solve again first
+            in_face[F[hit]] = False
+            n -= 1
+            F[hit] = F[n]
+        may_enter = face_optimal = hit < 0
+        f = gradient(k, H, ld, c, beta, g)
+    for i in range(k):
+        total += beta[i]
+    for i in range(k):
+        beta[i] /= total
+    value[0] = gradient(k, H, ld, c, beta, g)
+    return status
+
+
+def simplex_active_set(const double[:, :] H, const double[::1] c, double[::1] beta,
+                       double rho, double tol, double rtol, double f_lower, long max_solves):
+    """Run the active-set solver in place on ``beta`` (feasible on entry; module docstring).
+
+    Returns (status, n_solves, f(beta), violation); status 0 converged, 1 max_solves
+    reached, 2 a KKT system was singular (beta is then the last feasible point).
+    """
+    cdef Py_ssize_t k = c.shape[0]
+    cdef double[::1] g = np.empty(k)
+    cdef double[::1] K = np.empty((k + 1) * (k + 1))
+    cdef double[::1] x = np.empty(k + 1)
+    cdef Py_ssize_t[::1] F = np.empty(k, dtype=np.intp)
+    cdef unsigned char[::1] in_face = np.empty(k, dtype=np.uint8)
+    cdef long n_solves = 0
+    cdef double value = 0.0, violation = 0.0
+    cdef int status
+    if H.shape[0] != k or H.shape[1] != k or beta.shape[0] != k or k == 0:
+        raise ValueError(f"simplex_active_set: H must be {k} x {k} and beta of length {k}, k > 0")
+    if H.strides[1] != sizeof(double):
+        raise ValueError("simplex_active_set: the rows of H must be contiguous")
+    with nogil:
+        status = active_set(k, &H[0, 0], H.strides[0] // sizeof(double), &c[0], &beta[0],
+                            &g[0], rho, tol, rtol, f_lower, max_solves, &n_solves, &value,
+                            &violation, &F[0], &in_face[0], &K[0], &x[0])
+    return status, n_solves, value, violation
+
+
+def cut_combination(const double[:, ::1] A, const double[::1] beta, double scale,
+                    double[::1] out):
+    """out = scale * sum_i beta_i A_i over the first len(beta) rows with beta_i != 0."""
+    cdef Py_ssize_t k = beta.shape[0], n = A.shape[1], i, j, s, j0, j1, n_support = 0
+    cdef Py_ssize_t* support
+    cdef double* coef
+    cdef const double* row
+    if k > A.shape[0] or out.shape[0] != n:
+        raise ValueError("cut_combination: beta longer than A or out of the wrong length")
+    support = <Py_ssize_t*> malloc((k + 1) * sizeof(Py_ssize_t))
+    coef = <double*> malloc((k + 1) * sizeof(double))
+    if support == NULL or coef == NULL:
+        free(support)
+        free(coef)
+        raise MemoryError()
+    for i in range(k):
+        if beta[i] != 0.0:
+            support[n_support] = i
+            coef[n_support] = scale * beta[i]
+            n_support += 1
+    with nogil:
+        j0 = 0
+        while j0 < n:
+            j1 = j0 + BLOCK if j0 + BLOCK < n else n
+            for j in range(j0, j1):
+                out[j] = 0.0
+            for s in range(n_support):
+                row = &A[support[s], 0]
+                for j in range(j0, j1):
+                    out[j] += coef[s] * row[j]
+            j0 = j1
+    free(support)
+    free(coef)
