@@ -214,6 +214,16 @@ def simplex_active_set(const double[:, :] H, const double[::1] c, double[::1] be
     return status, n_solves, value, violation
 
 
+cdef inline void add_rows(double* out, Py_ssize_t j0, Py_ssize_t j1, const double* coef,
+                          const double* r0, const double* r1, const double* r2,
+                          const double* r3) noexcept nogil:
+    """out[j0:j1] += coef[0] r0 + ... + coef[3] r3 (one sweep of the block for four rows)."""
+    cdef Py_ssize_t j
+    cdef double c0 = coef[0], c1 = coef[1], c2 = coef[2], c3 = coef[3]
+    for j in range(j0, j1):
+        out[j] += c0 * r0[j] + c1 * r1[j] + c2 * r2[j] + c3 * r3[j]
+
+
 def cut_combination(const double[:, ::1] A, const double[::1] beta, double scale,
                     double[::1] out):
     """out = scale * sum_i beta_i A_i over the first len(beta) rows with beta_i != 0."""
@@ -240,10 +250,16 @@ def cut_combination(const double[:, ::1] A, const double[::1] beta, double scale
             j1 = j0 + BLOCK if j0 + BLOCK < n else n
             for j in range(j0, j1):
                 out[j] = 0.0
-            for s in range(n_support):
+            s = 0
+            while s + 4 <= n_support:  # four rows per sweep of the block
+                add_rows(&out[0], j0, j1, coef + s, &A[support[s], 0], &A[support[s + 1], 0],
+                         &A[support[s + 2], 0], &A[support[s + 3], 0])
+                s += 4
+            while s < n_support:
                 row = &A[support[s], 0]
                 for j in range(j0, j1):
                     out[j] += coef[s] * row[j]
+                s += 1
             j0 = j1
     free(support)
     free(coef)

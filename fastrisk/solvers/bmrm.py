@@ -38,6 +38,7 @@ decrease and Theorem 2's argument (a line search between the aggregate and
 the new cut) still applies.
 """
 
+import mmap
 import time
 
 import numpy as np
@@ -73,6 +74,19 @@ def risk_floor(problem):
     return float(-conj.mean())
 
 
+def cut_matrix(rows, cols):
+    """Zeroed C-contiguous (rows, cols) float64 cut storage, from an anonymous mmap.
+
+    NumPy asks the kernel for transparent huge pages on large arrays; with the
+    common THP setting ``defrag=madvise`` the first write to each page may then
+    compact memory synchronously (on the benchmark machine 2.4-2.9 s to first
+    touch 22 IMDB cuts, 276 MB, against 0.7-1.0 s with ordinary pages).  Each
+    cut row is written once and then streamed, so ordinary pages cost nothing.
+    """
+    buffer = mmap.mmap(-1, max(rows * cols * 8, 1))
+    return np.frombuffer(buffer, dtype=np.float64, count=rows * cols).reshape(rows, cols)
+
+
 class Bundle:
     """Cutting planes (a_i, b_i) in slots 0..k-1, slot 0 the constant cut (0, b_0).
 
@@ -88,7 +102,7 @@ class Bundle:
                 or max_size < 2:
             raise ValueError(f"max_bundle must be an integer >= 2, got {max_size!r}")
         cap = int(max_size) + 1
-        self.A = np.zeros((cap, n_weights))
+        self.A = cut_matrix(cap, n_weights)
         self.b = np.zeros(cap)
         self.b[0] = floor
         self.Q = np.zeros((cap, cap)) if gram else None
@@ -160,7 +174,11 @@ class Bundle:
         weight = self.beta[old].sum()
         gamma = self.beta[old] / weight if weight > 0 else np.full(len(old), 1.0 / len(old))
         keep, rest = old[0], old[1:]
-        self.A[keep] = gamma @ self.A[old]
+        coef = np.zeros(k)
+        coef[old] = gamma
+        aggregate = np.empty(self.A.shape[1])
+        cut_combination(self.A, coef, 1.0, aggregate)
+        self.A[keep] = aggregate
         self.b[keep] = gamma @ self.b[old]
         for arr in self.extra.values():
             arr[keep] = gamma @ arr[old]
