@@ -10,9 +10,18 @@ non-negative losses (poisson can be negative: its b_0 is its true infimum).
 Inner problems, by penalty:
 
 * ``l2``: the dual QP (12) over ``alpha >= 0, sum alpha <= 1`` with the Gram
-  matrix ``A^T A`` of the cuts kept incrementally (one new row per
-  iteration) and the warm-started active-set solver of ``qp.py``;
-  ``w = -A alpha / lambda`` and ``D_t(alpha)`` is the lower bound J_t(w_t).
+  matrix ``A^T A`` of the cuts kept incrementally (one BLAS product per
+  iteration for the new row, cuts in a preallocated contiguous matrix) and the
+  compiled warm-started active-set solver of ``qp.py`` (csrc/_qp.pyx), started
+  from the previous multipliers with 0 for the new cut;
+  ``w = -A alpha / lambda`` (reading only the cuts with alpha_i > 0) and
+  ``D_t(alpha)`` is the lower bound.  The QP is solved only to a duality gap
+  ``J_t(w_t) - D_t(alpha) <= QP_RTOL (min_j J(w_j) - D_t(alpha))``: its
+  violation bounds ``J_t(w_t) - D_t(alpha)`` (times lambda) and
+  ``-lambda min_j J(w_j)`` bounds its minimum from below.  The certificate
+  does not rely on this accuracy (D_t(alpha) <= J* for every feasible alpha,
+  next paragraph); it keeps J_t(w_t) within 1% of the current gap of min J_t,
+  so Theorem 2's per-step decrease is lost only up to about that fraction.
 * ``l1``: the LP (11) with scipy's HiGHS; the certified lower bound is the LP
   dual value at the HiGHS multipliers scaled back into the dual feasible set
   (``alpha >= 0, sum alpha <= 1, ||A alpha||_inf <= lambda``).
@@ -115,6 +124,7 @@ class Bundle:
         self.n_dropped = 0
         self.n_aggregated = 0
         self.qp_solves = 0
+        self.combination_seconds = 0.0
 
     @property
     def capacity(self):
@@ -195,9 +205,15 @@ class Bundle:
         self.n_aggregated += 1
 
     def combination(self, scale=1.0):
-        """scale * sum_i beta_i a_i over the used slots (reads only the rows with beta_i != 0)."""
+        """scale * sum_i beta_i a_i over the used slots (reads only the rows with beta_i != 0).
+
+        Its time accumulates in ``combination_seconds`` (a pass over the active cuts:
+        with Gram rows, the memory-bound part of the bookkeeping when n_weights is large).
+        """
+        start = time.perf_counter()
         out = np.empty(self.A.shape[1])
         cut_combination(self.A, self.beta[: self.k], scale, out)
+        self.combination_seconds += time.perf_counter() - start
         return out
 
 
@@ -327,7 +343,9 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     max_bundle: cuts kept (default ``default_max_bundle``).  w0: start (default 0).
     random_state is accepted for the common signature; BMRM is deterministic.
     ``Result.extra``: lower_bound, bundle_size, n_dropped, n_aggregated,
-    inner_seconds (inner QP/LP), gram_seconds (cut storage and Gram rows).
+    inner_seconds (inner QP/LP, including combination_seconds), gram_seconds (cut
+    storage and Gram rows), combination_seconds (l2: the passes over the
+    active cuts for w = -A alpha / lambda), qp_solves (KKT solves of the l2 QP).
     """
     mon = Monitor(problem, "bmrm", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
@@ -360,4 +378,5 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     return mon.result(status, t, lower_bound=lower, bundle_size=bundle.k - 1,
                       n_dropped=bundle.n_dropped, n_aggregated=bundle.n_aggregated,
                       inner_seconds=inner_seconds, gram_seconds=gram_seconds,
+                      combination_seconds=bundle.combination_seconds,
                       qp_solves=bundle.qp_solves)
