@@ -125,6 +125,18 @@ def test_leading_block_of_larger_matrix_without_copy():
     np.testing.assert_array_equal(a, b)
 
 
+def test_read_only_and_float32_inputs():
+    """Read-only float64 and float32 H, c give the float64 result (float32 to its rounding)."""
+    H, c = instance(6, 8, 4)
+    ref, _ = simplex_qp(H, c, start(8))
+    Hr, cr = H.copy(), c.copy()
+    Hr.setflags(write=False)
+    cr.setflags(write=False)
+    np.testing.assert_array_equal(simplex_qp(Hr, cr, start(8))[0], ref)
+    beta32, _ = simplex_qp(H.astype(np.float32), c.astype(np.float32), start(8))
+    assert value(H, c, beta32) == pytest.approx(value(H, c, ref), rel=1e-5)
+
+
 def test_relative_stopping_rule():
     """With rtol and a lower bound f_lower of min f, the returned violation is at most
     rtol (f(beta) - f_lower) and the true suboptimality at most the violation."""
