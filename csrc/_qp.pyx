@@ -1,30 +1,32 @@
 # cython: language_level=3
 """Kernels of the bundle methods' inner problems (MATH.md 4; seed 004 eq. 12).
 
-``simplex_smo`` -- minimize ``f(beta) = 0.5 beta^T H beta - c^T beta`` over the
-simplex ``beta >= 0, sum beta = 1`` (BMRM's dual (12) with the slack of
-``sum alpha <= 1`` kept as the multiplier of the constant cut, see
-fastrisk/solvers/qp.py) by a pairwise (SMO-type) coordinate method: with
-``g = H beta - c``, each step moves mass ``delta`` from the variable ``down``
-(``beta_down > 0``, largest gradient) to the variable ``up`` chosen by the
-second-order rule of Fan, Chen & Lin (JMLR 2005, WSS 2): among ``g_up < g_down``
-the one maximizing the decrease ``(g_down - g_up)^2 / kappa`` of the exact
-line search, ``kappa = H_uu + H_dd - 2 H_ud`` (the curvature along
-``e_up - e_down``).  The step is that exact line search clipped at
-``beta_down``: ``delta = min(beta_down, (g_down - g_up) / kappa)`` (all of
-``beta_down`` when ``kappa <= 0``, a direction where f is linear).  A step
-costs O(k): one pass to select, one to update ``g`` with two rows of H.
+``simplex_active_set`` -- minimize ``f(beta) = 0.5 beta^T H beta - c^T beta``
+over the simplex ``beta >= 0, sum beta = 1`` (BMRM's dual (12) with the slack
+of ``sum alpha <= 1`` kept as the multiplier of the constant cut, see
+fastrisk/solvers/qp.py) by a primal active-set method (Nocedal & Wright,
+Algorithm 16.3) warm-started from a feasible beta.  The face F (the working
+set of free variables) starts as the support of beta.  Each step solves the
+face's KKT system ``[H_FF + rho I, 1; 1^T, 0] [x; nu] = [c_F; 1]`` by LU with
+partial pivoting (|F| + 1 unknowns, |F| the active cuts: tens), moves from
+beta_F towards x until a variable reaches 0 (ratio test; that variable leaves
+F and the face is solved again) and, at the face's minimizer, lets in the
+fixed variable of smallest gradient if it is below every gradient of the
+face.  ``g = H beta - c`` is recomputed from the rows of H with beta_j != 0
+(O(k |F|)) after each step.
 
 Stopping: the violation ``v = max_{beta_i > 0} g_i - min_i g_i`` bounds the
-Frank-Wolfe duality gap ``beta^T g - min_i g_i >= f(beta) - min f`` from above.
-The run stops when ``v <= max(tol, rtol (f(beta) - f_lower))`` with
-``f_lower`` a known lower bound of ``min f`` (BMRM passes the one from its best
-primal value), checked again on a freshly computed gradient so rounding drift
-in the O(k) updates cannot end the run early.
+Frank-Wolfe duality gap ``beta^T g - min_i g_i >= f(beta) - min f``.  The run
+stops when ``v <= tol``, or ``v <= rtol (f(beta) - f_lower)`` with ``f_lower``
+a known lower bound of ``min f`` (BMRM passes the one from its best primal
+value), or when no variable can enter at a face's minimizer (optimal up to
+the ridge rho and rounding).  The result is scaled back onto the simplex
+exactly and ``f`` is recomputed at it.
 
 ``cut_combination`` -- ``out = scale * sum_{i < k, beta_i != 0} beta_i A_i``
 over the rows of the cut matrix with a non-zero multiplier, one pass over
-those rows in column blocks (``out`` is written once, each row read once).
+those rows in column blocks (``out`` written once, each row read once, four
+rows per sweep of a block).
 
 Both run without the GIL; H is read through its row stride (a leading block
 of a larger Gram matrix, no copy).
@@ -36,7 +38,7 @@ from libc.stdlib cimport free, malloc
 
 cdef enum:
     QP_CONVERGED = 0
-    QP_MAX_STEPS = 1
+    QP_MAX_SOLVES = 1
     QP_SINGULAR = 2
     BLOCK = 2048  # columns per block of cut_combination (16 KB of out)
 
@@ -126,6 +128,7 @@ cdef int active_set(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* 
         violation[0] = gmax - gmin
         if violation[0] <= tol or violation[0] <= rtol * (f - f_lower):
             break
+        enter = -1
         if may_enter:
             # the fixed variable of smallest gradient enters when it is below every
             # gradient of the face (at the face's KKT point those all equal -nu)
@@ -133,7 +136,6 @@ cdef int active_set(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* 
             for r in range(n):
                 if g[F[r]] < gface:
                     gface = g[F[r]]
-            enter = -1
             for i in range(k):
                 if not in_face[i] and g[i] < gface - tol and (enter < 0 or g[i] < g[enter]):
                     enter = i
@@ -144,7 +146,7 @@ cdef int active_set(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* 
             elif face_optimal:
                 break  # KKT up to the ridge and rounding
         if n_solves[0] >= max_solves:
-            status = QP_MAX_STEPS
+            status = QP_MAX_SOLVES
             break
         # KKT system of the face: [H_FF + rho I, 1; 1^T, 0] [beta_F; nu] = [c_F; 1]
         for r in range(n):
@@ -174,6 +176,8 @@ cdef int active_set(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* 
             i = F[r]
             beta[i] = 0.0 if r == hit else max(beta[i] + step * (x[r] - beta[i]), 0.0)
         if hit >= 0:  # leave the face through the blocking variable; solve again first
+            if step == 0.0 and F[hit] == enter:
+                break  # the entering direction is blocked at once: optimal up to rounding
             in_face[F[hit]] = False
             n -= 1
             F[hit] = F[n]
