@@ -10,7 +10,7 @@ Full measurements (the numbers reported for issue 3): ``FASTRISK_FULL_BENCH=1`` 
   logistic) and IMDB bigrams (hinge), as fractions of the total time: inner (QP and
   w = -A beta / lambda), gram (cut storage, Gram rows); qp = inner without the
   combination w = -A beta / lambda; cut = gram + combination (the passes over the
-  stored cuts).  Also the number of KKT solves of the QP and the load average.
+  stored cuts).  Also the number of face solves of the QP and the load average.
 * Side by side (hinge): seconds until the best iterate is within 1e-3 relative of J*
   (J* = LIBLINEAR at tol 1e-9, or the best lower/upper value seen on IMDB) for BMRM,
   the proximal bundle method and LIBLINEAR (LinearSVC dual; its tol is lowered

@@ -6,14 +6,23 @@ over the simplex ``beta >= 0, sum beta = 1`` (BMRM's dual (12) with the slack
 of ``sum alpha <= 1`` kept as the multiplier of the constant cut, see
 fastrisk/solvers/qp.py) by a primal active-set method (Nocedal & Wright,
 Algorithm 16.3) warm-started from a feasible beta.  The face F (the working
-set of free variables) starts as the support of beta.  Each step solves the
-face's KKT system ``[H_FF + rho I, 1; 1^T, 0] [x; nu] = [c_F; 1]`` by LU with
-partial pivoting (|F| + 1 unknowns, |F| the active cuts: tens), moves from
-beta_F towards x until a variable reaches 0 (ratio test; that variable leaves
-F and the face is solved again) and, at the face's minimizer, lets in the
-fixed variable of smallest gradient if it is below every gradient of the
-face.  ``g = H beta - c`` is recomputed from the rows of H with beta_j != 0
-(O(k |F|)) after each step.
+set of free variables) starts as the support of beta.  On the face, with a
+reference variable r (the largest beta_i when the face is factored) and
+``beta_r = 1 - sum of the others``, f is a quadratic in the other |F| - 1
+variables with Hessian ``M = Z^T H Z + rho I`` (entries
+``H_uv - H_ur - H_rv + H_rr``, plus the ridge rho); its Cholesky factor is
+kept across steps: a variable entering adds a row (forward solve, O(|F|^2)),
+one leaving deletes a row and Givens rotations restore the triangle
+(O(|F|^2)); only the reference leaving refactors (O(|F|^3)).  Each step
+solves for the face's minimizer x (two triangular solves), moves from beta_F
+towards x until a variable reaches 0 (ratio test; that variable leaves F and
+the face is solved again) and, at the face's minimizer, lets in the fixed
+variable of smallest gradient if it is below every gradient of the face.
+``g = H beta - c`` is recomputed from the rows of H with beta_j != 0
+(O(k |F|)) after each step.  The ridge (and a floor rho on the Cholesky
+pivots, reached only by rounding on dependent cuts) keeps M positive definite
+when cuts repeat or are affinely dependent; along such directions f is flat
+or linear and the ratio test stops the step at the boundary.
 
 Stopping: the violation ``v = max_{beta_i > 0} g_i - min_i g_i`` bounds the
 Frank-Wolfe duality gap ``beta^T g - min_i g_i >= f(beta) - min f``.  The run
@@ -33,13 +42,12 @@ of a larger Gram matrix, no copy).
 """
 
 import numpy as np
-from libc.math cimport INFINITY, fabs
+from libc.math cimport INFINITY, sqrt
 from libc.stdlib cimport free, malloc
 
 cdef enum:
     QP_CONVERGED = 0
     QP_MAX_SOLVES = 1
-    QP_SINGULAR = 2
     BLOCK = 2048  # columns per block of cut_combination (16 KB of out)
 
 
@@ -63,60 +71,134 @@ cdef double gradient(Py_ssize_t k, const double* H, Py_ssize_t ld, const double*
     return f
 
 
-cdef bint lu_solve(Py_ssize_t n, double* K, double* x) noexcept nogil:
-    """Solve K x = b in place (b given in x), K (n x n, row-major) overwritten; partial pivoting.
+cdef struct Face:
+    # the free variables F[0..n-1], F[0] the reference r; with beta_r = 1 - sum of the
+    # others, the face's Hessian in the other n - 1 variables is M = Z^T H Z + rho I,
+    # M_pq = H_uv - H_ur - H_rv + H_rr + rho [p == q] (u = F[p + 1], v = F[q + 1]),
+    # kept as its Cholesky factor L (row-major, leading dimension k)
+    Py_ssize_t n
+    Py_ssize_t* F
+    double* L
+    double rho
 
-    Returns False on an exactly zero pivot.
-    """
-    cdef Py_ssize_t i, j, r, p
-    cdef double t, pivot
-    for r in range(n):
-        p = r
-        for i in range(r + 1, n):
-            if fabs(K[i * n + r]) > fabs(K[p * n + r]):
-                p = i
-        if K[p * n + r] == 0.0:
-            return False
-        if p != r:
-            for j in range(r, n):
-                t = K[r * n + j]
-                K[r * n + j] = K[p * n + j]
-                K[p * n + j] = t
-            t = x[r]
-            x[r] = x[p]
-            x[p] = t
-        pivot = K[r * n + r]
-        for i in range(r + 1, n):
-            t = K[i * n + r] / pivot
-            if t != 0.0:
-                for j in range(r + 1, n):
-                    K[i * n + j] -= t * K[r * n + j]
-                x[i] -= t * x[r]
-    for r in range(n - 1, -1, -1):
-        t = x[r]
-        for j in range(r + 1, n):
-            t -= K[r * n + j] * x[j]
-        x[r] = t / K[r * n + r]
-    return True
+
+cdef inline double reduced(const double* H, Py_ssize_t ld, Py_ssize_t r, Py_ssize_t u,
+                           Py_ssize_t v) noexcept nogil:
+    return H[u * ld + v] - H[u * ld + r] - H[r * ld + v] + H[r * ld + r]
+
+
+cdef void face_append(Face* face, Py_ssize_t k, const double* H, Py_ssize_t ld,
+                      Py_ssize_t i) noexcept nogil:
+    """Add variable i to the face: one new row of L by a forward solve, O(n^2)."""
+    cdef Py_ssize_t m = face.n - 1, p, q, r = face.F[0]
+    cdef double* L = face.L
+    cdef double t, d
+    face.F[face.n] = i
+    face.n += 1
+    if m < 0:
+        return  # i is the reference
+    d = reduced(H, ld, r, i, i) + face.rho
+    for p in range(m):
+        t = reduced(H, ld, r, i, face.F[p + 1])
+        for q in range(p):
+            t -= L[m * k + q] * L[p * k + q]
+        t /= L[p * k + p]
+        L[m * k + p] = t
+        d -= t * t
+    # d >= rho in exact arithmetic; rounding may eat it on (nearly) dependent cuts
+    L[m * k + m] = sqrt(d if d > face.rho else face.rho)
+
+
+cdef void face_refactor(Face* face, Py_ssize_t k, const double* H, Py_ssize_t ld,
+                        const double* beta) noexcept nogil:
+    """Factor from scratch with the largest beta as the reference (least likely to leave)."""
+    cdef Py_ssize_t n = face.n, p, best = 0, i
+    for p in range(1, n):
+        if beta[face.F[p]] > beta[face.F[best]]:
+            best = p
+    i = face.F[0]
+    face.F[0] = face.F[best]
+    face.F[best] = i
+    face.n = 1
+    for p in range(1, n):
+        face_append(face, k, H, ld, face.F[p])
+
+
+cdef void face_remove(Face* face, Py_ssize_t k, const double* H, Py_ssize_t ld,
+                      const double* beta, Py_ssize_t pos) noexcept nogil:
+    """Drop F[pos]: delete its row of L and restore the triangle by Givens rotations of
+    adjacent columns, O(n^2); the reference leaving means a new factorization."""
+    cdef Py_ssize_t m = face.n - 1, q = pos - 1, s, j, t
+    cdef double* L = face.L
+    cdef double a, b, h, c, sn, x, y
+    for s in range(pos, face.n - 1):
+        face.F[s] = face.F[s + 1]
+    face.n -= 1
+    if pos == 0:
+        face_refactor(face, k, H, ld, beta)
+        return
+    for s in range(q, m - 1):  # rows below move up; row s now reaches column s + 1
+        for j in range(s + 2):
+            L[s * k + j] = L[(s + 1) * k + j]
+    for j in range(q, m - 1):
+        a = L[j * k + j]
+        b = L[j * k + j + 1]
+        h = sqrt(a * a + b * b)
+        c = a / h
+        sn = b / h
+        for t in range(j, m - 1):
+            x = L[t * k + j]
+            y = L[t * k + j + 1]
+            L[t * k + j] = c * x + sn * y
+            L[t * k + j + 1] = c * y - sn * x
+        L[j * k + j + 1] = 0.0
+
+
+cdef void face_solve(Face* face, Py_ssize_t k, const double* H, Py_ssize_t ld,
+                     const double* c, double* x) noexcept nogil:
+    """x[p] = the minimizer of f + rho/2 |y|^2 on the face's affine hull at F[p]: with
+    y the non-reference coordinates, M y = Z^T (c - H e_r), two triangular solves."""
+    cdef Py_ssize_t m = face.n - 1, p, q, r = face.F[0], u
+    cdef double* L = face.L
+    cdef double t, total = 0.0
+    for p in range(m):
+        u = face.F[p + 1]
+        t = (c[u] - H[u * ld + r]) - (c[r] - H[r * ld + r])
+        for q in range(p):
+            t -= L[p * k + q] * x[q + 1]
+        x[p + 1] = t / L[p * k + p]
+    for p in range(m - 1, -1, -1):
+        t = x[p + 1]
+        for q in range(p + 1, m):
+            t -= L[q * k + p] * x[q + 1]
+        x[p + 1] = t / L[p * k + p]
+        total += x[p + 1]
+    x[0] = 1.0 - total
 
 
 cdef int active_set(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* c,
                     double* beta, double* g, double rho, double tol, double rtol,
                     double f_lower, long max_solves, long* n_solves, double* value,
-                    double* violation, Py_ssize_t* F, unsigned char* in_face, double* K,
+                    double* violation, Py_ssize_t* F, unsigned char* in_face, double* L,
                     double* x) noexcept nogil:
-    cdef Py_ssize_t i, j, n = 0, r, hit, enter
+    cdef Py_ssize_t i, r, hit, enter
     cdef double f, gmax, gmin, gface, ratio, step
     cdef double total = 0.0
     cdef bint may_enter = True, face_optimal = False
     cdef int status = QP_CONVERGED
+    cdef Face face
+    face.n = 0
+    face.F = F
+    face.L = L
+    face.rho = rho
     f = gradient(k, H, ld, c, beta, g)
     n_solves[0] = 0
     for i in range(k):
         in_face[i] = beta[i] > 0.0
         if in_face[i]:
-            F[n] = i
-            n += 1
+            F[face.n] = i
+            face.n += 1
+    face_refactor(&face, k, H, ld, beta)
     while True:
         gmax = -INFINITY
         gmin = INFINITY
@@ -133,54 +215,40 @@ cdef int active_set(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* 
             # the fixed variable of smallest gradient enters when it is below every
             # gradient of the face (at the face's KKT point those all equal -nu)
             gface = INFINITY
-            for r in range(n):
+            for r in range(face.n):
                 if g[F[r]] < gface:
                     gface = g[F[r]]
             for i in range(k):
                 if not in_face[i] and g[i] < gface - tol and (enter < 0 or g[i] < g[enter]):
                     enter = i
             if enter >= 0:
-                F[n] = enter
                 in_face[enter] = True
-                n += 1
+                face_append(&face, k, H, ld, enter)
             elif face_optimal:
                 break  # KKT up to the ridge and rounding
         if n_solves[0] >= max_solves:
             status = QP_MAX_SOLVES
             break
-        # KKT system of the face: [H_FF + rho I, 1; 1^T, 0] [beta_F; nu] = [c_F; 1]
-        for r in range(n):
-            for j in range(n):
-                K[r * (n + 1) + j] = H[F[r] * ld + F[j]]
-            K[r * (n + 1) + r] += rho
-            K[r * (n + 1) + n] = 1.0
-            K[n * (n + 1) + r] = 1.0
-            x[r] = c[F[r]]
-        K[n * (n + 1) + n] = 0.0
-        x[n] = 1.0
+        face_solve(&face, k, H, ld, c, x)
         n_solves[0] += 1
-        if not lu_solve(n + 1, K, x):
-            status = QP_SINGULAR
-            break
         # ratio test: move from beta_F towards the face minimizer x until a variable hits 0
         hit = -1
         step = 1.0
-        for r in range(n):
+        for r in range(face.n):
             i = F[r]
             if x[r] < beta[i]:
                 ratio = beta[i] / (beta[i] - x[r])
                 if ratio < step:
                     step = ratio
                     hit = r
-        for r in range(n):
+        for r in range(face.n):
             i = F[r]
             beta[i] = 0.0 if r == hit else max(beta[i] + step * (x[r] - beta[i]), 0.0)
         if hit >= 0:  # leave the face through the blocking variable; solve again first
             if step == 0.0 and F[hit] == enter:
                 break  # the entering direction is blocked at once: optimal up to rounding
             in_face[F[hit]] = False
-            n -= 1
-            F[hit] = F[n]
+            face_remove(&face, k, H, ld, beta, hit)
         may_enter = face_optimal = hit < 0
         f = gradient(k, H, ld, c, beta, g)
     for i in range(k):
@@ -196,11 +264,11 @@ def simplex_active_set(const double[:, :] H, const double[::1] c, double[::1] be
     """Run the active-set solver in place on ``beta`` (feasible on entry; module docstring).
 
     Returns (status, n_solves, f(beta), violation); status 0 converged, 1 max_solves
-    reached, 2 a KKT system was singular (beta is then the last feasible point).
+    reached (beta is then the last feasible point).
     """
     cdef Py_ssize_t k = c.shape[0]
     cdef double[::1] g = np.empty(k)
-    cdef double[::1] K = np.empty((k + 1) * (k + 1))
+    cdef double[::1] L = np.empty(k * k)
     cdef double[::1] x = np.empty(k + 1)
     cdef Py_ssize_t[::1] F = np.empty(k, dtype=np.intp)
     cdef unsigned char[::1] in_face = np.empty(k, dtype=np.uint8)
@@ -214,7 +282,7 @@ def simplex_active_set(const double[:, :] H, const double[::1] c, double[::1] be
     with nogil:
         status = active_set(k, &H[0, 0], H.strides[0] // sizeof(double), &c[0], &beta[0],
                             &g[0], rho, tol, rtol, f_lower, max_solves, &n_solves, &value,
-                            &violation, &F[0], &in_face[0], &K[0], &x[0])
+                            &violation, &F[0], &in_face[0], &L[0], &x[0])
     return status, n_solves, value, violation
 
 

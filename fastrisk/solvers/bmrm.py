@@ -345,7 +345,7 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     ``Result.extra``: lower_bound, bundle_size, n_dropped, n_aggregated,
     inner_seconds (inner QP/LP, including combination_seconds), gram_seconds (cut
     storage and Gram rows), combination_seconds (l2: the passes over the
-    active cuts for w = -A alpha / lambda), qp_solves (KKT solves of the l2 QP).
+    active cuts for w = -A alpha / lambda), qp_solves (face solves of the l2 QP).
     """
     mon = Monitor(problem, "bmrm", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)

@@ -13,17 +13,16 @@ singular (repeated or collinear cuts), of size at most the bundle bound.
 ``fastrisk._qp.simplex_active_set`` (Nocedal & Wright, Algorithm 16.3,
 specialised to one equality and non-negativity bounds; csrc/_qp.pyx) from a
 feasible start, in practice the previous solution with 0 for the new cut.
-Each step solves the KKT system of the current face F,
-
-    [H_FF + rho I   1] [beta_F]   [c_F]
-    [1^T            0] [  nu  ] = [ 1 ],
-
-(|F| is the number of active cuts, a few tens in BMRM), moves towards its
-solution until a variable hits zero (ratio test) and, at the face's KKT point,
-lets in the fixed variable of smallest gradient.  The tiny ridge ``rho``
-(1e-13 of the scale) keeps the systems non-singular when cuts repeat or are
-affinely dependent; it moves the minimizer by O(rho) only.  Warm-started, a
-call usually needs one or two solves.
+On the current face F (the free variables) it solves for the face's
+minimizer with a Cholesky factor of the face's reduced Hessian (one reference
+variable eliminated through sum beta = 1) that is updated, not recomputed,
+when a variable enters or leaves (O(|F|^2) per step, |F| = the active cuts,
+a few tens in BMRM), moves towards that minimizer until a variable hits zero
+(ratio test) and, at the face's minimizer, lets in the fixed variable of
+smallest gradient.  The tiny ridge ``rho`` (1e-13 of the scale) keeps the
+factor positive definite when cuts repeat or are affinely dependent; it moves
+the minimizer by O(rho) only.  Warm-started, a call usually needs a few
+cheap steps.
 
 Accuracy and certificates: the solver stops when the violation
 ``v = max_{beta_i > 0} g_i - min_i g_i`` (g = H beta - c) is at most
@@ -41,7 +40,7 @@ import numpy as np
 from fastrisk._qp import simplex_active_set
 
 RIDGE = 1e-13
-STATUS = {0: "converged", 1: "max_solves", 2: "singular"}
+STATUS = {0: "converged", 1: "max_solves"}
 
 
 class QPInfo(NamedTuple):
@@ -60,7 +59,7 @@ def simplex_qp(H, c, beta0, *, tol=1e-13, rtol=0.0, f_lower=-np.inf, max_solves=
     ``max(max_i |H_ii|, max_i |c_i|)`` or at most ``rtol * (f(beta) - f_lower)``,
     ``f_lower`` a lower bound of the minimum, or when no fixed variable can
     enter at a face's KKT point; ``max_solves`` (default ``10 k + 50``) bounds
-    the KKT solves.  Returns (beta, QPInfo).
+    the face solves.  Returns (beta, QPInfo).
     """
     H = np.asarray(H, dtype=np.float64)
     if H.ndim != 2 or H.strides[1] != 8:
