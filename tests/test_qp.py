@@ -103,6 +103,18 @@ def test_matches_slsqp_on_larger_instances(seed, kind):
     assert value(H, c, beta) <= res.fun + OBJ_TOL * max(abs(res.fun), 1.0)
 
 
+@pytest.mark.parametrize("seed,kind", [(20, "random"), (21, "duplicates"), (22, "collinear")])
+def test_from_the_full_face(seed, kind):
+    """Start with every variable free (uniform beta): the optimum's small support is reached
+    by many deletions from the factored face (Givens updates, and a refactorization when the
+    reference leaves); value to 1e-8 relative of the face enumeration."""
+    H, c = instance(seed, 9, 3, kind)
+    f_star = enumerate_optimum(H, c)
+    beta, info = simplex_qp(H, c, np.ones(9))
+    assert info.status == "converged"
+    assert abs(value(H, c, beta) - f_star) <= OBJ_TOL * max(abs(f_star), 1e-4)
+
+
 def test_warm_start_equals_cold_start():
     """BMRM's use: the optimum for k - 1 cuts padded with 0 for a new cut.  With affinely
     independent cuts (d >= k) the minimizer is unique: same beta to 1e-9, same value to 1e-12."""
