@@ -14,9 +14,9 @@ import itertools
 
 import numpy as np
 import pytest
+from fastrisk._qp import cut_combination
 from scipy.optimize import minimize
 
-from fastrisk._qp import cut_combination
 from fastrisk.solvers.bmrm import QP_RTOL, Bundle, _inner_l2
 from fastrisk.solvers.qp import simplex_qp
 
@@ -97,8 +97,8 @@ def test_matches_slsqp_on_larger_instances(seed, kind):
     beta, info = simplex_qp(H, c, start(40))
     res = minimize(lambda b: value(H, c, b), np.full(40, 1 / 40), jac=lambda b: H @ b - c,
                    method="SLSQP", bounds=[(0, None)] * 40,
-                   constraints=[dict(type="eq", fun=lambda b: b.sum() - 1.0)],
-                   options=dict(ftol=1e-15, maxiter=2000))
+                   constraints=[{"type": "eq", "fun": lambda b: b.sum() - 1.0}],
+                   options={"ftol": 1e-15, "maxiter": 2000})
     assert info.status == "converged"
     assert value(H, c, beta) <= res.fun + OBJ_TOL * max(abs(res.fun), 1.0)
 
