@@ -49,6 +49,7 @@ cdef enum:
     QP_CONVERGED = 0
     QP_MAX_SOLVES = 1
     BLOCK = 2048  # columns per block of cut_combination (16 KB of out)
+    REFINE = 1  # iterative refinement steps of a face solve
 
 
 cdef double gradient(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* c,
@@ -154,26 +155,59 @@ cdef void face_remove(Face* face, Py_ssize_t k, const double* H, Py_ssize_t ld,
         L[j * k + j + 1] = 0.0
 
 
-cdef void face_solve(Face* face, Py_ssize_t k, const double* H, Py_ssize_t ld,
-                     const double* c, double* x) noexcept nogil:
-    """x[p] = the minimizer of f + rho/2 |y|^2 on the face's affine hull at F[p]: with
-    y the non-reference coordinates, M y = Z^T (c - H e_r), two triangular solves."""
-    cdef Py_ssize_t m = face.n - 1, p, q, r = face.F[0], u
+cdef void triangular_solves(Face* face, Py_ssize_t k, double* y) noexcept nogil:
+    """y <- M^{-1} y with M = L L^T (forward then backward substitution), O(n^2)."""
+    cdef Py_ssize_t m = face.n - 1, p, q
     cdef double* L = face.L
-    cdef double t, total = 0.0
+    cdef double t
+    for p in range(m):
+        t = y[p]
+        for q in range(p):
+            t -= L[p * k + q] * y[q]
+        y[p] = t / L[p * k + p]
+    for p in range(m - 1, -1, -1):
+        t = y[p]
+        for q in range(p + 1, m):
+            t -= L[q * k + p] * y[q]
+        y[p] = t / L[p * k + p]
+
+
+cdef void face_solve(Face* face, Py_ssize_t k, const double* H, Py_ssize_t ld,
+                     const double* c, double* x, double* res) noexcept nogil:
+    """x[p] = the minimizer of f + rho/2 |y|^2 on the face's affine hull at F[p]: with
+    y = x[1:] the non-reference coordinates, (Z^T H Z + rho I) y = Z^T (c - H e_r).
+
+    The reduced Hessian's entries are differences of Gram entries, which lose digits
+    when cuts nearly coincide; a step (REFINE) of iterative refinement on the residual
+    ``Z^T (H x - c) + rho y`` (the differences of the face's gradients, computed
+    from H itself) recovers the accuracy of the bordered system, O(n^2).
+    """
+    cdef Py_ssize_t n = face.n, m = face.n - 1, p, q, r = face.F[0], u, it
+    cdef double t, total
+    cdef const double* row
     for p in range(m):
         u = face.F[p + 1]
-        t = (c[u] - H[u * ld + r]) - (c[r] - H[r * ld + r])
-        for q in range(p):
-            t -= L[p * k + q] * x[q + 1]
-        x[p + 1] = t / L[p * k + p]
-    for p in range(m - 1, -1, -1):
-        t = x[p + 1]
-        for q in range(p + 1, m):
-            t -= L[q * k + p] * x[q + 1]
-        x[p + 1] = t / L[p * k + p]
-        total += x[p + 1]
-    x[0] = 1.0 - total
+        x[p + 1] = (c[u] - H[u * ld + r]) - (c[r] - H[r * ld + r])
+    triangular_solves(face, k, x + 1)
+    for it in range(REFINE + 1):
+        total = 0.0
+        for p in range(m):
+            total += x[p + 1]
+        x[0] = 1.0 - total
+        if it == REFINE or m == 0:
+            break
+        for p in range(n):  # res = H_FF x - c_F
+            row = H + face.F[p] * ld
+            t = -c[face.F[p]]
+            for q in range(n):
+                t += row[face.F[q]] * x[q]
+            res[p] = t
+        t = res[0]
+        for p in range(m):
+            res[p] = t - res[p + 1] - face.rho * x[p + 1]
+        triangular_solves(face, k, res)
+        for p in range(m):
+            x[p + 1] += res[p]
 
 
 cdef int active_set(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* c,
@@ -229,7 +263,7 @@ cdef int active_set(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* 
         if n_solves[0] >= max_solves:
             status = QP_MAX_SOLVES
             break
-        face_solve(&face, k, H, ld, c, x)
+        face_solve(&face, k, H, ld, c, x, x + k)
         n_solves[0] += 1
         # ratio test: move from beta_F towards the face minimizer x until a variable hits 0
         hit = -1
@@ -245,8 +279,10 @@ cdef int active_set(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* 
             i = F[r]
             beta[i] = 0.0 if r == hit else max(beta[i] + step * (x[r] - beta[i]), 0.0)
         if hit >= 0:  # leave the face through the blocking variable; solve again first
-            if step == 0.0 and F[hit] == enter:
-                break  # the entering direction is blocked at once: optimal up to rounding
+            if step == 0.0 and F[hit] == enter and face_optimal:
+                # entering at the face's minimizer, it would be positive in the new
+                # face's minimizer in exact arithmetic: optimal up to rounding
+                break
             in_face[F[hit]] = False
             face_remove(&face, k, H, ld, beta, hit)
         may_enter = face_optimal = hit < 0
@@ -269,7 +305,7 @@ def simplex_active_set(const double[:, :] H, const double[::1] c, double[::1] be
     cdef Py_ssize_t k = c.shape[0]
     cdef double[::1] g = np.empty(k)
     cdef double[::1] L = np.empty(k * k)
-    cdef double[::1] x = np.empty(k + 1)
+    cdef double[::1] x = np.empty(2 * k + 1)
     cdef Py_ssize_t[::1] F = np.empty(k, dtype=np.intp)
     cdef unsigned char[::1] in_face = np.empty(k, dtype=np.uint8)
     cdef long n_solves = 0

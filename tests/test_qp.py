@@ -115,6 +115,23 @@ def test_from_the_full_face(seed, kind):
     assert abs(value(H, c, beta) - f_star) <= OBJ_TOL * max(abs(f_star), 1e-4)
 
 
+@pytest.mark.parametrize("kind", ["random", "duplicates"])
+def test_from_arbitrary_feasible_starts(kind):
+    """The proximal bundle method warm-starts from the previous solution of a different QP,
+    which is not a minimizer of any face: from 30 random feasible starts (random supports,
+    Dirichlet weights) the value must reach the face enumeration's optimum to 1e-8."""
+    rng = np.random.default_rng(7)
+    for trial in range(30):
+        H, c = instance(100 + trial, 8, 3, kind)
+        f_star = enumerate_optimum(H, c)
+        beta0 = np.zeros(8)
+        support = rng.choice(8, size=rng.integers(1, 9), replace=False)
+        beta0[support] = rng.dirichlet(np.ones(len(support)))
+        beta, info = simplex_qp(H, c, beta0)
+        assert info.status == "converged"
+        assert abs(value(H, c, beta) - f_star) <= OBJ_TOL * max(abs(f_star), 1e-4), trial
+
+
 def test_warm_start_equals_cold_start():
     """BMRM's use: the optimum for k - 1 cuts padded with 0 for a new cut.  With affinely
     independent cuts (d >= k) the minimizer is unique: same beta to 1e-9, same value to 1e-12."""
