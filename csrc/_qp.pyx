@@ -42,7 +42,7 @@ of a larger Gram matrix, no copy).
 """
 
 import numpy as np
-from libc.math cimport INFINITY, sqrt
+from libc.math cimport INFINITY, fabs, sqrt
 from libc.stdlib cimport free, malloc
 
 cdef enum:
@@ -220,7 +220,12 @@ cdef int active_set(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* 
     cdef double total = 0.0
     cdef bint may_enter = True, face_optimal = False
     cdef int status = QP_CONVERGED
+    cdef double scale = 1e-300
     cdef Face face
+    for i in range(k):  # rho and tol are relative to max(max_i |H_ii|, max_i |c_i|)
+        scale = max(scale, fabs(H[i * ld + i]), fabs(c[i]))
+    rho *= scale
+    tol *= scale
     face.n = 0
     face.F = F
     face.L = L
@@ -298,6 +303,8 @@ cdef int active_set(Py_ssize_t k, const double* H, Py_ssize_t ld, const double* 
 def simplex_active_set(const double[:, :] H, const double[::1] c, double[::1] beta,
                        double rho, double tol, double rtol, double f_lower, long max_solves):
     """Run the active-set solver in place on ``beta`` (feasible on entry; module docstring).
+
+    ``rho`` and ``tol`` are relative to ``max(max_i |H_ii|, max_i |c_i|)``.
 
     Returns (status, n_solves, f(beta), violation); status 0 converged, 1 max_solves
     reached (beta is then the last feasible point).

@@ -73,8 +73,7 @@ def simplex_qp(H, c, beta0, *, tol=1e-13, rtol=0.0, f_lower=-np.inf, max_solves=
     if beta.shape != (k,) or not beta.sum() > 0 or not np.isfinite(beta).all():
         raise ValueError(f"beta0 must be a finite non-negative non-zero vector of length {k}")
     beta /= beta.sum()
-    scale = max(float(np.abs(np.diagonal(H)).max()), float(np.abs(c).max()), 1e-300)
     max_solves = 10 * k + 50 if max_solves is None else int(max_solves)
     status, n_solves, value, violation = simplex_active_set(
-        H, c, beta, RIDGE * scale, tol * scale, rtol, float(f_lower), max_solves)
+        H, c, beta, RIDGE, tol, rtol, float(f_lower), max_solves)
     return beta, QPInfo(value, violation, n_solves, STATUS[status])
