@@ -33,6 +33,7 @@ import datetime
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 import warnings
@@ -44,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import fastrisk as fr
+from fastrisk.solvers.auto import choose
 
 EPSILONS = (1e-2, 1e-3, 1e-4)
 DATASETS = ("a9a", "w8a", "ijcnn1", "reuters", "imdb", "news20")
@@ -233,7 +235,7 @@ def compare(dataset, setting, solvers, budget, log):
     times = {name: [time_to(pts, J_best * (1 + eps)) for eps in EPSILONS]
              for name, pts in runs.items()}
     return dict(dataset=dataset, setting=setting, shape=X.shape, loss=floss, J_best=J_best,
-                runs=runs, times=times, peers=peer_names)
+                runs=runs, times=times, peers=peer_names, auto=choose(problem))
 
 
 def table(r):
@@ -262,6 +264,32 @@ def table(r):
     return "\n".join(lines)
 
 
+def summary(results):
+    """Markdown table, one line per (data set, setting): the fastest fastrisk solver and
+    solver="auto"'s choice at each eps, as ratios to the best peer."""
+    lines = ["| data | setting | auto | " + " | ".join(
+                 f"best fastrisk to {eps:g} | ratio | auto ratio" for eps in EPSILONS) + " |",
+             "|---|---|---|" + "---|---:|---:|" * len(EPSILONS)]
+    for r in results:
+        cells = []
+        for k in range(len(EPSILONS)):
+            peer = [r["times"][p][k] for p in r["peers"] if r["times"][p][k] is not None]
+            ours = {n: ts[k] for n, ts in r["times"].items()
+                    if n not in r["peers"] and ts[k] is not None}
+
+            def ratio(t):
+                return "-" if t is None else (f"{t / min(peer):.2f}" if peer else "no peer")
+
+            best = min(ours, key=ours.get) if ours else None
+            cells += [best or "-", ratio(ours.get(best)), ratio(ours.get(r["auto"]))]
+        lines.append(f"| {r['dataset']} | {r['setting']} | {r['auto']} | " + " | ".join(cells)
+                     + " |")
+    lines.append("")
+    lines.append("ratio = time to eps / the best peer's time to eps (< 1: fastrisk faster); "
+                 "'-': not reached within the budget.")
+    return "\n".join(lines)
+
+
 def machine():
     from fastrisk.config import OPENMP, n_cores
 
@@ -277,10 +305,15 @@ def machine():
     import sklearn
 
     load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                capture_output=True, text=True).stdout.strip() or "unknown"
+    except OSError:
+        commit = "unknown"
     return (f"{platform.platform()}, CPU {cpu}, {n_cores()} cores available, load average "
             f"{load[0]:.1f} at start; Python {platform.python_version()}, numpy {np.__version__}, "
             f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}, fastrisk "
-            f"{fr.__version__} (OpenMP {'on' if OPENMP else 'off'})")
+            f"{fr.__version__} (OpenMP {'on' if OPENMP else 'off'}), commit {commit}")
 
 
 def plot(results, path):
@@ -345,6 +378,8 @@ def main(argv=None):
             r = compare(d, s, solvers, args.budget, lambda msg: print(msg, flush=True))
             results.append(r)
             print(table(r), flush=True)
+    if results:
+        print(summary(results), flush=True)
     if args.plot and results:
         plot(results, args.plot)
     if args.out:
@@ -353,8 +388,11 @@ def main(argv=None):
             fh.write(f"\n### Run of {stamp}: `python benchmarks/compare_peers.py "
                      f"{' '.join(argv if argv is not None else sys.argv[1:])}`\n\n"
                      f"Machine: {desc}.\n\n")
+            fh.write("Summary:\n\n" + summary(results) + "\n\n")
             for r in results:
                 fh.write(table(r) + "\n\n")
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else "?"
+            fh.write(f"Load average at the end: {load:.1f}.\n")
 
 
 if __name__ == "__main__":

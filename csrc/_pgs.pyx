@@ -12,16 +12,18 @@ Step t on the mini-batch A_t (rows order[pos..pos+k)):
 
 with ||w_t||_p = ||theta||_q / ((q-1)(t+1) sigma).  phi is stored next to
 theta and ||theta||_q^q is kept incrementally (|theta_j|^q = |theta_j| |phi_j|),
-so a step costs O(nnz) (one exp and one log per updated coordinate, none
-for p = 2 where phi = theta; plus one exp/log per step for K_t) instead of
-the paper's O(d).  ||theta||_q^q is recomputed
-exactly at the start of every call.
+so a step costs O(nnz) instead of the paper's O(d): the dot products read the
+cached phi (no power), each updated coordinate costs one power
+|theta_j|^{q-1} (fr_pow.h: table-driven, exponent fixed per call; none for
+p = 2 where phi = theta), and ||theta||_q = (||theta||_q^q)^{1/q} (one exp/log)
+is recomputed only after steps that changed theta.  ||theta||_q^q is
+recomputed exactly at the start of every call.
 
 State arrays owned by Python: theta, phi (length n_weights) and
 ``scalars`` = [||theta||_q^q, t].
 """
 
-from libc.math cimport exp, log, fabs, isfinite
+from libc.math cimport exp, log, sqrt, fabs, copysign, isfinite
 from libc.stdlib cimport malloc, free
 from cython cimport floating
 
@@ -36,44 +38,44 @@ cdef enum:
 STATUS_OK, STATUS_OVERFLOW, STATUS_BAD_LOSS = OK, OVERFLOW, BAD_LOSS
 
 
-cdef inline double norm_p_of(double norm_qq, double t, double q, double sigma) noexcept nogil:
-    """||w_t||_p = ||theta||_q / ((q-1)(t+1) sigma) before any rescaling."""
-    return exp(log(norm_qq) / q) / ((q - 1.0) * (t + 1.0) * sigma) if norm_qq > 0.0 else 0.0
+cdef extern from "fr_pow.h" nogil:
+    ctypedef struct fr_pow_t:
+        pass
+    void fr_pow_init(fr_pow_t* P, double a)
+    double fr_pow(const fr_pow_t* P, double x)
 
 
-cdef inline double link_scale(double norm_qq, double t, double q, double sigma,
-                              double B) noexcept nogil:
-    """K_t of the module docstring (one exp/log per step; the norm only when B > 0)."""
-    cdef double K, norm_p
+cdef inline double norm_q_of(double norm_qq, double q) noexcept nogil:
+    """||theta||_q from ||theta||_q^q."""
     if norm_qq <= 0.0:
         return 0.0
-    K = (1.0 if q == 2.0 else exp((2.0 - q) / q * log(norm_qq))) / ((q - 1.0) * (t + 1.0) * sigma)
-    if B > 0.0:
-        norm_p = norm_p_of(norm_qq, t, q, sigma)
-        if norm_p > B:
-            K *= B / norm_p
+    return sqrt(norm_qq) if q == 2.0 else exp(log(norm_qq) / q)
+
+
+cdef inline double link_scale(double norm_q, double norm_qq, double t, double q,
+                              double sigma, double B) noexcept nogil:
+    """K_t of the module docstring, from ||theta||_q and ||theta||_q^q (no power)."""
+    cdef double c = 1.0 / ((q - 1.0) * (t + 1.0) * sigma), K
+    if norm_qq <= 0.0:
+        return 0.0
+    K = c if q == 2.0 else norm_q * norm_q / norm_qq * c   # ||theta||_q^{2-q} c
+    if B > 0.0 and norm_q * c > B:                            # ||w_t||_p = ||theta||_q c
+        K *= B / (norm_q * c)
     return K
 
 
-cdef inline double phi_of(double theta, double q) noexcept nogil:
-    """|theta|^{q-1} sgn(theta), as exp((q-1) log|theta|): about twice as fast as pow
-    and within a few ulps of it (relative error ~1e-16 |(q-1) log|theta||)."""
-    if q == 2.0:
-        return theta
-    if theta > 0.0:
-        return exp((q - 1.0) * log(theta))
-    if theta < 0.0:
-        return -exp((q - 1.0) * log(-theta))
-    return 0.0
-
-
 cdef inline double update(double* theta, double* phi, Py_ssize_t j, double delta,
-                          double q) noexcept nogil:
-    """theta_j += delta, phi_j follows; returns the change of |theta_j|^q."""
-    cdef double before = fabs(theta[j]) * fabs(phi[j])
-    theta[j] += delta
-    phi[j] = phi_of(theta[j], q)
-    return fabs(theta[j]) * fabs(phi[j]) - before
+                          const fr_pow_t* power, bint linear) noexcept nogil:
+    """theta_j += delta, phi_j = |theta_j|^{q-1} sgn(theta_j) follows (phi = theta
+    for p = 2); returns the change of |theta_j|^q = |theta_j| |phi_j|."""
+    cdef double before = fabs(theta[j]) * fabs(phi[j]), th = theta[j] + delta, mag
+    theta[j] = th
+    if linear:
+        phi[j] = th
+        return th * th - before
+    mag = fr_pow(power, fabs(th))       # fr_pow(0) = 0
+    phi[j] = copysign(mag, th)          # no branch on the sign (it is unpredictable)
+    return fabs(th) * mag - before
 
 
 def pgs_epoch(const floating[::1] data, const index_t[::1] indices,
@@ -88,9 +90,11 @@ def pgs_epoch(const floating[::1] data, const index_t[::1] indices,
     unit weights.  See the module docstring for the state.
     """
     cdef fr_loss_fn lossfn = fr_loss_pointer(loss)
-    cdef double q = p / (p - 1.0), t = scalars[1], norm_qq = 0.0, K, f, dl, s
+    cdef double q = p / (p - 1.0), t = scalars[1], norm_qq = 0.0, norm_q, K, f, dl, s
     cdef Py_ssize_t n = order.shape[0], D = theta.shape[0], pos = 0, b, k, i, j, nnz, last
     cdef Py_ssize_t n_updates = 0
+    cdef bint linear = q == 2.0, changed
+    cdef fr_pow_t power
     cdef const floating* val
     cdef const index_t* idx
     cdef double* deriv
@@ -105,9 +109,11 @@ def pgs_epoch(const floating[::1] data, const index_t[::1] indices,
         raise MemoryError()
     last = D - 1
     with nogil:
+        fr_pow_init(&power, q - 1.0)
         for j in range(D):
             norm_qq += fabs(theta[j]) * fabs(phi[j])
-        K = link_scale(norm_qq, t, q, sigma, B)
+        norm_q = norm_q_of(norm_qq, q)
+        K = link_scale(norm_q, norm_qq, t, q, sigma, B)
         while pos < n:
             b = batch_size if n - pos >= batch_size else n - pos
             for k in range(b):
@@ -121,20 +127,24 @@ def pgs_epoch(const floating[::1] data, const index_t[::1] indices,
                 f = K * s
                 lossfn(f, y[i], loss_param, &dl)
                 deriv[k] = dl * cw[i] if cw != NULL else dl
+            changed = False
             for k in range(b):
                 if deriv[k] != 0.0:
+                    changed = True
                     i = order[pos + k]
                     dl = -deriv[k] / b
                     nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
                     n_updates += nnz
                     for j in range(nnz):
-                        norm_qq += update(&theta[0], &phi[0], idx[j], dl * val[j], q)
+                        norm_qq += update(&theta[0], &phi[0], idx[j], dl * val[j], &power, linear)
                     if bias != 0.0:
-                        norm_qq += update(&theta[0], &phi[0], last, dl * bias, q)
-            if norm_qq < 0.0:
-                norm_qq = 0.0
+                        norm_qq += update(&theta[0], &phi[0], last, dl * bias, &power, linear)
+            if changed:
+                if norm_qq < 0.0:
+                    norm_qq = 0.0
+                norm_q = norm_q_of(norm_qq, q)
             t += 1.0
-            K = link_scale(norm_qq, t, q, sigma, B)
+            K = link_scale(norm_q, norm_qq, t, q, sigma, B)
             pos += b
             if not isfinite(norm_qq):
                 status = OVERFLOW
@@ -147,14 +157,26 @@ def pgs_epoch(const floating[::1] data, const index_t[::1] indices,
 def pgs_weights(double[::1] theta, double[::1] phi, double[::1] scalars, double sigma,
                 double p, double B, double[::1] out):
     """out <- w_t = K_t phi (the current iterate); returns ||w_t||_p."""
-    cdef double q = p / (p - 1.0), norm_qq = 0.0, norm_p, K
+    cdef double q = p / (p - 1.0), norm_qq = 0.0, norm_q, norm_p, K
     cdef Py_ssize_t j, D = theta.shape[0]
     if phi.shape[0] != D or out.shape[0] != D:
         raise ValueError("theta, phi and out must have the same length")
     for j in range(D):
         norm_qq += fabs(theta[j]) * fabs(phi[j])
-    K = link_scale(norm_qq, scalars[1], q, sigma, B)
-    norm_p = norm_p_of(norm_qq, scalars[1], q, sigma)
+    norm_q = norm_q_of(norm_qq, q)
+    K = link_scale(norm_q, norm_qq, scalars[1], q, sigma, B)
+    norm_p = norm_q / ((q - 1.0) * (scalars[1] + 1.0) * sigma)
     for j in range(D):
         out[j] = K * phi[j]
     return min(norm_p, B) if B > 0.0 else norm_p
+
+
+def fixed_power(const double[::1] x, double a, double[::1] out):
+    """out_j <- x_j^a for x_j >= 0 with fr_pow.h (the kernel's |theta_j|^{q-1}); for tests."""
+    cdef fr_pow_t power
+    cdef Py_ssize_t j
+    if out.shape[0] != x.shape[0]:
+        raise ValueError("x and out must have the same length")
+    fr_pow_init(&power, a)
+    for j in range(x.shape[0]):
+        out[j] = fr_pow(&power, x[j])

@@ -18,11 +18,11 @@ so the solver forms the duality gap without another pass.  Status codes
 
 import numpy as np
 from cython cimport floating
-from cython.parallel cimport prange
-from libc.math cimport INFINITY, isfinite, pow
-from libc.stdint cimport int64_t
+from cython.parallel cimport parallel, prange, threadid
+from libc.math cimport INFINITY, fabs, isfinite, pow
+from libc.stdint cimport int64_t, uint64_t
 
-from fr_rows cimport index_t, row_view, row_dot, row_axpy
+from fr_rows cimport index_t, row_view, row_dot, row_axpy, row_sqnorm, fr_prefetch
 from fr_loss cimport FR_OK, FR_ERR_OVERFLOW, FR_ERR_BAD_LOSS
 
 cdef extern from "fr_sdca.h" nogil:
@@ -35,6 +35,9 @@ cdef extern from "fr_sdca.h" nogil:
     fr_loss_fn fr_loss_for(int kind)
     fr_conj_fn fr_conj_for(int kind)
     double fr_soft_threshold(double x, double t)
+    void fr_shuffle(int64_t* a, int64_t n, uint64_t* state)
+    int fr_num_threads()
+    void fr_barrier()
     double FR_SDCA_QMIN
 
 STATUS_OK = FR_OK
@@ -104,251 +107,433 @@ def dual_step(int loss, double loss_param, const double[::1] u0, const double[::
     return out
 
 
+cdef inline void prefetch_row_state(Py_ssize_t i, const index_t* indptr, const double* y,
+                                    const double* c, const double* sqnorm, const double* u,
+                                    const double* row_loss, const double* row_dual) noexcept nogil:
+    """Ask for the per-row scalars of a row visited soon (random rows miss every cache)."""
+    fr_prefetch(&indptr[i])
+    fr_prefetch(&y[i])
+    fr_prefetch(&sqnorm[i])
+    fr_prefetch(&u[i])
+    fr_prefetch(&row_loss[i])
+    fr_prefetch(&row_dual[i])
+    if c != NULL:
+        fr_prefetch(&c[i])
+
+
+cdef inline void axpy_tracked(double a, const floating* val, const index_t* idx, Py_ssize_t nnz,
+                              double* v, double bias, Py_ssize_t d, double kappa,
+                              double* wsq, double* wl1) noexcept nogil:
+    """v += a x (bias feature at d) with w = soft(v, kappa): ||w||^2 and ||w||_1 updated."""
+    cdef Py_ssize_t k, col
+    cdef double old, new, so, sn
+    for k in range(nnz + (bias != 0.0)):
+        if k < nnz:
+            col = idx[k]
+            old = v[col]
+            new = old + a * val[k]
+        else:
+            col = d
+            old = v[d]
+            new = old + a * bias
+        v[col] = new
+        so = fr_soft_threshold(old, kappa)
+        sn = fr_soft_threshold(new, kappa)
+        wsq[0] += sn * sn - so * so
+        wl1[0] += fabs(sn) - fabs(so)
+
+
+# rows ahead of the current one whose scalars / first nonzeros are prefetched
+cdef enum:
+    STATE_AHEAD = 16
+    ROW_AHEAD = 8
+
+
 def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                bint dense, double bias, const double[::1] y, const double[::1] sample_weight,
-               const double[::1] sqnorm, const int64_t[::1] order, int loss, double loss_param,
-               double lam_n, double kappa, double[::1] u, double[::1] v, double[::1] row_loss,
-               double[::1] row_dual, unsigned char[::1] shrink, double pg_max_old,
-               double pg_min_old):
-    """One pass of single-coordinate SDCA over the rows in ``order``.
+               const double[::1] sqnorm, int64_t[::1] index, Py_ssize_t n_active,
+               uint64_t[::1] rng, int loss, double loss_param, double lam_n, double kappa,
+               double[::1] u, double[::1] v, double[::1] row_loss, double[::1] row_dual,
+               double[::1] sums, bint shrinking, double pg_max_old, double pg_min_old):
+    """One pass of single-coordinate SDCA over the active rows ``index[:n_active]``.
 
+    When ``rng`` (one uint64 state) is not empty the active rows are first
+    shuffled in place (``fr_shuffle``); else they are visited as given.
     Row i: f = <w, x_i>, u_i <- step(u_i, f, q_i) with
     q_i = c_i ||x_i||^2 / (lambda n), then v += c_i (u_i_new - u_i) x_i / (lambda n).
     ``sample_weight`` is empty for unit weights; rows of weight 0 are skipped.
     Each visited row stores its terms ``row_loss[i] = c_i l(f, y_i)`` and
-    ``row_dual[i] = c_i (-l*(-u_i))``, so the sums over all rows (shrunk ones
-    at their last visit) are one ``sum()`` away.
+    ``row_dual[i] = c_i (-l*(-u_i))``; ``sums`` = [sum row_loss, sum row_dual,
+    ||w||^2, ||w||_1] is kept up to date by differences (||w||^2 from
+    ||v + a x||^2 = ||v||^2 + 2 a f + a^2 ||x||^2 for l2), so the solver forms
+    the estimated duality gap without touching all rows or coordinates.
 
-    Shrinking (LIBLINEAR, Hsieh et al. 2008), when ``shrink`` is not empty and
-    the loss has a box-constrained dual: a row at an end of its box whose
-    ascent direction G points outside by more than the largest violation of
-    the previous pass (``pg_max_old`` / ``pg_min_old``) is not updated and gets
-    ``shrink[i] = 1``.  Returns (loss_sum, dual_sum, pg_max, pg_min, status)
-    with pg_max / pg_min the extreme projected gradients of this pass.
+    Shrinking (LIBLINEAR, Hsieh et al. 2008), when ``shrinking`` and the loss
+    has a box-constrained dual: a row at an end of its box whose ascent
+    direction G points outside by more than the largest violation of the
+    previous pass (``pg_max_old`` / ``pg_min_old``) is not updated and is
+    swapped behind the active rows.  Returns (n_active, pg_max, pg_min,
+    status) with pg_max / pg_min the extreme projected gradients of this pass;
+    ``index`` stays a permutation of its entries.
     """
-    cdef Py_ssize_t t, i, nnz, n_order = order.shape[0]
+    cdef Py_ssize_t t, i, j, nnz
     cdef Py_ssize_t d = v.shape[0] - (bias != 0.0)
     cdef const floating* val
     cdef const index_t* idx
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
-    cdef double ci, f, q, unew, a, deriv, G, pg, loss_sum = 0.0, dual_sum = 0.0
+    cdef double ci, f, q, unew, a, deriv, G, pg, lv, dv
+    cdef double loss_total = sums[0], dual_total = sums[1], wsq = sums[2], wl1 = sums[3]
     cdef double pg_max = -INFINITY, pg_min = INFINITY
     cdef int bound
+    cdef int64_t tmp
     cdef fr_sdca_step_fn step = fr_sdca_step_for(loss)
     cdef fr_loss_fn lossfn = fr_loss_for(loss)
     cdef fr_conj_fn conj = fr_conj_for(loss)
-    cdef fr_sdca_grad_fn grad = fr_sdca_grad_for(loss) if shrink.shape[0] > 0 else NULL
+    cdef fr_sdca_grad_fn grad = fr_sdca_grad_for(loss) if shrinking else NULL
     if step == NULL:
-        return 0.0, 0.0, 0.0, 0.0, FR_ERR_BAD_LOSS
+        return n_active, 0.0, 0.0, FR_ERR_BAD_LOSS
     if (u.shape[0] != y.shape[0] or sqnorm.shape[0] != y.shape[0]
             or row_loss.shape[0] != y.shape[0] or row_dual.shape[0] != y.shape[0]):
         raise ValueError("u, y, sqnorm, row_loss and row_dual must have one entry per row")
-    if grad != NULL and shrink.shape[0] != y.shape[0]:
-        raise ValueError("shrink must be empty or have one entry per row")
+    if n_active < 0 or n_active > index.shape[0] or sums.shape[0] != 4:
+        raise ValueError("n_active must be in [0, len(index)] and sums must have 4 entries")
     with nogil:
-        for t in range(n_order):
-            i = order[t]
+        if rng.shape[0] > 0:
+            fr_shuffle(&index[0], n_active, &rng[0])
+        t = 0
+        while t < n_active:
+            if t + STATE_AHEAD < n_active:
+                prefetch_row_state(index[t + STATE_AHEAD], &indptr[0], &y[0], c, &sqnorm[0],
+                                   &u[0], &row_loss[0], &row_dual[0])
+            if t + ROW_AHEAD < n_active:
+                j = index[t + ROW_AHEAD]
+                fr_prefetch(&data[indptr[j]])
+                if not dense:
+                    fr_prefetch(&indices[indptr[j]])
+            i = index[t]
             ci = c[i] if c != NULL else 1.0
             if ci == 0.0:
+                t += 1
                 continue
             nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
             f = score(val, idx, nnz, &v[0], d, bias, kappa)
-            row_loss[i] = ci * lossfn(f, y[i], loss_param, &deriv)
-            loss_sum += row_loss[i]
+            lv = ci * lossfn(f, y[i], loss_param, &deriv)
+            loss_total += lv - row_loss[i]
+            row_loss[i] = lv
             if grad != NULL:
                 G = grad(u[i], f, y[i], loss_param, &bound)
                 pg = G
+                if (bound < 0 and G < pg_min_old) or (bound > 0 and G > pg_max_old):
+                    n_active -= 1
+                    tmp = index[t]
+                    index[t] = index[n_active]
+                    index[n_active] = tmp
+                    continue
                 if bound < 0:
-                    if G < pg_min_old:
-                        shrink[i] = 1
-                        dual_sum += row_dual[i]
-                        continue
                     pg = G if G > 0.0 else 0.0
                 elif bound > 0:
-                    if G > pg_max_old:
-                        shrink[i] = 1
-                        dual_sum += row_dual[i]
-                        continue
                     pg = G if G < 0.0 else 0.0
                 pg_max = pg if pg > pg_max else pg_max
                 pg_min = pg if pg < pg_min else pg_min
             q = ci * sqnorm[i] / lam_n
             unew = step(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN)
-            row_dual[i] = -ci * conj(-unew, y[i], loss_param)
-            dual_sum += row_dual[i]
+            dv = -ci * conj(-unew, y[i], loss_param)
+            dual_total += dv - row_dual[i]
+            row_dual[i] = dv
             a = ci * (unew - u[i]) / lam_n
             u[i] = unew
             if a != 0.0:
-                row_axpy(a, val, idx, nnz, &v[0])
-                if bias != 0.0:
-                    v[d] += a * bias
-    if not (isfinite(loss_sum) and isfinite(dual_sum)):
-        return loss_sum, dual_sum, pg_max, pg_min, FR_ERR_OVERFLOW
-    return loss_sum, dual_sum, pg_max, pg_min, FR_OK
+                if kappa == 0.0:
+                    wsq += a * (2.0 * f + a * sqnorm[i])
+                    row_axpy(a, val, idx, nnz, &v[0])
+                    if bias != 0.0:
+                        v[d] += a * bias
+                else:
+                    axpy_tracked(a, val, idx, nnz, &v[0], bias, d, kappa, &wsq, &wl1)
+            t += 1
+    sums[0], sums[1], sums[2], sums[3] = loss_total, dual_total, wsq, wl1
+    if not (isfinite(loss_total) and isfinite(dual_total) and isfinite(wsq)):
+        return n_active, pg_max, pg_min, FR_ERR_OVERFLOW
+    return n_active, pg_max, pg_min, FR_OK
+
+
+def dual_terms(const double[::1] y, const double[::1] sample_weight, const double[::1] u,
+               int loss, double loss_param, double[::1] out):
+    """out[i] = c_i (-l*(-u_i)); returns their sum (in row order)."""
+    cdef Py_ssize_t i, n = y.shape[0]
+    cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
+    cdef fr_conj_fn conj = fr_conj_for(loss)
+    cdef double total = 0.0
+    if conj == NULL:
+        raise ValueError(f"loss id {loss} has no conjugate")
+    if u.shape[0] != n or out.shape[0] != n:
+        raise ValueError("y, u and out must have the same length")
+    with nogil:
+        for i in range(n):
+            out[i] = -(c[i] if c != NULL else 1.0) * conj(-u[i], y[i], loss_param)
+            total += out[i]
+    return total
 
 
 def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
                          const index_t[::1] indptr, bint dense, double bias,
                          const double[::1] y, const double[::1] sample_weight,
-                         const double[::1] sqnorm, const int64_t[::1] order,
+                         const double[::1] sqnorm, int64_t[::1] index, uint64_t[::1] rng,
                          Py_ssize_t batch_size, int loss, double loss_param, double lam_n,
-                         double kappa, double[::1] u, double[::1] v, double beta, double gamma,
-                         bint adaptive, double omega, const int64_t[::1] col_bounds,
-                         int n_threads):
-    """One pass of mini-batch SDCA: consecutive batches of ``batch_size`` rows of ``order``.
+                         double kappa, double[::1] u, double[::1] v, double[::1] sums,
+                         double beta, double gamma, bint adaptive, double omega,
+                         const int64_t[::1] col_bounds, unsigned char[::1] seen,
+                         int64_t[:, ::1] touched, double[:, ::1] old, int n_threads):
+    """One pass of mini-batch SDCA: consecutive batches of ``batch_size`` rows of ``index``.
 
-    Every delta of a batch is computed from the same v (in parallel), with
-    curvature q_i = (beta c_i ||x_i||^2 + gamma / c_i) / (lambda n):
-    naive beta = 1, gamma = 0; safe (separable bound of the expected
-    interaction, MATH.md 7) beta = 1 - theta, gamma = theta L with
-    theta = (b - 1)/(n - 1), L = ||diag(c) X||_2^2.  Then v is updated by
-    ``n_threads`` threads, thread t owning coordinates
-    [col_bounds[t], col_bounds[t + 1]) and adding rows in batch order, so
-    every coordinate gets the same sum whatever the thread count.
+    ``index`` is shuffled first when ``rng`` (one uint64 state) is not empty.
+    Every delta of a batch is computed from the same v, with curvature
+    q_i = (beta c_i ||x_i||^2 + gamma / c_i) / (lambda n): naive beta = 1,
+    gamma = 0; safe (separable bound of the expected interaction, MATH.md 7)
+    beta = 1 - theta, gamma = theta L with theta = (b - 1)/(n - 1),
+    L = ||diag(c) X||_2^2.
+
+    Coordinates are split into the blocks [col_bounds[k], col_bounds[k + 1]);
+    block k belongs to thread k mod (threads), for the whole epoch, inside ONE
+    parallel region.  Per batch, each thread (1) computes the partial scores
+    of the batch's rows over its blocks, (2) waits at one barrier, (3) adds
+    the partial scores in block order (so every thread gets the same f_i and
+    the same deltas, computed redundantly: a step is cheap next to a row) and
+    updates v on its own blocks.  No other thread touches those blocks, so
+    the next batch's partial scores need no further barrier.  The bits depend
+    on the number of blocks only; with one block every row is summed as in
+    ``sdca_epoch`` (b = 1 gives its exact iterates).  Thread 0 writes u,
+    one batch late (when no thread reads those rows any more).
 
     ``adaptive`` (aggressive variant): gamma = 0 and beta is adapted after each
     batch from rho = ||sum_A c_i delta_i x_i||^2 / sum_A ||c_i delta_i x_i||^2
     clipped to [1, b]: raised to rho at once when rho > beta, else lowered
     geometrically, beta <- beta^(1 - omega) rho^omega.  A batch whose exact
-    dual change is negative is undone (v restored, u unchanged).
+    dual change is negative is undone (v restored, u unchanged).  This needs a
+    second barrier per batch (the per-block sums of the change); ``seen``
+    (zeros, length of v), ``touched`` and ``old`` (blocks x the nonzeros of
+    the b longest rows + 1) are its workspace, empty otherwise.
 
-    Returns (loss_sum, dual_sum, beta, n_undone, status).
+    ``sums``: [0] and [1] are set to this pass's sum c_i l(f_i, y_i) (scores
+    before the update) and sum c_i (-l*(-u_i)) (new u); [2] and [3] to
+    ||w||^2 and ||w||_1 (one O(D) loop after the pass).
+    Returns (beta, n_undone, status).
     """
-    cdef Py_ssize_t n_order = order.shape[0], b = batch_size
+    cdef Py_ssize_t n_order = index.shape[0], b = batch_size
     cdef Py_ssize_t D = v.shape[0], d = D - (bias != 0.0)
-    cdef Py_ssize_t k0, nb, j, t, i, k, klo, khi, nnz, col, cnt
-    cdef Py_ssize_t cap = 0
-    cdef const floating* val
-    cdef const index_t* idx
+    cdef int n_blocks = col_bounds.shape[0] - 1
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
-    cdef double ci, f, q, a, deriv, lo_, hi_
-    cdef double loss_sum = 0.0, dual_sum = 0.0, gain, sq, dg, denom, rho
-    cdef Py_ssize_t n_undone = 0
-    cdef bint undo
     cdef fr_sdca_step_fn step = fr_sdca_step_for(loss)
     cdef fr_loss_fn lossfn = fr_loss_for(loss)
     cdef fr_conj_fn conj = fr_conj_for(loss)
+    cdef Py_ssize_t blk
+    # per-thread variables of the parallel region (private because assigned in it: the rows
+    # are viewed by assignment, not through row_view's out-pointers, which would share them)
+    cdef int tid, nt
+    cdef Py_ssize_t k0, k0_prev, nb, nb_prev, j, i, k, klo, khi, nnz, col, cnt, lo_col, hi_col
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double ci, f, q, a, deriv, s, gain, denom, rho, sq, dg, beta_t
+    cdef double loss_sum, dual_sum, un
+    cdef bint undo
+    cdef Py_ssize_t undone_t
     if step == NULL:
-        return 0.0, 0.0, beta, 0, FR_ERR_BAD_LOSS
-    if b < 1 or n_threads < 1 or col_bounds.shape[0] != n_threads + 1:
+        return beta, 0, FR_ERR_BAD_LOSS
+    if b < 1 or n_threads < 1 or n_blocks < 1 or col_bounds[n_blocks] != D:
         raise ValueError("batch_size, n_threads and col_bounds are inconsistent")
-    if u.shape[0] != y.shape[0] or sqnorm.shape[0] != y.shape[0]:
-        raise ValueError("u, y and sqnorm must have one entry per row")
-    f_ = np.empty(b)
-    unew_ = np.empty(b)
-    lossv_ = np.empty(b)
-    dual_new_ = np.empty(b)
-    dual_old_ = np.empty(b)
-    part_ = np.zeros((n_threads, 2))
-    cdef double[::1] fb = f_, unew = unew_, lossv = lossv_, dual_new = dual_new_, dual_old = dual_old_
-    cdef double[:, ::1] part = part_
-    cdef int64_t[::1] stamp
-    cdef int64_t[:, ::1] touched
-    cdef double[:, ::1] old
-    cdef int64_t[::1] count
-    if adaptive:
-        # a batch touches at most the nonzeros of its b longest rows, plus the bias
-        cap = int(np.sort(np.diff(np.asarray(indptr)))[-b:].sum()) + 1
-        stamp = np.full(D, -1, dtype=np.int64)
-        touched = np.empty((n_threads, cap), dtype=np.int64)
-        old = np.empty((n_threads, cap))
-        count = np.zeros(n_threads, dtype=np.int64)
+    if u.shape[0] != y.shape[0] or sqnorm.shape[0] != y.shape[0] or sums.shape[0] != 4:
+        raise ValueError("u, y and sqnorm must have one entry per row, sums 4 entries")
+    if adaptive and (seen.shape[0] != D or touched.shape[0] != n_blocks
+                     or old.shape[0] != n_blocks or old.shape[1] != touched.shape[1]):
+        raise ValueError("seen, touched and old must be the aggressive variant's workspace")
+    if b > n_order:
+        b = n_order if n_order > 0 else 1
+    # shared: partial scores (two batches' worth: thread 0 may start the next batch's
+    # partial scores while another thread still reads this batch's), per-block row ranges,
+    # new duals per thread, per-block change sums (aggressive), per-thread outputs
+    partial_ = np.zeros((2, n_blocks, b))
+    ranges_ = np.zeros((n_blocks, b, 2), dtype=np.int64)
+    unew_ = np.zeros((n_threads, b))
+    change_ = np.zeros((n_blocks, 2))  # aggressive, per block: ||dv||^2, change of g*(v)
+    out_ = np.zeros(4)
+    count_ = np.zeros(n_blocks, dtype=np.int64)
+    cdef double[:, :, ::1] partial = partial_
+    cdef int64_t[:, :, ::1] ranges = ranges_
+    cdef double[:, ::1] unew = unew_, change = change_
+    cdef double[::1] out = out_
+    cdef int64_t[::1] count = count_
+    cdef double bias_val = bias
     with nogil:
-        k0 = 0
-        while k0 < n_order:
-            nb = b if k0 + b <= n_order else n_order - k0
-            # deltas of the whole batch from the same v
-            for j in prange(nb, num_threads=n_threads, schedule="static"):
-                i = order[k0 + j]
-                ci = c[i] if c != NULL else 1.0
-                if ci == 0.0:
-                    lossv[j] = 0.0
-                    unew[j] = u[i]
-                    dual_new[j] = 0.0
-                    dual_old[j] = 0.0
-                else:
-                    nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
-                    f = score(val, idx, nnz, &v[0], d, bias, kappa)
-                    lossv[j] = ci * lossfn(f, y[i], loss_param, &deriv)
-                    q = (beta * ci * sqnorm[i] + gamma / ci) / lam_n
-                    unew[j] = step(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN)
-                    dual_new[j] = -ci * conj(-unew[j], y[i], loss_param)
-                    dual_old[j] = -ci * conj(-u[i], y[i], loss_param) if adaptive else 0.0
-            # v += sum_A c_i delta_i x_i / (lambda n), coordinates split by thread
-            for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
-                cnt = 0
-                for j in range(nb):
-                    i = order[k0 + j]
-                    ci = c[i] if c != NULL else 1.0
-                    a = ci * (unew[j] - u[i]) / lam_n
-                    if a == 0.0:
+        if rng.shape[0] > 0:
+            fr_shuffle(&index[0], n_order, &rng[0])
+        with parallel(num_threads=n_threads):
+            tid = threadid()
+            nt = fr_num_threads()
+            beta_t = beta
+            loss_sum = 0.0
+            dual_sum = 0.0
+            undone_t = 0
+            k0_prev = 0
+            nb_prev = 0
+            k0 = 0
+            while k0 < n_order:
+                nb = b if k0 + b <= n_order else n_order - k0
+                # (1) partial scores over this thread's blocks
+                for blk in range(n_blocks):
+                    if blk % nt != tid:  # block blk belongs to thread blk mod nt
                         continue
-                    nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
-                    klo = lower_bound(idx, nnz, col_bounds[t])
-                    khi = lower_bound(idx, nnz, col_bounds[t + 1])
-                    for k in range(klo, khi):
-                        col = idx[k]
-                        if adaptive and stamp[col] != k0:
-                            stamp[col] = k0
-                            touched[t, cnt] = col
-                            old[t, cnt] = v[col]
-                            cnt = cnt + 1
-                        v[col] += a * val[k]
-                    if bias != 0.0 and col_bounds[t] <= d and d < col_bounds[t + 1]:
-                        if adaptive and stamp[d] != k0:
-                            stamp[d] = k0
-                            touched[t, cnt] = d
-                            old[t, cnt] = v[d]
-                            cnt = cnt + 1
-                        v[d] += a * bias
-                if adaptive:
-                    count[t] = cnt
-                    part[t, 0] = 0.0
-                    part[t, 1] = 0.0
-                    for k in range(cnt):
-                        col = touched[t, k]
-                        part[t, 0] += (v[col] - old[t, k]) * (v[col] - old[t, k])
-                        part[t, 1] += dual_g(v[col], kappa) - dual_g(old[t, k], kappa)
-            undo = False
-            if adaptive:
-                sq = 0.0
-                dg = 0.0
-                for t in range(n_threads):
-                    sq += part[t, 0]
-                    dg += part[t, 1]
-                gain = 0.0
-                denom = 0.0
+                    lo_col = col_bounds[blk]
+                    hi_col = col_bounds[blk + 1]
+                    for j in range(nb):
+                        i = index[k0 + j]
+                        val = &data[indptr[i]]
+                        idx = &indices[0] if dense else &indices[indptr[i]]
+                        nnz = indptr[i + 1] - indptr[i]
+                        klo = lower_bound(idx, nnz, lo_col) if lo_col > 0 else 0
+                        khi = lower_bound(idx, nnz, hi_col) if hi_col < D else nnz
+                        ranges[blk, j, 0] = klo
+                        ranges[blk, j, 1] = khi
+                        s = score(val + klo, idx + klo, khi - klo, &v[0], d,
+                                  bias_val if lo_col <= d < hi_col else 0.0, kappa)
+                        partial[k0 // b % 2, blk, j] = s
+                fr_barrier()
+                # thread 0: the previous batch's u, read by no thread from here on
+                if tid == 0:
+                    for j in range(nb_prev):
+                        u[index[k0_prev + j]] = unew[0, j]
+                # (2) the same deltas in every thread, then v on this thread's blocks
                 for j in range(nb):
-                    i = order[k0 + j]
+                    i = index[k0 + j]
                     ci = c[i] if c != NULL else 1.0
-                    gain += dual_new[j] - dual_old[j]
-                    denom += ci * ci * (unew[j] - u[i]) * (unew[j] - u[i]) * sqnorm[i]
-                # n (D(new) - D(old)) = sum c_i (-l*) changes - lambda n (g*(v_new) - g*(v_old))
-                undo = gain - lam_n * dg < 0.0
-                if denom > 0.0:
-                    rho = lam_n * lam_n * sq / denom
-                    rho = 1.0 if rho < 1.0 else (<double>nb if rho > nb else rho)
-                    if rho > beta:
-                        beta = rho
-                    else:
-                        beta = pow(beta, 1.0 - omega) * pow(rho, omega)
-                if undo:
-                    n_undone += 1
-                    for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
-                        for k in range(count[t]):
-                            v[touched[t, k]] = old[t, k]
-            for j in range(nb):
-                i = order[k0 + j]
-                loss_sum += lossv[j]
-                if undo:
-                    dual_sum += dual_old[j]
-                else:
-                    dual_sum += dual_new[j]
-                    u[i] = unew[j]
-            k0 = k0 + nb
-    if not (isfinite(loss_sum) and isfinite(dual_sum)):
-        return loss_sum, dual_sum, beta, n_undone, FR_ERR_OVERFLOW
-    return loss_sum, dual_sum, beta, n_undone, FR_OK
+                    if ci == 0.0:
+                        unew[tid, j] = u[i]
+                        continue
+                    f = partial[k0 // b % 2, 0, j]
+                    for blk in range(1, n_blocks):
+                        f = f + partial[k0 // b % 2, blk, j]
+                    q = (beta_t * ci * sqnorm[i] + gamma / ci) / lam_n
+                    un = step(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN)
+                    unew[tid, j] = un
+                    if tid == 0:
+                        loss_sum = loss_sum + ci * lossfn(f, y[i], loss_param, &deriv)
+                for blk in range(n_blocks):
+                    if blk % nt != tid:  # block blk belongs to thread blk mod nt
+                        continue
+                    lo_col = col_bounds[blk]
+                    hi_col = col_bounds[blk + 1]
+                    cnt = 0
+                    for j in range(nb):
+                        i = index[k0 + j]
+                        ci = c[i] if c != NULL else 1.0
+                        a = ci * (unew[tid, j] - u[i]) / lam_n
+                        if a == 0.0:
+                            continue
+                        val = &data[indptr[i]]
+                        idx = &indices[0] if dense else &indices[indptr[i]]
+                        klo = ranges[blk, j, 0]
+                        khi = ranges[blk, j, 1]
+                        if adaptive:  # first touch of a coordinate in this batch: keep its value
+                            for k in range(klo, khi + (bias != 0.0 and lo_col <= d < hi_col)):
+                                col = idx[k] if k < khi else d
+                                if not seen[col]:
+                                    seen[col] = 1
+                                    touched[blk, cnt] = col
+                                    old[blk, cnt] = v[col]
+                                    cnt = cnt + 1
+                        row_axpy(a, val + klo, idx + klo, khi - klo, &v[0])
+                        if bias != 0.0 and lo_col <= d < hi_col:
+                            v[d] += a * bias
+                    if adaptive:
+                        count[blk] = cnt
+                        sq = 0.0
+                        dg = 0.0
+                        for k in range(cnt):
+                            col = touched[blk, k]
+                            seen[col] = 0
+                            sq = sq + (v[col] - old[blk, k]) * (v[col] - old[blk, k])
+                            dg = dg + (dual_g(v[col], kappa) - dual_g(old[blk, k], kappa))
+                        change[blk, 0] = sq
+                        change[blk, 1] = dg
+                undo = False
+                if adaptive:
+                    fr_barrier()
+                    # every thread adds the blocks' sums in block order: the same decision
+                    sq = 0.0
+                    dg = 0.0
+                    for blk in range(n_blocks):
+                        sq = sq + change[blk, 0]
+                        dg = dg + change[blk, 1]
+                    gain = 0.0
+                    denom = 0.0
+                    for j in range(nb):
+                        i = index[k0 + j]
+                        ci = c[i] if c != NULL else 1.0
+                        if ci == 0.0:
+                            continue
+                        gain = gain + ci * (conj(-u[i], y[i], loss_param)
+                                            - conj(-unew[tid, j], y[i], loss_param))
+                        denom = denom + ci * ci * (unew[tid, j] - u[i]) * (unew[tid, j] - u[i]) * sqnorm[i]
+                    # n (D(new) - D(old)) = sum c_i (-l*) changes - lambda n (g*(v_new) - g*(v_old))
+                    undo = gain - lam_n * dg < 0.0
+                    if denom > 0.0:
+                        rho = lam_n * lam_n * sq / denom
+                        rho = 1.0 if rho < 1.0 else (<double>nb if rho > nb else rho)
+                        if rho > beta_t:
+                            beta_t = rho
+                        else:
+                            beta_t = pow(beta_t, 1.0 - omega) * pow(rho, omega)
+                    if undo:
+                        undone_t = undone_t + 1
+                        for blk in range(n_blocks):
+                            if blk % nt != tid:  # block blk belongs to thread blk mod nt
+                                continue
+                            for k in range(count[blk]):
+                                v[touched[blk, k]] = old[blk, k]
+                        for j in range(nb):
+                            unew[tid, j] = u[index[k0 + j]]
+                if tid == 0:
+                    for j in range(nb):
+                        i = index[k0 + j]
+                        ci = c[i] if c != NULL else 1.0
+                        if ci != 0.0:
+                            dual_sum = dual_sum - ci * conj(-unew[0, j], y[i], loss_param)
+                k0_prev = k0
+                nb_prev = nb
+                k0 = k0 + nb
+            fr_barrier()  # every thread has read the last batch's u
+            if tid == 0:
+                for j in range(nb_prev):
+                    u[index[k0_prev + j]] = unew[0, j]
+                out[0] = loss_sum
+                out[1] = dual_sum
+                out[2] = beta_t
+                out[3] = undone_t
+        # ||w||^2 and ||w||_1 afresh: O(D), small next to a pass over all rows
+        sums[2] = 0.0
+        sums[3] = 0.0
+        for k in range(D):
+            s = fr_soft_threshold(v[k], kappa)
+            sums[2] += s * s
+            sums[3] += fabs(s)
+    sums[0], sums[1] = out[0], out[1]
+    if not (isfinite(sums[0]) and isfinite(sums[1]) and isfinite(sums[2])):
+        return out[2], <Py_ssize_t>out[3], FR_ERR_OVERFLOW
+    return out[2], <Py_ssize_t>out[3], FR_OK
+
+
+def row_sqnorms(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+                bint dense, double bias, double[::1] out):
+    """out[i] = ||x_i||^2 + bias^2 (the intercept feature included), in one pass; returns out."""
+    cdef Py_ssize_t i, nnz, n = out.shape[0]
+    cdef const floating* val
+    cdef const index_t* idx
+    if indptr.shape[0] != n + 1:
+        raise ValueError("out must have one entry per row")
+    with nogil:
+        for i in range(n):
+            nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+            out[i] = row_sqnorm(val, nnz) + bias * bias
+    return np.asarray(out)
 
 
 def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
@@ -371,7 +556,10 @@ def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
         raise ValueError("values must have one entry per row")
     with nogil:
         for i in prange(n, num_threads=n_threads, schedule="static"):
-            nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+            # by assignment, so prange makes val / idx private (row_view's out-pointers would not)
+            val = &data[indptr[i]]
+            idx = &indices[0] if dense else &indices[indptr[i]]
+            nnz = indptr[i + 1] - indptr[i]
             f = score(val, idx, nnz, &w[0], d, bias, 0.0)
             values[i] = (c[i] if c != NULL else 1.0) * lossfn(f, y[i], loss_param, &deriv)
         for i in range(n):

@@ -45,12 +45,23 @@ cdef inline Py_ssize_t row_view(const floating* data, const index_t* indices,
 cdef inline double row_dot(const floating* val, const index_t* idx, Py_ssize_t nnz,
                            const double* w) noexcept nogil:
     """<x, w> over the stored entries of x."""
+    return row_dot_ahead(val, idx, nnz, nnz, w)
+
+
+cdef inline double row_dot_ahead(const floating* val, const index_t* idx, Py_ssize_t nnz,
+                                 Py_ssize_t ahead, const double* w) noexcept nogil:
+    """<x, w>, prefetching w for the entries up to ``ahead`` (>= nnz) after the row start.
+
+    In CSR the next rows' indices follow this row's in memory, so a pass over
+    consecutive rows can prefetch across row ends (``ahead`` = entries left
+    in the pass) instead of stalling on the first entries of every row.
+    """
     cdef double s = 0.0
-    cdef Py_ssize_t k
-    for k in range(nnz - FR_PREFETCH_DISTANCE):
+    cdef Py_ssize_t k, m = min(nnz, ahead - FR_PREFETCH_DISTANCE)
+    for k in range(m):
         fr_prefetch(&w[idx[k + FR_PREFETCH_DISTANCE]])
         s += val[k] * w[idx[k]]
-    for k in range(max(nnz - FR_PREFETCH_DISTANCE, 0), nnz):
+    for k in range(max(m, 0), nnz):
         s += val[k] * w[idx[k]]
     return s
 
@@ -58,11 +69,17 @@ cdef inline double row_dot(const floating* val, const index_t* idx, Py_ssize_t n
 cdef inline void row_axpy(double a, const floating* val, const index_t* idx, Py_ssize_t nnz,
                           double* w) noexcept nogil:
     """w += a * x."""
-    cdef Py_ssize_t k
-    for k in range(nnz - FR_PREFETCH_DISTANCE):
+    row_axpy_ahead(a, val, idx, nnz, nnz, w)
+
+
+cdef inline void row_axpy_ahead(double a, const floating* val, const index_t* idx,
+                                Py_ssize_t nnz, Py_ssize_t ahead, double* w) noexcept nogil:
+    """w += a * x, prefetching like row_dot_ahead."""
+    cdef Py_ssize_t k, m = min(nnz, ahead - FR_PREFETCH_DISTANCE)
+    for k in range(m):
         fr_prefetch(&w[idx[k + FR_PREFETCH_DISTANCE]])
         w[idx[k]] += a * val[k]
-    for k in range(max(nnz - FR_PREFETCH_DISTANCE, 0), nnz):
+    for k in range(max(m, 0), nnz):
         w[idx[k]] += a * val[k]
 
 

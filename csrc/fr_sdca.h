@@ -19,7 +19,11 @@
 #define FR_SDCA_H
 
 #include <math.h>
+#include <stdint.h>
 #include "fr_loss.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 typedef double (*fr_sdca_step_fn)(double u0, double f, double y, double p, double q);
 typedef double (*fr_loss_fn)(double f, double y, double p, double *d);
@@ -116,8 +120,12 @@ static inline double fr_epsilon_insensitive_sdca_step(double u0, double f, doubl
 }
 
 /* Shrinking (LIBLINEAR-style, for the losses with a box-constrained dual):
- * the ascent direction G = d/du [-l*(-u)] - f of the dual along u, and where
- * u sits: -1 at the lower end of the box, +1 at the upper end, 0 inside. */
+ * the ascent direction G of the dual along the coordinate and where it sits:
+ * -1 at the lower end of the box, +1 at the upper end, 0 inside.  For the
+ * binary losses both are taken for s = y u (the alpha_i of LIBLINEAR, box
+ * [0, 1]), so rows of both labels share one scale for the thresholds, as in
+ * LIBLINEAR; measured on w8a hinge at alpha 1e-6, thresholds in the u scale
+ * (signs mixed across labels) kept far more rows active. */
 typedef double (*fr_sdca_grad_fn)(double u, double f, double y, double p, int *bound);
 
 static inline int fr_box_end(double u, double lo, double hi)
@@ -128,21 +136,21 @@ static inline int fr_box_end(double u, double lo, double hi)
 static inline double fr_hinge_sdca_grad(double u, double f, double y, double p, int *bound)
 {
     (void)p;
-    *bound = y > 0 ? fr_box_end(u, 0.0, 1.0) : -fr_box_end(-u, 0.0, 1.0);
-    return y - f;
+    *bound = fr_box_end(y * u, 0.0, 1.0);
+    return 1.0 - y * f;
 }
 
 static inline double fr_smoothed_hinge_sdca_grad(double u, double f, double y, double p, int *bound)
 {
-    *bound = y > 0 ? fr_box_end(u, 0.0, 1.0) : -fr_box_end(-u, 0.0, 1.0);
-    return y * (1.0 - p * y * u) - f;
+    *bound = fr_box_end(y * u, 0.0, 1.0);
+    return 1.0 - p * y * u - y * f;
 }
 
 static inline double fr_squared_hinge_sdca_grad(double u, double f, double y, double p, int *bound)
 {
     (void)p;
-    *bound = y * u <= 0.0 ? (y > 0 ? -1 : 1) : 0;
-    return y * (1.0 - y * u) - f;
+    *bound = y * u <= 0.0 ? -1 : 0;
+    return 1.0 - y * u - y * f;
 }
 
 static inline double fr_absolute_sdca_grad(double u, double f, double y, double p, int *bound)
@@ -219,6 +227,47 @@ static inline fr_conj_fn fr_conj_for(int kind)
 #undef FR_CONJ_FOR_CASE
     default: return NULL;
     }
+}
+
+/* The visiting order: splitmix64 (Steele, Lea & Flood 2014) drives a
+ * Fisher-Yates shuffle of a[0:n) in place.  j = floor(r32 (k + 1) / 2^32)
+ * (multiply-shift, no division) is uniform up to a bias below n / 2^32;
+ * beyond 2^32 rows a (slower) modulo keeps it exact enough. */
+static inline uint64_t fr_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static inline void fr_shuffle(int64_t *a, int64_t n, uint64_t *state)
+{
+    int64_t k, j, t;
+    for (k = n - 1; k > 0; --k) {
+        uint64_t r = fr_splitmix64(state);
+        j = k < 0xFFFFFFFFLL ? (int64_t)(((r >> 32) * (uint64_t)(k + 1)) >> 32)
+                             : (int64_t)(r % (uint64_t)(k + 1));
+        t = a[k]; a[k] = a[j]; a[j] = t;
+    }
+}
+
+/* Inside one OpenMP parallel region: the thread count and a barrier (an
+ * orphaned directive binds to the region of the calling thread). */
+static inline int fr_num_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+static inline void fr_barrier(void)
+{
+#ifdef _OPENMP
+#pragma omp barrier
+#endif
 }
 
 /* Smallest curvature used in a step: a row of norm 0 (q = 0) maximises its

@@ -45,7 +45,8 @@ def show_config(file=None):
         f"fastrisk {__version__}",
         f"python   {sys.version.split()[0]}, numpy {np.__version__}",
         f"openmp   {'on' if cfg['OPENMP'] else 'off (serial build)'}",
-        f"threads  {resolve_n_threads(None)} (n_threads=None)",
+        f"threads  {resolve_n_threads(None)} (n_threads=None), "
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}",
         f"compiler {cfg['COMPILER']}",
         f"cflags   {cfg['CFLAGS']}",
     ]

@@ -213,19 +213,44 @@ def test_keyboard_interrupt_returns_best_iterate():
 
 # ------------------------------------------------------------------ real data
 
-@pytest.mark.parametrize("name,loss", [("a9a", "logistic"), ("w8a", "hinge")])
-def test_real_data_matches_liblinear(libsvm, name, loss):
-    """alpha = 1e-4 (alpha = 1e-6 is left to the proximal bundle and L-BFGS tests: BMRM needs
-    O(1/(lambda eps)) steps there, minutes on a9a).  Within 1e-4 relative of LIBLINEAR (tol
-    1e-9), and the certificate is never below the true gap: J_lib >= J*, so
-    J(w) - J_lib <= J(w) - J* <= gamma (LIBLINEAR's inexactness only loosens this check)."""
+@pytest.mark.parametrize("name,loss,alpha", [("a9a", "logistic", 1e-4), ("w8a", "hinge", 1e-4),
+                                              ("w8a", "logistic", 1e-4),
+                                              ("reuters", "logistic", 1e-4),
+                                              ("reuters", "logistic", 1e-6)])
+def test_real_data_matches_liblinear(libsvm, name, loss, alpha):
+    """The issue's real-data settings that fit the CI budget (26 to ~600 iterations); the
+    others (hinge on a9a and reuters, alpha = 1e-6 on a9a and w8a: O(1/(lambda eps))
+    steps, thousands of iterations) are measured by benchmarks/real_data_matrix.py.
+    Within 1e-4 relative of LIBLINEAR (tol 1e-9), and the certificate is never below the
+    true gap: J_lib >= J*, so J(w) - J_lib <= J(w) - J* <= gamma (LIBLINEAR's inexactness
+    only loosens this check)."""
     X, y = libsvm(name)
-    alpha = 1e-4
     res = solve_bmrm(FRProblem(X, y, loss=loss, alpha=alpha), tol=2e-5, max_iter=5000)
     J_lib = liblinear_objective(name, loss, alpha)
     assert res.status == "converged"
     assert abs(res.objective - J_lib) <= 1e-4 * J_lib
     assert res.objective - J_lib <= res.gap * (1 + 1e-12)
+
+
+def test_real_data_l1_logistic_matches_liblinear(libsvm):
+    """l1 logistic on a9a through the LP (11) vs LogisticRegression(l1, liblinear, tol 1e-9).
+
+    alpha = 3e-3 (C = 1/(alpha m) = 0.0102): LIBLINEAR keeps 26 of the 123 weights, a
+    moderately sparse model.  BMRM-LP is Kelley's cutting-plane method, ~600 iterations to
+    a certified relative gap of 2e-5 here (smaller alpha needs many more: ~1350 at 1e-3).
+    Within 1e-4 relative of LIBLINEAR, and the certificate is never below the true gap
+    (J_lib >= J*, so J(w) - J_lib <= J(w) - J* <= gamma)."""
+    X, y = libsvm("a9a")
+    alpha = 3e-3
+    # one oracle thread: ~600 short oracle calls, where spinning OpenMP threads on a busy
+    # machine cost more than they save
+    prob = FRProblem(X, y, loss="logistic", penalty="l1", alpha=alpha, n_threads=1)
+    res = solve_bmrm(prob, tol=2e-5, max_iter=3000)
+    J_lib = liblinear_objective("a9a", "logistic", alpha, penalty="l1")
+    assert res.status == "converged"
+    assert abs(res.objective - J_lib) <= 1e-4 * J_lib
+    assert res.objective - J_lib <= res.gap * (1 + 1e-12)
+    assert res.extra["lp_cold_starts"] < res.n_iter / 10  # the warm start is in use
 
 
 # ------------------------------------------------------------------ other penalties
@@ -236,6 +261,19 @@ def test_hinge_l1_matches_lp():
     res = solve_bmrm(Problem(X, y, loss="hinge", penalty="l1", alpha=0.02), tol=1e-8,
                      max_iter=2000)
     check_against(res, ref.hinge_l1_optimum(X, y, 0.02))
+
+
+def test_hinge_l1_bounded_bundle_keeps_warm_start():
+    """LP (11) with room for 12 cuts (8 weights, so a vertex needs at most 9 active cuts):
+    once full, an inactive cut is dropped every iteration and the kept HiGHS basis follows
+    the remaining cuts, so HiGHS starts cold only rarely (the first LP); reference: the
+    whole l1-SVM as one LP, 1e-6 relative."""
+    X, y = random_problem(2, m=60, d=8)
+    res = solve_bmrm(Problem(X, y, loss="hinge", penalty="l1", alpha=0.02), tol=1e-8,
+                     max_iter=2000, max_bundle=12)
+    check_against(res, ref.hinge_l1_optimum(X, y, 0.02))
+    assert res.extra["n_dropped"] > 10 and res.extra["bundle_size"] <= 12
+    assert res.extra["lp_cold_starts"] < res.n_iter / 10
 
 
 @pytest.mark.parametrize("penalty,kw", [("l1", {}), ("elasticnet", dict(l1_ratio=0.5)),
@@ -254,3 +292,17 @@ def test_logistic_other_penalties(penalty, kw):
         J_ref = ref.enet_smooth_optimum(X, y, "logistic", alpha, kw.get("l1_ratio", 1.0))
     check_against(res, J_ref)
 
+
+
+def test_l1_bmrm_writes_nothing_to_stdout():
+    # HiGHS's constructor prints a banner once per process; BMRM-l1 must not let it through
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, fastrisk as fr\n"
+            "X = np.random.default_rng(0).normal(size=(30, 4)); y = np.sign(X[:, 0])\n"
+            "fr.solve(fr.Problem(X, y, loss='logistic', penalty='l1', alpha=1e-2),"
+            " solver='bmrm', max_iter=5)\n"
+            "print('done')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == "done\n"

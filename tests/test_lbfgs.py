@@ -69,7 +69,8 @@ def test_rejects_l1_and_validates():
     assert res.objective == min(res.history.objective)
 
 
-@pytest.mark.parametrize("name,alpha", [("a9a", 1e-4), ("a9a", 1e-6), ("reuters", 1e-6)])
+@pytest.mark.parametrize("name,alpha", [("a9a", 1e-4), ("a9a", 1e-6), ("w8a", 1e-4),
+                                        ("reuters", 1e-4), ("reuters", 1e-6)])
 def test_real_data_logistic_matches_liblinear(libsvm, name, alpha):
     """Logistic l2 within 1e-4 relative of LIBLINEAR (tol 1e-9); the Lemma 5 bound is never
     below J(w) - J_lib (<= J(w) - J* since J_lib >= J*)."""

@@ -182,3 +182,19 @@ def test_threads_config_and_show_config():
     text = buf.getvalue()
     assert f"fastrisk {fr.__version__}" in text and "openmp" in text and "cflags" in text
     assert ("on" in text.split("openmp")[1].split("\n")[0]) == fr.config.OPENMP
+
+
+@pytest.mark.parametrize("user_value", [None, "ACTIVE"])
+def test_omp_wait_policy_default_respects_the_user(user_value):
+    """import fastrisk makes idle OpenMP threads sleep (PASSIVE) unless the user set a policy."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if user_value:
+        env["OMP_WAIT_POLICY"] = user_value
+    out = subprocess.run([sys.executable, "-c", "import fastrisk, os; "
+                          "print(os.environ['OMP_WAIT_POLICY'])"],
+                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert out == (user_value or "PASSIVE")

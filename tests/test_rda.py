@@ -336,6 +336,28 @@ def test_l1_rda_within_corollary2_bound(small_a9a):
     assert np.isnan(res.history.bound).all()
 
 
+@pytest.mark.parametrize("rho", [0.0, 0.2])
+def test_default_gamma_is_scale_consistent(small_a9a, rho):
+    """Scaling the data X -> c X with lambda -> c lambda scales the optimum (and,
+    for a well-chosen gamma, every iterate) by 1/c: S -> c S and the threshold
+    -> c lambda t, so w = -shrink(S) / (gamma sqrt t) needs gamma -> c^2 gamma
+    (and rho, in the units of w, -> rho / c for the threshold gamma rho sqrt t).
+    The default (G^2 / 2000) does this.  c = 2^10, so the scaling is exact in
+    float64 and the iterates must agree to the last bit up to 1e-12 relative
+    (with c = 1e3 the roundings of the 1200 steps already move w by 5e-5
+    through threshold crossings).  Also pins the documented value."""
+    X, y = small_a9a
+    c, alpha = 2.0 ** 10, 0.01
+    base = _problem(X, y, loss="logistic", penalty="l1", alpha=alpha)
+    scaled = _problem(X * c, y, loss="logistic", penalty="l1", alpha=alpha * c)
+    a = solve_rda(base, rho=rho, max_iter=2, random_state=0, eval_every=0)
+    b = solve_rda(scaled, rho=rho / c, max_iter=2, random_state=0, eval_every=0)
+    assert a.extra["gamma"] == pytest.approx(base.data.row_sqnorms().max() / 2000, rel=1e-12)
+    assert b.extra["gamma"] == pytest.approx(c * c * a.extra["gamma"], rel=1e-12)
+    np.testing.assert_allclose(b.w * c, a.w, rtol=0, atol=1e-12 * np.abs(a.w).max())
+    assert np.array_equal(b.w != 0, a.w != 0) and np.count_nonzero(a.w) > 0
+
+
 def test_mixed_rda_within_bound_and_certified(small_a9a):
     """Mixed l1/l2^2 RDA (beta_t = 0): E J(w_bar_T) - J* <= G^2 (6 + ln T)/(2 sigma T)
     (eq. (20) + Theorem 3); J* from scipy L-BFGS-B on the split w = u - v

@@ -5,12 +5,14 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 1. vector losses (softmax, multiclass_hinge): ``lbfgs`` when the loss is
    smooth and the penalty differentiable ("l2", "lp"), else ``bmrm`` (the
    solvers for a weight matrix);
-2. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
+2. a smooth loss with a differentiable penalty on data with fewer features than
+   samples and ``alpha * n_samples < 1`` (LIBLINEAR's ``C > 1``): ``lbfgs``;
+3. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
    "elasticnet" with l1_ratio < 1): ``sdca``;
-3. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
+4. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
    loss derivatives);
-4. smooth losses with a differentiable penalty: ``lbfgs``;
-5. everything else (an l1 term, non-smooth losses without a dual step, ...):
+5. smooth losses with a differentiable penalty: ``lbfgs``;
+6. everything else (an l1 term, non-smooth losses without a dual step, ...):
    ``bmrm``, which handles every loss and penalty with a certificate.
 
 Measurements behind it (benchmarks/RESULTS.md, "solver='auto'" section,
@@ -18,7 +20,11 @@ a9a, time to 1e-3 relative suboptimality, fastrisk solvers and the peers run
 back to back in one process by benchmarks/compare_peers.py): SDCA is the
 fastest fastrisk solver for hinge and logistic with l2 at alpha 1e-4
 (Pegasos-type solvers and RDA do not reach 1e-3 within the budget); for the
-l1 penalty, the solvers with a certificate are the batch ones.
+l1 penalty, the solvers with a certificate are the batch ones.  Rule 2: SDCA
+needs more epochs as ``alpha * n_samples`` shrinks (its rate depends on
+``n + L / alpha``), while L-BFGS works in the feature space: for logistic l2 at
+alpha 1e-6, L-BFGS reached 1e-3 6-7x sooner than SDCA on ijcnn1 (49990 x 22) and
+w8a (49749 x 300), and SDCA won on IMDB bigrams (25000 x 1.5M) and at alpha 1e-4.
 """
 
 from fastrisk.regularizers import L2, ElasticNet
@@ -35,6 +41,10 @@ def choose(problem):
     differentiable = problem.penalty in ("l2", "lp")
     if spec.vector:
         return "lbfgs" if spec.smooth and differentiable else "bmrm"
+    data = problem.data
+    if spec.smooth and differentiable and data is not None \
+            and data.n_features < data.n_samples and problem.alpha * data.n_samples < 1.0:
+        return "lbfgs"
     if spec.dual_step and _strongly_convex(problem):
         return "sdca"
     if problem.penalty == "lp" and spec.lipschitz is not None:

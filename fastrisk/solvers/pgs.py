@@ -5,7 +5,9 @@ penalty="l2" is p = 2).  Fig. 1: theta = -sum_t lambda_t (loss subgradients
 on the mini-batches), w_t = grad r*(theta / ((t+1) alpha)); Fig. 2's optional
 bounded domain ||w||_p <= B rescales w_t by min(1, B / ||w_t||_p).  The
 kernel (csrc/_pgs.pyx) keeps w_t = K_t phi(theta) with one scalar K_t and an
-incrementally kept ||theta||_q^q, so a step is O(nnz(x)), not the paper's O(d).
+incrementally kept ||theta||_q^q, so a step is O(nnz(x)), not the paper's O(d);
+for p < 2 each updated coordinate costs one power |theta_j|^{q-1}
+(csrc/fr_pow.h, table-driven for the fixed exponent).
 
 Output: the last iterate w_T (the paper returns a random iterate; w is not
 linear in theta for p < 2, so an exact lazy average is not available).

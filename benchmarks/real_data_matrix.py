@@ -1,0 +1,58 @@
+"""Iterations and seconds to a certified 2e-5 relative gap on the issue-3 real-data matrix.
+
+BMRM, the proximal bundle method and L-BFGS (logistic only) on a9a, w8a and Reuters
+money-fx, hinge and logistic loss, l2 penalty, alpha in {1e-4, 1e-6}: the settings the
+issue asks to match LIBLINEAR to 1e-4 relative.  A certified gap of 2e-5 is what the
+tests in tests/ ask for before comparing with LIBLINEAR.  Each run is one process,
+one thread for the oracle (``n_threads=1``), capped at ``--time-limit`` seconds; the
+table tells which combinations fit a CI test (a few seconds) and how far the others get.
+
+    python benchmarks/real_data_matrix.py [--time-limit 60] [--datasets a9a,w8a,reuters]
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from conftest import load_libsvm
+from fastrisk.problem import Problem
+from fastrisk.solvers.bmrm import solve_bmrm
+from fastrisk.solvers.lbfgs import solve_lbfgs
+from fastrisk.solvers.prox_bundle import solve_prox_bundle
+
+SOLVERS = {"bmrm": solve_bmrm, "prox_bundle": solve_prox_bundle, "lbfgs": solve_lbfgs}
+TOL = 2e-5
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--datasets", default="a9a,w8a,reuters")
+    parser.add_argument("--solvers", default="bmrm,prox_bundle,lbfgs")
+    args = parser.parse_args()
+    print("| data | loss | alpha | solver | status | iterations | seconds | certified gap / J |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.datasets.split(","):
+        X, y = load_libsvm(name)
+        for loss in ("hinge", "logistic"):
+            for alpha in (1e-4, 1e-6):
+                problem = Problem(X, y, loss=loss, alpha=alpha, n_threads=1)
+                for solver in args.solvers.split(","):
+                    if solver == "lbfgs" and loss == "hinge":
+                        continue
+                    start = time.perf_counter()
+                    res = SOLVERS[solver](problem, tol=TOL, max_iter=100_000,
+                                          time_limit=args.time_limit)
+                    seconds = time.perf_counter() - start
+                    print(f"| {name} | {loss} | {alpha:g} | {solver} | {res.status} | "
+                          f"{len(res.history.objective)} | {seconds:.1f} | "
+                          f"{res.gap / abs(res.objective):.1e} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
