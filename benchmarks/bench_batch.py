@@ -6,8 +6,11 @@ Full measurements (the numbers reported for issue 3): ``FASTRISK_FULL_BENCH=1`` 
 ``OMP_WAIT_POLICY=passive`` on a shared machine: spinning OpenMP threads make the
 2-thread oracle ~30x slower when the cores are oversubscribed.
 
-* Share: BMRM, hinge, alpha = 1e-4, to a certified 1e-3 relative gap, on a9a and IMDB
-  bigrams: inner QP seconds and Gram/cut bookkeeping seconds over the total.
+* Share: BMRM, alpha = 1e-4, to a certified 1e-3 relative gap, on a9a (hinge and
+  logistic) and IMDB bigrams (hinge), as fractions of the total time: inner (QP and
+  w = -A beta / lambda), gram (cut storage, Gram rows); qp = inner without the
+  combination w = -A beta / lambda; cut = gram + combination (the passes over the
+  stored cuts).  Also the number of face solves of the QP and the load average.
 * Side by side (hinge): seconds until the best iterate is within 1e-3 relative of J*
   (J* = LIBLINEAR at tol 1e-9, or the best lower/upper value seen on IMDB) for BMRM,
   the proximal bundle method and LIBLINEAR (LinearSVC dual; its tol is lowered
@@ -80,13 +83,16 @@ def reference_optimum(name, X, y, alpha):
     return liblinear_objective(name, "hinge", alpha)
 
 
-def qp_share(name, max_iter=10_000):
+def qp_share(name, loss="hinge", max_iter=10_000):
     X, y = load(name)
-    res = solve_bmrm(Problem(X, y, loss="hinge", alpha=1e-4), tol=SUBOPT, max_iter=max_iter)
+    res = solve_bmrm(Problem(X, y, loss=loss, alpha=1e-4), tol=SUBOPT, max_iter=max_iter)
     total = res.history.seconds[-1]
-    return dict(data=name, status=res.status, n_iter=res.n_iter, seconds=total,
+    return dict(data=name, loss=loss, status=res.status, n_iter=res.n_iter, seconds=total,
                 inner_share=res.extra["inner_seconds"] / total,
-                gram_share=res.extra["gram_seconds"] / total)
+                gram_share=res.extra["gram_seconds"] / total,
+                qp_share=(res.extra["inner_seconds"] - res.extra["combination_seconds"]) / total,
+                cut_share=(res.extra["gram_seconds"] + res.extra["combination_seconds"]) / total,
+                qp_solves=res.extra["qp_solves"], load_average=os.getloadavg())
 
 
 def side_by_side(name, alpha, max_iter=10_000, time_limit=90):
@@ -100,17 +106,20 @@ def side_by_side(name, alpha, max_iter=10_000, time_limit=90):
         upper = min(r.objective for r in runs.values())
         J_star = upper if upper - lower <= 1e-4 * upper else lower
     lib_seconds, _ = liblinear_time(X, y, alpha, J_star)
-    row = dict(data=name, alpha=alpha, liblinear_s=lib_seconds)
+    row = dict(data=name, alpha=alpha, liblinear_s=lib_seconds, load_average=os.getloadavg())
     for key, res in runs.items():
         seconds, iters = first_time(res, J_star)
         row[key] = dict(seconds=seconds, iterations=iters, ratio=seconds / lib_seconds)
     return row
 
 
-@pytest.mark.parametrize("name", ["a9a", "imdb"] if FULL else ["a9a"])
-def test_bmrm_inner_qp_share(benchmark, name):
-    info = benchmark.pedantic(qp_share, args=(name,) if FULL else (name, 30), rounds=1,
-                              iterations=1)
+SHARE_CASES = [("a9a", "hinge"), ("a9a", "logistic"), ("imdb", "hinge")]
+
+
+@pytest.mark.parametrize("name,loss", SHARE_CASES if FULL else SHARE_CASES[:1])
+def test_bmrm_inner_qp_share(benchmark, name, loss):
+    info = benchmark.pedantic(qp_share, args=(name, loss) if FULL else (name, loss, 30),
+                              rounds=1, iterations=1)
     benchmark.extra_info.update(info)
     assert 0 <= info["inner_share"] <= 1
 
@@ -127,8 +136,8 @@ def test_time_to_suboptimality(benchmark, name, alpha):
 if __name__ == "__main__":
     which = sys.argv[1:] or ["share", "side"]
     if "share" in which:
-        for name in ("a9a", "imdb"):
-            print(qp_share(name), flush=True)
+        for name, loss in SHARE_CASES:
+            print(qp_share(name, loss), flush=True)
     if "side" in which:
         for name in ("a9a", "w8a", "imdb"):
             for alpha in (1e-4, 1e-6):

@@ -9,81 +9,71 @@ explicit cut (a = 0, b = 0): its multiplier is the slack of ``sum alpha <= 1``.
 H is the (scaled) Gram matrix of the cuts, positive semidefinite and possibly
 singular (repeated or collinear cuts), of size at most the bundle bound.
 
-``simplex_qp`` is a primal active-set method (Nocedal & Wright, Algorithm
-16.3, specialised to one equality and non-negativity bounds).  Each step
-solves the KKT system on the free set F,
+``simplex_qp`` runs the compiled primal active-set method of
+``fastrisk._qp.simplex_active_set`` (Nocedal & Wright, Algorithm 16.3,
+specialised to one equality and non-negativity bounds; csrc/_qp.pyx) from a
+feasible start, in practice the previous solution with 0 for the new cut.
+On the current face F (the free variables) it solves for the face's
+minimizer with a Cholesky factor of the face's reduced Hessian (one reference
+variable eliminated through sum beta = 1) that is updated, not recomputed,
+when a variable enters or leaves (O(|F|^2) per step, |F| = the active cuts,
+a few tens in BMRM), moves towards that minimizer until a variable hits zero
+(ratio test) and, at the face's minimizer, lets in the fixed variable of
+smallest gradient.  The tiny ridge ``rho`` (1e-13 of the scale) keeps the
+factor positive definite when cuts repeat or are affinely dependent; it moves
+the minimizer by O(rho) only.  Warm-started, a call usually needs a few
+cheap steps.
 
-    [H_FF + rho I   1] [beta_F]   [c_F]
-    [1^T            0] [  nu  ] = [ 1 ],
-
-moves towards its solution until a variable hits zero (ratio test) and, at a
-KKT point of the face, frees the fixed variable with the most negative
-reduced gradient ``g_i + nu``.  The tiny ridge ``rho`` (1e-13 of the largest
-diagonal entry) makes the systems non-singular when cuts repeat; it moves the
-minimizer by O(rho) only, and the bundle methods never rely on the exact
-minimizer for their certificate: any feasible beta gives a lower bound.
-Warm-started from the previous solution (the new cut enters at 0), a call
-usually needs one to three solves of size |F| + 1.
+Accuracy and certificates: the solver stops when the violation
+``v = max_{beta_i > 0} g_i - min_i g_i`` (g = H beta - c) is at most
+``max(tol * scale, rtol * (f(beta) - f_lower))``; v bounds the duality gap
+``f(beta) - min f`` of the QP.  Any feasible beta is a valid dual point, so
+the bundle methods' lower bounds computed from the returned beta are true
+lower bounds whatever the accuracy; the accuracy only decides how close
+the next iterate is to the exact minimizer of the model (see bmrm.py).
 """
+
+from typing import NamedTuple
 
 import numpy as np
 
+from fastrisk._qp import simplex_active_set
+
 RIDGE = 1e-13
+STATUS = {0: "converged", 1: "max_solves"}
 
 
-def simplex_qp(H, c, beta0, *, max_iter=None, tol=1e-13):
-    """Minimize 0.5 b^T H b - c^T b over the simplex, from the feasible ``beta0``.
+class QPInfo(NamedTuple):
+    value: float      # f(beta) at the returned beta
+    violation: float  # max_{beta_i > 0} g_i - min_i g_i >= f(beta) - min f
+    n_solves: int
+    status: str
 
-    Returns (beta, n_solves).  ``tol`` is relative to the scale of the
-    gradient; the result is feasible to rounding (non-negative, sum 1).
+
+def simplex_qp(H, c, beta0, *, tol=1e-13, rtol=0.0, f_lower=-np.inf, max_solves=None):
+    """Minimize 0.5 b^T H b - c^T b over the simplex, from ``beta0`` (non-negative, non-zero).
+
+    H: (k, k) symmetric PSD with contiguous rows (a leading block of a larger
+    array is used without a copy); c: (k,); beta0 is clipped at 0 and scaled
+    onto the simplex.  Stops when the violation is at most ``tol`` times
+    ``max(max_i |H_ii|, max_i |c_i|)`` or at most ``rtol * (f(beta) - f_lower)``,
+    ``f_lower`` a lower bound of the minimum, or when no fixed variable can
+    enter at a face's KKT point; ``max_solves`` (default ``10 k + 50``) bounds
+    the face solves.  Returns (beta, QPInfo).
     """
+    H = np.asarray(H, dtype=np.float64)
+    if H.ndim != 2 or H.strides[1] != 8:
+        H = np.ascontiguousarray(H, dtype=np.float64)
+    c = np.ascontiguousarray(c, dtype=np.float64)
     k = len(c)
-    beta = np.maximum(np.asarray(beta0, dtype=np.float64), 0.0)
+    if H.shape != (k, k) or k == 0:
+        raise ValueError(f"H must be a square matrix matching c (length {k} > 0), "
+                         f"got H of shape {H.shape}")
+    beta = np.maximum(np.asarray(beta0, dtype=np.float64).ravel(), 0.0)
+    if beta.shape != (k,) or not beta.sum() > 0 or not np.isfinite(beta).all():
+        raise ValueError(f"beta0 must be a finite non-negative non-zero vector of length {k}")
     beta /= beta.sum()
-    scale = max(float(np.abs(np.diag(H)).max(initial=0.0)), float(np.abs(c).max(initial=0.0)),
-                1e-300)
-    rho = RIDGE * scale
-    free = beta > 0.0
-    max_iter = 10 * k + 50 if max_iter is None else max_iter
-    n_solves = 0
-    for _ in range(max_iter):
-        F = np.flatnonzero(free)
-        n = len(F)
-        K = np.empty((n + 1, n + 1))
-        K[:n, :n] = H[np.ix_(F, F)]
-        K.flat[: (n + 1) * n: n + 2] += rho
-        K[:n, n] = 1.0
-        K[n, :n] = 1.0
-        K[n, n] = 0.0
-        rhs = np.empty(n + 1)
-        rhs[:n] = c[F]
-        rhs[n] = 1.0
-        try:
-            sol = np.linalg.solve(K, rhs)
-        except np.linalg.LinAlgError:
-            sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
-        n_solves += 1
-        target, nu = sol[:n], sol[n]
-        current = beta[F]
-        step = target - current
-        shrinking = np.flatnonzero(step < 0.0)
-        if len(shrinking):
-            ratios = current[shrinking] / -step[shrinking]
-            j = int(np.argmin(ratios))
-            if ratios[j] < 1.0:
-                beta[F] = np.maximum(current + ratios[j] * step, 0.0)
-                hit = F[shrinking[j]]
-                beta[hit] = 0.0
-                free[hit] = False
-                continue
-        beta[F] = target
-        # KKT of the face reached: the reduced gradients g_i + nu of the fixed variables
-        # (nu the multiplier of sum beta = 1) must be >= 0; free the most negative one.
-        reduced = H @ beta - c + nu
-        reduced[free] = np.inf
-        j = int(np.argmin(reduced))
-        if reduced[j] >= -tol * scale:
-            break
-        free[j] = True
-    beta = np.maximum(beta, 0.0)
-    return beta / beta.sum(), n_solves
+    max_solves = 10 * k + 50 if max_solves is None else int(max_solves)
+    status, n_solves, value, violation = simplex_active_set(
+        H, c, beta, RIDGE, tol, rtol, float(f_lower), max_solves)
+    return beta, QPInfo(value, violation, n_solves, STATUS[status])
