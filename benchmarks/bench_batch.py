@@ -2,9 +2,9 @@
 
 pytest (CI, --benchmark-disable): smoke runs on a9a with small budgets.
 Full measurements (the numbers reported for issue 3): ``FASTRISK_FULL_BENCH=1`` or
-``python benchmarks/bench_batch.py`` (prints the tables).  Run with
-``OMP_WAIT_POLICY=passive`` on a shared machine: spinning OpenMP threads make the
-2-thread oracle ~30x slower when the cores are oversubscribed.
+``python benchmarks/bench_batch.py`` (prints the tables).  ``import fastrisk`` makes
+idle OpenMP threads sleep (OMP_WAIT_POLICY=PASSIVE unless set): spinning threads made
+the 2-thread oracle ~30x slower when the cores were oversubscribed.
 
 * Share: BMRM, alpha = 1e-4, to a certified 1e-3 relative gap, on a9a (hinge and
   logistic) and IMDB bigrams (hinge), as fractions of the total time: inner (QP and

@@ -6,7 +6,7 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    smooth and the penalty differentiable ("l2", "lp"), else ``bmrm`` (the
    solvers for a weight matrix);
 2. a smooth loss with a differentiable penalty on data with fewer features than
-   samples and ``alpha * n_samples < 1`` (LIBLINEAR's ``C > 1``): ``lbfgs``;
+   samples: ``lbfgs``;
 3. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
    "elasticnet" with l1_ratio < 1): ``sdca``;
 4. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
@@ -20,11 +20,13 @@ a9a, time to 1e-3 relative suboptimality, fastrisk solvers and the peers run
 back to back in one process by benchmarks/compare_peers.py): SDCA is the
 fastest fastrisk solver for hinge and logistic with l2 at alpha 1e-4
 (Pegasos-type solvers and RDA do not reach 1e-3 within the budget); for the
-l1 penalty, the solvers with a certificate are the batch ones.  Rule 2: SDCA
-needs more epochs as ``alpha * n_samples`` shrinks (its rate depends on
-``n + L / alpha``), while L-BFGS works in the feature space: for logistic l2 at
-alpha 1e-6, L-BFGS reached 1e-3 6-7x sooner than SDCA on ijcnn1 (49990 x 22) and
-w8a (49749 x 300), and SDCA won on IMDB bigrams (25000 x 1.5M) and at alpha 1e-4.
+l1 penalty, the solvers with a certificate are the batch ones.  Rule 2 (quiet
+machine, commit 1010c18, time to 1e-3 as a ratio to the best peer): logistic l2
+on a9a, w8a, ijcnn1 (n_features << n_samples), L-BFGS 1.25 / 0.81 / 0.66 at
+alpha 1e-4 and 1.13 / 1.26 / 0.54 at 1e-6, against SDCA 1.76 / 2.25 / 1.77 at
+1e-4; with more features than samples SDCA (Reuters at 1e-4: 1.96, L-BFGS
+slower; IMDB bigrams: see RESULTS.md).  Hinge keeps SDCA: L-BFGS sometimes gets
+there first, but for a nonsmooth loss it has no certificate to honour ``tol``.
 """
 
 from fastrisk.regularizers import L2, ElasticNet
@@ -43,7 +45,7 @@ def choose(problem):
         return "lbfgs" if spec.smooth and differentiable else "bmrm"
     data = problem.data
     if spec.smooth and differentiable and data is not None \
-            and data.n_features < data.n_samples and problem.alpha * data.n_samples < 1.0:
+            and data.n_features < data.n_samples:
         return "lbfgs"
     if spec.dual_step and _strongly_convex(problem):
         return "sdca"
