@@ -332,15 +332,21 @@ class LinearProgram:
         k, n, lam = bundle.k, self.n, self.lam
         bundle.extra["lp_basic"][k - 1] = 0.0  # the new cut enters at alpha = 0
         A, b, b0 = bundle.A[1:k], bundle.b[1:k], bundle.b[0]
-        columns = np.hstack([A, np.ones((k - 1, 1))])  # cut i is HiGHS column i - 1
-        rows, cols = np.nonzero(columns)
-        values = columns[rows, cols]
-        start = np.searchsorted(rows, np.arange(k)).astype(np.int32)
+        # cut i is HiGHS column i - 1: its nonzeros a_i (rows 0..n-1), then 1 in row n
+        cuts, weights = np.nonzero(A)
+        start = np.zeros(k, dtype=np.int32)
+        np.cumsum(np.bincount(cuts, minlength=k - 1) + 1, out=start[1:])
+        last = start[1:] - 1
+        index, values = np.empty(start[-1], dtype=np.int32), np.empty(start[-1])
+        entries = np.ones(start[-1], dtype=bool)
+        entries[last] = False
+        index[entries], values[entries] = weights, A[cuts, weights]
+        index[last], values[last] = n, 1.0
         self.highs.passModel(
             k - 1, n + 1, len(values), MATRIX_COLWISE, MAXIMIZE, float(b0),
             b - b0, np.zeros(k - 1), np.full(k - 1, INF),
             np.append(np.full(n, -lam), -INF), np.append(np.full(n, lam), 1.0),
-            start, cols.astype(np.int32), values, np.zeros(k - 1, dtype=np.int32))
+            start, index, values, np.zeros(k - 1, dtype=np.int32))
         self._run(bundle)
         solution, self.basis = self.highs.getSolution(), self.highs.getBasis()
         basic = [s == BASIC for s in self.basis.col_status]
