@@ -71,7 +71,7 @@ def test_logistic_oracle(benchmark, dataset):
         assert risk == pytest.approx(ref_risk, rel=1e-10)
         np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-12 * np.abs(ref_grad).max())
 
-    repeats = 1 if benchmark.disabled else 9
+    repeats = 1 if benchmark.disabled else 15
     t = interleaved({
         "ours_1": lambda: ours[1](w),
         "ours_2": lambda: ours[2](w),

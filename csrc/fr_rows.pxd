@@ -45,12 +45,14 @@ cdef inline Py_ssize_t row_view(const floating* data, const index_t* indices,
 cdef inline double row_dot(const floating* val, const index_t* idx, Py_ssize_t nnz,
                            const double* w) noexcept nogil:
     """<x, w> over the stored entries of x."""
-    return row_dot_ahead(val, idx, nnz, nnz, w)
+    return row_dot_ahead(val, idx, nnz, nnz, w, 1)
 
 
 cdef inline double row_dot_ahead(const floating* val, const index_t* idx, Py_ssize_t nnz,
-                                 Py_ssize_t ahead, const double* w) noexcept nogil:
-    """<x, w>, prefetching w for the entries up to ``ahead`` (>= nnz) after the row start.
+                                 Py_ssize_t ahead, const double* w,
+                                 Py_ssize_t stride) noexcept nogil:
+    """<x, w> with w_j at ``w[stride * j]``, prefetching the weights of the
+    entries up to ``ahead`` (>= nnz) after the row start.
 
     In CSR the next rows' indices follow this row's in memory, so a pass over
     consecutive rows can prefetch across row ends (``ahead`` = entries left
@@ -59,23 +61,17 @@ cdef inline double row_dot_ahead(const floating* val, const index_t* idx, Py_ssi
     cdef double s = 0.0
     cdef Py_ssize_t k, m = min(nnz, ahead - FR_PREFETCH_DISTANCE)
     for k in range(m):
-        fr_prefetch(&w[idx[k + FR_PREFETCH_DISTANCE]])
-        s += val[k] * w[idx[k]]
+        fr_prefetch(&w[stride * idx[k + FR_PREFETCH_DISTANCE]])
+        s += val[k] * w[stride * idx[k]]
     for k in range(max(m, 0), nnz):
-        s += val[k] * w[idx[k]]
+        s += val[k] * w[stride * idx[k]]
     return s
 
 
 cdef inline void row_axpy(double a, const floating* val, const index_t* idx, Py_ssize_t nnz,
                           double* w) noexcept nogil:
-    """w += a * x."""
-    row_axpy_ahead(a, val, idx, nnz, nnz, w)
-
-
-cdef inline void row_axpy_ahead(double a, const floating* val, const index_t* idx,
-                                Py_ssize_t nnz, Py_ssize_t ahead, double* w) noexcept nogil:
-    """w += a * x, prefetching like row_dot_ahead."""
-    cdef Py_ssize_t k, m = min(nnz, ahead - FR_PREFETCH_DISTANCE)
+    """w += a * x, prefetching like row_dot_ahead within the row."""
+    cdef Py_ssize_t k, m = nnz - FR_PREFETCH_DISTANCE
     for k in range(m):
         fr_prefetch(&w[idx[k + FR_PREFETCH_DISTANCE]])
         w[idx[k]] += a * val[k]

@@ -84,9 +84,7 @@ class LocalOracle(_Multiplexer):
         self.n_samples, self.n_weights = data.n_samples, data.n_weights
         self.n_threads = resolve_n_threads(n_threads)
         self.partitions = partition_rows(self.n_samples, n_partitions)
-        rows = max(b - a for a, b in self.partitions)
-        self._f, self._g = np.empty(rows), np.empty(rows)
-        self._workspace = np.zeros((self.n_threads - 1, self.n_weights))
+        self._workspace = np.empty((self.n_threads, 2 * self.n_weights))
         self.n_calls = 0
 
     def partial(self, w, k):
@@ -97,7 +95,7 @@ class LocalOracle(_Multiplexer):
         d = self.data
         value, status = _oracle.risk_gradient(
             d.data, d.indices, d.indptr, d.dense, d.bias, w, self.loss.spec.kernel_id,
-            self.loss.param, self.y, self.c, start, stop, self._f, self._g, grad,
+            self.loss.param, self.y, self.c, start, stop, grad,
             self._workspace, self.n_threads)
         if status != _oracle.STATUS_OK:
             raise FloatingPointError(

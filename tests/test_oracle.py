@@ -158,14 +158,16 @@ def test_overflow_is_a_clear_error(name, scale):
 def test_kernel_argument_checks():
     X = make_data("csr", m=10, d=3)
     D = fr.Dataset(X)
-    f, g, grad = np.empty(10), np.empty(10), np.empty(3)
     args = [D.data, D.indices, D.indptr, D.dense, 0.0, np.zeros(3), 0, 0.0, np.zeros(10),
-            np.empty(0), 0, 10, f, g, grad, np.zeros((1, 3)), 2]
+            np.empty(0), 0, 10, np.empty(3), np.empty((2, 6)), 2]
     _oracle.risk_gradient(*args)
-    with pytest.raises(ValueError, match="workspace"):
-        _oracle.risk_gradient(*args[:-2], np.zeros((0, 3)), 2)
+    for bad in (np.zeros((1, 6)), np.zeros((2, 3))):
+        with pytest.raises(ValueError, match="workspace"):
+            _oracle.risk_gradient(*args[:-2], bad, 2)
+    with pytest.raises(ValueError, match="inconsistent"):
+        _oracle.risk_gradient(*args[:12], np.empty(4), np.empty((2, 8)), 2)
     with pytest.raises(ValueError, match="out of range"):
-        _oracle.risk_gradient(*args[:11], 11, np.empty(11), np.empty(11), *args[14:])
+        _oracle.risk_gradient(*args[:11], 11, *args[12:])
     with pytest.raises(ValueError, match="loss id"):
         _oracle.risk_gradient(*args[:6], 42, *args[7:])
     with pytest.raises(ValueError, match=r"w has shape \(2,\)"):
