@@ -1,5 +1,7 @@
 """Proximal bundle method (seed 000 Algorithm 4) against independent optima and BMRM."""
 
+import math
+
 import pytest
 from reference import batch as ref
 from reference.liblinear import liblinear_objective
@@ -41,6 +43,42 @@ def test_bounded_bundle_and_validation():
         solve_prox_bundle(Problem(X, y, loss="hinge", penalty="l1"))
     with pytest.raises(ValueError, match="R must"):
         solve_prox_bundle(Problem(X, y, loss="hinge"), R=0.0)
+    with pytest.raises(ValueError, match="restart must"):
+        solve_prox_bundle(Problem(X, y, loss="hinge"), restart=1.0)
+
+
+def test_phases_only_on_growth_of_R():
+    """restart=None: phases start only when R grows (Algorithm 3 as written), still the
+    optimum of the independent SVM dual to 1e-6 (certified 5e-7, see above); R starts
+    below ||w*|| here, so it must grow, and each growth step (one or more sqrt(2) factors)
+    starts one phase."""
+    X, y = random_problem(1)
+    res = solve_prox_bundle(Problem(X, y, loss="hinge", alpha=0.05), tol=5e-7, max_iter=5000,
+                            restart=None, R=0.25)
+    check_against(res, ref.hinge_l2_optimum(X, y, 0.05))
+    growths = round(2 * math.log2(res.extra["R"] / 0.25))
+    assert 2 <= res.extra["n_phases"] <= 1 + growths
+
+
+@pytest.mark.parametrize("name,loss,alpha", [("a9a", "hinge", 1e-4), ("a9a", "logistic", 1e-4),
+                                              ("reuters", "hinge", 1e-4),
+                                              ("reuters", "logistic", 1e-4),
+                                              ("reuters", "logistic", 1e-6)])
+def test_real_data_matches_liblinear(libsvm, name, loss, alpha):
+    """The issue's real-data settings that fit the CI budget (measured: 21 to ~1700
+    iterations, 0.1-3.6 s); a9a at alpha = 1e-6 needs ~4700 iterations (12-15 s) for the
+    certificate and reuters-hinge at 1e-6 does not get there in 20 s: both are in the
+    report of benchmarks/real_data_matrix.py.  Certified relative gap 1e-4 (status
+    converged), so within 1e-4 relative of LIBLINEAR (tol 1e-9), and the certificate is
+    never below the true gap: J_lib >= J*, so J(w) - J_lib <= J(w) - J* <= gamma
+    (LIBLINEAR's inexactness only loosens this check)."""
+    X, y = libsvm(name)
+    res = solve_prox_bundle(FRProblem(X, y, loss=loss, alpha=alpha), tol=1e-4, max_iter=5000)
+    J_lib = liblinear_objective(name, loss, alpha)
+    assert res.status == "converged"
+    assert abs(res.objective - J_lib) <= 1e-4 * J_lib
+    assert res.objective - J_lib <= res.gap * (1 + 1e-12)
+    assert res.extra["lower_bound"] <= J_lib
 
 
 def test_small_lambda_beats_bmrm_on_a9a(libsvm):
