@@ -61,14 +61,16 @@ def test_phases_only_on_growth_of_R():
 
 
 @pytest.mark.parametrize("name,loss,alpha", [("a9a", "hinge", 1e-4), ("a9a", "logistic", 1e-4),
+                                              ("w8a", "hinge", 1e-4), ("w8a", "logistic", 1e-4),
                                               ("reuters", "hinge", 1e-4),
                                               ("reuters", "logistic", 1e-4),
                                               ("reuters", "logistic", 1e-6)])
 def test_real_data_matches_liblinear(libsvm, name, loss, alpha):
     """The issue's real-data settings that fit the CI budget (measured: 21 to ~1700
-    iterations, 0.1-3.6 s); a9a at alpha = 1e-6 needs ~4700 iterations (12-15 s) for the
-    certificate and reuters-hinge at 1e-6 does not get there in 20 s: both are in the
-    report of benchmarks/real_data_matrix.py.  Certified relative gap 1e-4 (status
+    iterations, 0.1-3.6 s); at alpha = 1e-6 a9a (hinge, logistic) and w8a-logistic need
+    2000-4700 iterations (9-15 s) for the certificate, reuters-hinge does not get there in
+    20 s, and LIBLINEAR itself stops 3e-4 above our objective on w8a-hinge; those are
+    measured by benchmarks/real_data_matrix.py.  Certified relative gap 1e-4 (status
     converged), so within 1e-4 relative of LIBLINEAR (tol 1e-9), and the certificate is
     never below the true gap: J_lib >= J*, so J(w) - J_lib <= J(w) - J* <= gamma
     (LIBLINEAR's inexactness only loosens this check)."""

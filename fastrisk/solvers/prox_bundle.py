@@ -44,10 +44,11 @@ iterate replaces Algorithm 3's randomly drawn ``w_r``).  A phase starts
 Why: without phases, tau_1 (the largest weight, ``~ (lambda R + A_1) / (2 R)``)
 keeps ``w_1 = 0`` a proximal point for ever, and the proximal weight per step
 ``tau_{1:t} / t ~ A / (R sqrt(2 t))`` stays far above lambda (a9a, hinge,
-lambda = 1e-4: ~1.4e-3 after 8000 steps), so ``w_{t+1}`` stays pulled toward
-the tau-weighted mean of all past iterates: on a9a the method stalled at
-2e-4 (lambda = 1e-4) and 4e-4 (lambda = 1e-6) relative suboptimality after 20 s,
-and 0.07-7 on Reuters.  With phases it reaches 1e-4 in a few hundred steps.
+lambda = 1e-4, R = 4: 4.5e-4 after 2000 steps), so ``w_{t+1}`` stays pulled toward
+the tau-weighted mean of all past iterates: on a9a (hinge, logistic) the method
+was still 1.5e-4 to 9e-4 above LIBLINEAR's objective after 20 s, and 0.07-7
+relative on Reuters.  With phases it reaches 1e-4 relative in 19-800 steps on
+a9a, w8a and Reuters (a9a-logistic at lambda = 1e-6: ~3000, fewer than BMRM).
 
 Certificate: the cuts lower-bound R_emp exactly as in BMRM, so BMRM's dual
 (12) over the same bundle, maximized by a second warm-started QP, gives a
