@@ -13,8 +13,12 @@ The proximal points enter only through ``c = sum_i tau_i w_i``, so nothing but
 c and the cuts is stored.  With ``alpha = t beta`` (beta on the simplex, the
 constant cut (0, b_0) of BMRM carrying the slack) the dual is the QP of
 ``qp.py`` with ``H = (t / s) A A^T`` and linear term ``b + A c / s``,
-``s = lambda t + tau_{1:t}``; ``A c`` is kept per cut (one product with the
-cut matrix per step).  The bundle is BMRM's (same bound and aggregation).
+``s = lambda t + tau_{1:t}``.  ``A c`` and ``A w`` are kept per cut without a pass
+over the cut matrix: ``A c`` grows by ``tau_t A w_t`` and, from the step's formula,
+``A w_{t+1} = (A c - t Q beta) / s`` (O(k^2) with the Gram matrix Q = A A^T); a new
+cut gets ``<a, c>`` and ``<a, w>`` directly, and only a phase started at an earlier
+iterate multiplies the cut matrix once.  The bundle is BMRM's (same bound and
+aggregation; both arrays are linear in the cut, so they aggregate alike).
 
 Balancing choice of the proximal weight, with ``A_t = ||a_t||`` and R a bound
 on ``||w||``:
@@ -90,9 +94,10 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
     mon = Monitor(problem, "prox_bundle", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
     max_bundle = default_max_bundle(problem.n_weights) if max_bundle is None else max_bundle
-    bundle = Bundle(problem.n_weights, max_bundle, risk_floor(problem), extra=("Ac", "beta_lb"))
+    bundle = Bundle(problem.n_weights, max_bundle, risk_floor(problem),
+                    extra=("Ac", "Aw", "beta_lb"))
     bundle.extra["beta_lb"][0] = 1.0
-    Ac = bundle.extra["Ac"]
+    Ac, Aw = bundle.extra["Ac"], bundle.extra["Aw"]
     w = check_w0(problem, w0)
     c = np.zeros(problem.n_weights)  # sum_i tau_i w_i over the phase's proximal points
     lower, best_A, t_phase, tau_sum = -np.inf, 0.0, 0, 0.0
@@ -106,7 +111,8 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             objective = 0.5 * lam * float(w @ w) + risk
             A_t = float(np.linalg.norm(a))
             start = time.perf_counter()
-            bundle.add(a, risk - float(a @ w), t, Ac=float(a @ c), beta_lb=0.0)
+            aw = float(a @ w)
+            bundle.add(a, risk - aw, t, Ac=float(a @ c), Aw=aw, beta_lb=0.0)
             k = bundle.k
             Q, b = bundle.Q[:k, :k], bundle.b[:k]
             gram_seconds += time.perf_counter() - start
@@ -123,12 +129,14 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             status = mon.check(t, w, objective, gamma)
 
             start = time.perf_counter()
-            point, A_point = w, A_t
+            point, A_point, A_times_point = w, A_t, Aw[:k]
             if new_phase or (restart is not None
                              and mon.best_objective <= phase_J - restart * phase_gap):
                 new_phase, n_phases = False, n_phases + 1
                 phase_J, phase_gap = mon.best_objective, gamma
-                point, A_point = mon.best_w, best_A
+                if mon.best_w is not w:
+                    point, A_point = mon.best_w, best_A
+                    A_times_point = bundle.A[:k] @ point
                 t_phase, tau_sum = 0, 0.0
                 c[:] = 0.0
                 Ac[:k] = 0.0
@@ -138,10 +146,11 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             tau_sum += tau
             s = lam * t_phase + tau_sum
             c += tau * point
-            Ac[:k] += tau * (bundle.A[:k] @ point)
+            Ac[:k] += tau * A_times_point
             beta, _ = simplex_qp((t_phase / s) * Q, b + Ac[:k] / s, bundle.beta[:k])
             bundle.beta[:k] = beta
             w = (c - t_phase * bundle.combination()) / s
+            Aw[:k] = (Ac[:k] - t_phase * (Q @ beta)) / s
             inner_seconds += time.perf_counter() - start
 
             bundle.mark_active(t, beta_lb)
