@@ -37,13 +37,18 @@ iterate replaces Algorithm 3's randomly drawn ``w_r``).  A phase starts
 * when R grows (Algorithm 3): R starts at ``min(1, 1/sqrt(lambda))`` and is
   multiplied by sqrt(2) whenever an iterate comes within ``sqrt(2 eps / lambda)``
   of it, eps the target suboptimality ``max(tol J(w_best), abs_tol)``;
-* on progress (our extension, ``restart``): when the best objective has dropped
-  by ``restart`` times the certified gap ``gamma`` of the phase's start.  Then
+* on progress (our extension, ``restart``, default 0.03): when the best
+  objective has dropped by ``restart`` times the certified gap ``gamma`` of the
+  phase's start.  Then
   ``J(w_best) - J* <= (1 - restart) (J(w_phase start) - J*)`` (as
   ``gamma >= J(w_best) - J*``), so each such restart contracts the true
   suboptimality; it moves the proximal centre to the best point like the
   serious steps of the proximal bundle methods of Kiwiel (1983) that
-  Section 4 cites.
+  Section 4 cites.  The default is measured: steps to a certified 1e-4 on a9a
+  (hinge, lambda = 1e-4 / 1e-6) 249 / 765 with 0.03 (0.01: the same), 1672 /
+  4731 with 0.1 (the certified gap is loose at small lambda, so a large
+  fraction seldom triggers a restart); without progress restarts the steps to
+  1e-4 of LIBLINEAR's objective grow up to 3x (a9a, w8a, Reuters).
 
 Why: without phases, tau_1 (the largest weight, ``~ (lambda R + A_1) / (2 R)``)
 keeps ``w_1 = 0`` a proximal point for ever, and the proximal weight per step
@@ -73,7 +78,7 @@ from fastrisk.stopping import Monitor
 
 def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
                       callback=None, verbose=0, random_state=None, max_bundle=None, w0=None,
-                      R=None, restart=0.1):
+                      R=None, restart=0.03):
     """Minimize an l2 ``problem`` with the proximal bundle method; see the module docstring.
 
     R: initial norm bound (default ``min(1, 1/sqrt(alpha))``), doubled optimistically.
