@@ -30,6 +30,9 @@ cdef extern from "fr_sdca.h" nogil:
     ctypedef double (*fr_loss_fn)(double, double, double, double*)
     ctypedef double (*fr_conj_fn)(double, double, double)
     ctypedef double (*fr_sdca_grad_fn)(double, double, double, double, int*)
+    ctypedef double (*fr_sdca_visit_fn)(double, double, double, double, double, double*, double*,
+                                        double*, int*)
+    fr_sdca_visit_fn fr_sdca_visit_for(int kind)
     fr_sdca_step_fn fr_sdca_step_for(int kind)
     fr_sdca_grad_fn fr_sdca_grad_for(int kind)
     fr_loss_fn fr_loss_for(int kind)
@@ -181,16 +184,14 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
     cdef const floating* val
     cdef const index_t* idx
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
-    cdef double ci, f, q, unew, a, deriv, G, pg, lv, dv
+    cdef double ci, f, q, unew, a, G, pg, lv, dv
     cdef double loss_total = sums[0], dual_total = sums[1], wsq = sums[2], wl1 = sums[3]
     cdef double pg_max = -INFINITY, pg_min = INFINITY
     cdef int bound
     cdef int64_t tmp
-    cdef fr_sdca_step_fn step = fr_sdca_step_for(loss)
-    cdef fr_loss_fn lossfn = fr_loss_for(loss)
-    cdef fr_conj_fn conj = fr_conj_for(loss)
-    cdef fr_sdca_grad_fn grad = fr_sdca_grad_for(loss) if shrinking else NULL
-    if step == NULL:
+    cdef fr_sdca_visit_fn visit = fr_sdca_visit_for(loss)
+    cdef bint shrink = shrinking and fr_sdca_grad_for(loss) != NULL
+    if visit == NULL:
         return n_active, 0.0, 0.0, FR_ERR_BAD_LOSS
     if (u.shape[0] != y.shape[0] or sqnorm.shape[0] != y.shape[0]
             or row_loss.shape[0] != y.shape[0] or row_dual.shape[0] != y.shape[0]):
@@ -217,11 +218,13 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
                 continue
             nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
             f = score(val, idx, nnz, &v[0], d, bias, kappa)
-            lv = ci * lossfn(f, y[i], loss_param, &deriv)
+            q = ci * sqnorm[i] / lam_n
+            unew = visit(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN,
+                         &lv, &dv, &G, &bound)
+            lv = ci * lv
             loss_total += lv - row_loss[i]
             row_loss[i] = lv
-            if grad != NULL:
-                G = grad(u[i], f, y[i], loss_param, &bound)
+            if shrink:
                 pg = G
                 if (bound < 0 and G < pg_min_old) or (bound > 0 and G > pg_max_old):
                     n_active -= 1
@@ -235,9 +238,7 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
                     pg = G if G < 0.0 else 0.0
                 pg_max = pg if pg > pg_max else pg_max
                 pg_min = pg if pg < pg_min else pg_min
-            q = ci * sqnorm[i] / lam_n
-            unew = step(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN)
-            dv = -ci * conj(-unew, y[i], loss_param)
+            dv = ci * dv
             dual_total += dv - row_dual[i]
             row_dual[i] = dv
             a = ci * (unew - u[i]) / lam_n
