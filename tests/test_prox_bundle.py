@@ -1,5 +1,7 @@
 """Proximal bundle method (seed 000 Algorithm 4) against independent optima and BMRM."""
 
+import math
+
 import pytest
 from reference import batch as ref
 from reference.liblinear import liblinear_objective
@@ -41,18 +43,63 @@ def test_bounded_bundle_and_validation():
         solve_prox_bundle(Problem(X, y, loss="hinge", penalty="l1"))
     with pytest.raises(ValueError, match="R must"):
         solve_prox_bundle(Problem(X, y, loss="hinge"), R=0.0)
+    with pytest.raises(ValueError, match="restart must"):
+        solve_prox_bundle(Problem(X, y, loss="hinge"), restart=1.0)
 
 
-def test_small_lambda_beats_bmrm_on_a9a(libsvm):
+def test_phases_only_on_growth_of_R():
+    """restart=None: phases start only when R grows (Algorithm 3 as written), still the
+    optimum of the independent SVM dual to 1e-6 (certified 5e-7, see above); R starts
+    below ||w*|| here, so it must grow, and each growth step (one or more sqrt(2) factors)
+    starts one phase."""
+    X, y = random_problem(1)
+    res = solve_prox_bundle(Problem(X, y, loss="hinge", alpha=0.05), tol=5e-7, max_iter=5000,
+                            restart=None, R=0.25)
+    check_against(res, ref.hinge_l2_optimum(X, y, 0.05))
+    growths = round(2 * math.log2(res.extra["R"] / 0.25))
+    assert 2 <= res.extra["n_phases"] <= 1 + growths
+
+
+@pytest.mark.parametrize("name,loss,alpha", [("a9a", "hinge", 1e-4), ("a9a", "logistic", 1e-4),
+                                              ("a9a", "hinge", 1e-6), ("a9a", "logistic", 1e-6),
+                                              ("w8a", "hinge", 1e-4), ("w8a", "logistic", 1e-4),
+                                              ("w8a", "logistic", 1e-6),
+                                              ("reuters", "hinge", 1e-4),
+                                              ("reuters", "logistic", 1e-4),
+                                              ("reuters", "logistic", 1e-6)])
+def test_real_data_matches_liblinear(libsvm, name, loss, alpha):
+    """The issue's real-data settings that fit the CI budget (measured: 21 to ~800
+    iterations, 0.1-2.6 s).  Left out: reuters-hinge at 1e-6 (not certified to 1e-4 in
+    20 s, BMRM neither) and w8a-hinge at 1e-6, where LIBLINEAR (tol 1e-9) itself stops
+    2.4e-4 above our certified objective; both are measured by
+    benchmarks/real_data_matrix.py.  Certified relative gap 1e-4 (status
+    converged), so within 1e-4 relative of LIBLINEAR (tol 1e-9; on a9a-hinge at 1e-6 it
+    is 3e-5 above J*), and the certificate is never below the true gap: J_lib >= J*, so
+    J(w) - J_lib <= J(w) - J* <= gamma (LIBLINEAR's inexactness only loosens this
+    check)."""
+    X, y = libsvm(name)
+    res = solve_prox_bundle(FRProblem(X, y, loss=loss, alpha=alpha), tol=1e-4, max_iter=5000)
+    J_lib = liblinear_objective(name, loss, alpha)
+    assert res.status == "converged"
+    assert abs(res.objective - J_lib) <= 1e-4 * J_lib
+    assert res.objective - J_lib <= res.gap * (1 + 1e-12)
+    assert res.extra["lower_bound"] <= J_lib
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_small_lambda_beats_bmrm_on_a9a(libsvm, loss):
     """Figure 3's claim on real data: at lambda = 1e-6 on a9a, after 60 iterations the best
-    objective of the proximal bundle method is far lower than BMRM's (measured: ~4e-2 vs
-    ~3.6e-1 relative suboptimality; BMRM's early iterates -A alpha / lambda are huge and it
-    stalls).  Both certificates stay above the true gap (J_lib >= J*)."""
+    objective of the proximal bundle method is far lower than BMRM's (measured relative
+    suboptimality: hinge 2.3e-3 vs 3.6e-1, logistic 2.9e-3 vs 3.9e-1, a ratio below 1e-2;
+    BMRM's early iterates -A alpha / lambda are huge and it stalls: it needs ~3000
+    iterations for 1e-3, the proximal method ~100-130).  The bound 0.05 of the ratio
+    leaves a margin of 5 over the measurement.  Both certificates stay above the true gap
+    (J_lib >= J*)."""
     X, y = libsvm("a9a")
-    prob = FRProblem(X, y, loss="hinge", alpha=1e-6)
+    prob = FRProblem(X, y, loss=loss, alpha=1e-6)
     prox = solve_prox_bundle(prob, tol=0.0, max_iter=60)
     bmrm = solve_bmrm(prob, tol=0.0, max_iter=60)
-    J_lib = liblinear_objective("a9a", "hinge", 1e-6)
-    assert prox.objective - J_lib < 0.5 * (bmrm.objective - J_lib)
+    J_lib = liblinear_objective("a9a", loss, 1e-6)
+    assert prox.objective - J_lib < 0.05 * (bmrm.objective - J_lib)
     for res in (prox, bmrm):
         assert res.objective - J_lib <= res.gap and res.extra["lower_bound"] <= J_lib
