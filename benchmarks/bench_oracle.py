@@ -6,7 +6,7 @@ Compared in the same process, interleaved repeats (best and median of each):
 * ``matvecs``: scipy's ``X @ w`` plus ``X.T @ g`` (the two passes the oracle
   must make; goal: ours_1 <= 1.1 x matvecs);
 * ``numpy``: the same oracle written with scipy/NumPy (goal: >= 2 x slower
-  than ours_1; see the report for why it is not);
+  than ours_1);
 * speed-up ``ours_1 / ours_2`` (goal >= 1.6).
 
 Wall-clock ratios are noisy on a shared machine, so the 1-thread ratios are
