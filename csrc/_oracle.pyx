@@ -12,7 +12,6 @@ bits on every run.
 import numpy as np
 from cython cimport floating
 from cython.parallel cimport prange
-from libc.string cimport memset
 
 from fr_rows cimport index_t, row_view, row_dot_ahead
 from fr_loss cimport *
