@@ -59,66 +59,24 @@ cdef inline double row_dot_ahead(const floating* val, const index_t* idx, Py_ssi
     in the pass) instead of stalling on the first entries of every row.
     """
     cdef double s = 0.0
-    cdef Py_ssize_t k = 0, m = min(nnz, ahead - FR_PREFETCH_DISTANCE)
-    # unrolled by 4 (loop overhead is a third of the instructions on short rows); the
-    # terms are still added one by one in order, so the bits do not depend on it
-    while k + 4 <= m:
-        fr_prefetch(&w[stride * idx[k + FR_PREFETCH_DISTANCE]])
-        fr_prefetch(&w[stride * idx[k + 1 + FR_PREFETCH_DISTANCE]])
-        fr_prefetch(&w[stride * idx[k + 2 + FR_PREFETCH_DISTANCE]])
-        fr_prefetch(&w[stride * idx[k + 3 + FR_PREFETCH_DISTANCE]])
-        s += val[k] * w[stride * idx[k]]
-        s += val[k + 1] * w[stride * idx[k + 1]]
-        s += val[k + 2] * w[stride * idx[k + 2]]
-        s += val[k + 3] * w[stride * idx[k + 3]]
-        k += 4
-    while k < m:
+    cdef Py_ssize_t k, m = min(nnz, ahead - FR_PREFETCH_DISTANCE)
+    for k in range(m):
         fr_prefetch(&w[stride * idx[k + FR_PREFETCH_DISTANCE]])
         s += val[k] * w[stride * idx[k]]
-        k += 1
-    while k + 4 <= nnz:
+    for k in range(max(m, 0), nnz):
         s += val[k] * w[stride * idx[k]]
-        s += val[k + 1] * w[stride * idx[k + 1]]
-        s += val[k + 2] * w[stride * idx[k + 2]]
-        s += val[k + 3] * w[stride * idx[k + 3]]
-        k += 4
-    while k < nnz:
-        s += val[k] * w[stride * idx[k]]
-        k += 1
     return s
 
 
 cdef inline void row_axpy(double a, const floating* val, const index_t* idx, Py_ssize_t nnz,
                           double* w) noexcept nogil:
-    """w += a * x, prefetching like row_dot_ahead within the row (unrolled likewise).
-
-    Entries of one row have distinct indices, so the four updates of a step
-    are independent.
-    """
-    cdef Py_ssize_t k = 0, m = nnz - FR_PREFETCH_DISTANCE
-    while k + 4 <= m:
-        fr_prefetch(&w[idx[k + FR_PREFETCH_DISTANCE]])
-        fr_prefetch(&w[idx[k + 1 + FR_PREFETCH_DISTANCE]])
-        fr_prefetch(&w[idx[k + 2 + FR_PREFETCH_DISTANCE]])
-        fr_prefetch(&w[idx[k + 3 + FR_PREFETCH_DISTANCE]])
-        w[idx[k]] += a * val[k]
-        w[idx[k + 1]] += a * val[k + 1]
-        w[idx[k + 2]] += a * val[k + 2]
-        w[idx[k + 3]] += a * val[k + 3]
-        k += 4
-    while k < m:
+    """w += a * x, prefetching like row_dot_ahead within the row."""
+    cdef Py_ssize_t k, m = nnz - FR_PREFETCH_DISTANCE
+    for k in range(m):
         fr_prefetch(&w[idx[k + FR_PREFETCH_DISTANCE]])
         w[idx[k]] += a * val[k]
-        k += 1
-    while k + 4 <= nnz:
+    for k in range(max(m, 0), nnz):
         w[idx[k]] += a * val[k]
-        w[idx[k + 1]] += a * val[k + 1]
-        w[idx[k + 2]] += a * val[k + 2]
-        w[idx[k + 3]] += a * val[k + 3]
-        k += 4
-    while k < nnz:
-        w[idx[k]] += a * val[k]
-        k += 1
 
 
 cdef inline double row_sqnorm(const floating* val, Py_ssize_t nnz) noexcept nogil:
