@@ -72,6 +72,9 @@ cdef int risk_block(const floating* data, const index_t* indices, const index_t*
     streaming of X, set the time: on IMDB bigrams one line per column
     instead of one in w and one in the buffer took the oracle from ~63 to
     ~52 ms (thread CPU time, min of 15, including the interleaving copies).
+    The loss is dispatched once per row (``fr_loss_batch`` on one row, a
+    perfectly predicted switch): on a9a, 14 nonzeros per row, the oracle
+    measured 2.2 ms against 2.6 ms for the batched loss of the two-pass kernel.
     """
     cdef Py_ssize_t i, nnz, end = indptr[hi]
     cdef const floating* val

@@ -54,3 +54,13 @@ def liblinear_objective(name, loss, alpha, penalty="l2"):
     X, y = load_libsvm(name)
     y = np.where(y == np.max(y), 1.0, -1.0)
     return liblinear_solution(X, y, loss, alpha, penalty)[1]
+
+
+def assert_matches_liblinear(res, J_lib):
+    """A converged Result within 1e-4 relative of LIBLINEAR's objective J_lib (tol 1e-9),
+    with its certified bound never below the true gap: J_lib >= J*, so
+    J(w) - J_lib <= J(w) - J* <= gamma (LIBLINEAR's inexactness only loosens this check;
+    1e-12 relative allows the rounding of gamma itself)."""
+    assert res.status == "converged"
+    assert abs(res.objective - J_lib) <= 1e-4 * J_lib
+    assert res.objective - J_lib <= res.gap * (1 + 1e-12)
