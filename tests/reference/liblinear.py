@@ -31,7 +31,8 @@ def liblinear_solution(X, y, loss, alpha, penalty="l2", tol=1e-9, max_iter=100_0
     """(w, J(w)) from LIBLINEAR at tight tolerance, labels -1/+1, no intercept."""
     C = 1.0 / (alpha * X.shape[0])
     if loss in ("hinge", "squared_hinge") and penalty == "l2":
-        est = LinearSVC(loss=loss, dual=True, C=C, tol=tol, max_iter=max_iter, fit_intercept=False)
+        est = LinearSVC(loss=loss, dual=True, C=C, tol=tol, max_iter=max_iter, fit_intercept=False,
+                        random_state=0)
     elif loss == "logistic":
         est = LogisticRegression(solver="liblinear", C=C, tol=tol, max_iter=max_iter,
                                  fit_intercept=False, l1_ratio=1.0 if penalty == "l1" else 0.0)
