@@ -458,18 +458,15 @@ def test_shrinking_reaches_the_same_optimum_with_fewer_row_visits(loss):
 
 
 # ---------------------------------------------------------------- real data vs LIBLINEAR
-# Within ~60 s (LIBLINEAR's own reference runs included): every (loss, alpha) on Reuters
-# (8315 sparse text features, fast at both alphas); alpha = 1e-4 on a9a and w8a.  Left
-# out: hinge at alpha = 1e-6 on a9a / w8a (C = 31 / 20): single-coordinate dual ascent
-# needs > 3000 epochs (~60-200 s) to certify 1e-5 there, and logistic at 1e-6 on them
-# (10-40 s each); the benchmarks measure those.
+# Every (loss, alpha) on Reuters (8315 sparse text features, fast at both alphas);
+# alpha = 1e-4 on a9a and w8a; hinge at 1e-6 on a9a (~30000 cheap epochs with shrinking,
+# 10 s).  Left to benchmarks/real_data_matrix.py (--solvers sdca): the logistic loss at
+# 1e-6 on a9a and w8a (certified 2e-5 in 11-14 s, 7e-6 and 1e-6 from LIBLINEAR) and w8a
+# hinge at 1e-6, where LIBLINEAR (tol 1e-9, random_state 0) stops 2.6e-4 above our
+# objective certified to 2.3e-5.
 REAL = [("reuters", "hinge", 1e-4), ("reuters", "hinge", 1e-6), ("reuters", "logistic", 1e-4),
         ("reuters", "logistic", 1e-6), ("a9a", "hinge", 1e-4), ("a9a", "logistic", 1e-4),
         ("w8a", "hinge", 1e-4), ("w8a", "logistic", 1e-4), ("a9a", "hinge", 1e-6)]
-# Left to benchmarks/real_data_matrix.py (--solvers sdca): the logistic loss at 1e-6 on
-# a9a and w8a (certified 2e-5 in 11-14 s, 7e-6 and 1e-6 from LIBLINEAR) and w8a hinge at
-# 1e-6, where LIBLINEAR (tol 1e-9, random_state 0) stops 2.6e-4 above our objective
-# certified to 2.3e-5.
 
 
 @pytest.mark.parametrize("name, loss, alpha", REAL)
@@ -479,7 +476,6 @@ def test_objective_matches_liblinear_on_real_data(libsvm, name, loss, alpha):
     X, y = libsvm(name)
     J_ll = liblinear_objective(name, loss, alpha)
     prob = fr.Problem(X, y, loss=loss, alpha=alpha)
-    # epochs: up to ~30000 on a9a hinge at 1e-6, cheap once shrinking leaves few rows active
     res = fr.solve(prob, solver="sdca", tol=3e-5, max_iter=100_000, random_state=0)
     assert res.status == "converged"
     # certified J - J* <= 3e-5 J and LIBLINEAR at tol 1e-9: within 1e-4 relative
