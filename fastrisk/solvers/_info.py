@@ -1,0 +1,80 @@
+"""What a solver declares about itself: the one place its capabilities are written.
+
+Every solver module defines ``SOLVER_INFO``, a :class:`SolverInfo` or a tuple of
+them (one per public solver name the module provides).  ``fastrisk.solvers``
+collects them; ``solver="auto"``, the estimators, the command line, the Dask
+path and the error messages read these records instead of keeping lists of
+solver names of their own.
+"""
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Tuple
+
+# Warm-start kinds a solver can take through its ``start=`` option:
+#   "w":     a primal weight vector of length problem.n_weights;
+#   "dual":  a Result of an earlier run of the same solver (dual variables in
+#            Result.extra["dual"]), or a primal w;
+#   "state": the resumable state of an online solver (Result.extra["state"]), or a w.
+START_KINDS = ("w", "dual", "state")
+
+
+@dataclass(frozen=True)
+class SolverInfo:
+    """Capabilities of one solver.
+
+    name:         the ``solver=`` name.
+    func:         ``func(problem, *, tol, max_iter, time_limit, callback, verbose,
+                  start=None, **options) -> Result``.
+    penalties:    penalty names it accepts ("l2", "l1", "elasticnet", "lp").
+    accepts_loss: predicate on a ``LossSpec``: True when the solver handles that loss.
+    loss_rule:    the predicate in words, for error messages ("smooth losses", ...).
+    streams:      usable by ``partial_fit`` (each call continues from ``start``).
+    start:        warm-start kind (one of START_KINDS) or None.
+    certificate:  what ``Result.gap`` bounds, in words; None when ``gap`` is NaN.
+    threads:      honours ``n_threads`` (OpenMP kernels).
+    oracle_only:  needs only ``problem.oracle`` (Dask oracles, user-defined risks).
+    strongly_convex: needs a strongly convex penalty (l2, or elasticnet with l1_ratio < 1).
+    """
+
+    name: str
+    func: Callable
+    penalties: Tuple[str, ...]
+    accepts_loss: Callable
+    loss_rule: str
+    streams: bool = False
+    start: Optional[str] = None
+    certificate: Optional[str] = None
+    threads: bool = True
+    oracle_only: bool = False
+    strongly_convex: bool = False
+
+    def __post_init__(self):
+        if self.start is not None and self.start not in START_KINDS:
+            raise ValueError(f"start must be one of {START_KINDS} or None, got {self.start!r}")
+
+    def why_not(self, problem):
+        """None when this solver can solve ``problem``, else the reason in one sentence."""
+        if problem.penalty not in self.penalties:
+            return (f"solver {self.name!r} takes penalty in {list(self.penalties)}, "
+                    f"got {problem.penalty!r}")
+        spec = getattr(problem.loss, "spec", None)
+        if spec is None:
+            if not self.oracle_only:
+                return f"solver {self.name!r} needs a Problem built from data (X, y)"
+        elif not self.accepts_loss(spec):
+            return f"solver {self.name!r} takes {self.loss_rule}, got loss {spec.name!r}"
+        if problem.data is None and not self.oracle_only:
+            return f"solver {self.name!r} needs the rows of X, not only a risk oracle"
+        if self.strongly_convex and not problem.regularizer.strongly_convex:
+            return (f"solver {self.name!r} needs a strongly convex penalty: 'l2', or "
+                    f"'elasticnet' with l1_ratio < 1")
+        return None
+
+    def check(self, problem):
+        """Raise ValueError with the reason (and the solvers that would work) when it cannot."""
+        reason = self.why_not(problem)
+        if reason is not None:
+            from fastrisk.solvers import solvers_for
+
+            ok = [info.name for info in solvers_for(problem)]
+            raise ValueError(f"{reason}; solvers for this problem: {ok}")
