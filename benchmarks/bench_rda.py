@@ -52,7 +52,7 @@ def methods(prob, lam, with_pnorm):
     """name -> fit(epochs) returning (coef, intercept)."""
     def ours(solve, **kw):
         def fit(epochs):
-            res = solve(prob, max_iter=epochs, random_state=0, eval_every=0, **kw)
+            res = solve(prob, max_iter=epochs, random_state=0, check_every=0, **kw)
             return res.coef_, res.intercept_
         return fit
 

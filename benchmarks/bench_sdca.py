@@ -150,7 +150,7 @@ def test_minibatch_iterations_vs_b(benchmark, libsvm, imdb_bigrams, name):
                 continue
             res = fr.solve(prob, solver="sdca", batch_size=b, variant=variant, tol=tol,
                            max_iter=max_iter, random_state=0, n_threads=1, shrinking=False,
-                           gap_every=1)
+                           check_every=1)
             key = f"{variant if b > 1 else 'single'} b={b}"
             beta = res.extra.get("beta_b", res.extra["beta"])
             table[key] = dict(epochs=res.n_iter, status=res.status, beta=beta,

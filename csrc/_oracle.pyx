@@ -16,22 +16,8 @@ from cython.parallel cimport prange
 from fr_rows cimport index_t, row_view, row_dot_ahead
 from fr_loss cimport *
 
-LOSS_IDS = {
-    "hinge": FR_HINGE,
-    "squared_hinge": FR_SQUARED_HINGE,
-    "zero_margin": FR_ZERO_MARGIN,
-    "squared_zero_margin": FR_SQUARED_ZERO_MARGIN,
-    "logistic": FR_LOGISTIC,
-    "exponential": FR_EXPONENTIAL,
-    "novelty": FR_NOVELTY,
-    "squared": FR_SQUARED,
-    "absolute": FR_ABSOLUTE,
-    "quantile": FR_QUANTILE,
-    "epsilon_insensitive": FR_EPSILON_INSENSITIVE,
-    "huber": FR_HUBER,
-    "poisson": FR_POISSON,
-    "smoothed_hinge": FR_SMOOTHED_HINGE,
-}
+# name -> kernel id, read from fr_loss.h's list of losses (its only copy)
+LOSS_IDS = {fr_loss_names[i].decode("ascii"): i for i in range(FR_N_LOSSES)}
 STATUS_OK = FR_OK
 STATUS_OVERFLOW = FR_ERR_OVERFLOW
 

@@ -18,22 +18,38 @@ enum {
     FR_ERR_BAD_LOSS = 2
 };
 
+/* Every scalar loss once, as (kernel id, function prefix, public name): the enum, the
+ * name table read by fastrisk.losses and the batch switches below are generated from this
+ * list, so a new loss is one line here plus its functions (fastrisk/losses.py's table is
+ * checked against fr_loss_names by tests/test_losses.py). */
+#define FR_ALL_LOSSES(X) \
+    X(FR_HINGE, fr_hinge, "hinge") \
+    X(FR_SQUARED_HINGE, fr_squared_hinge, "squared_hinge") \
+    X(FR_ZERO_MARGIN, fr_zero_margin, "zero_margin") \
+    X(FR_SQUARED_ZERO_MARGIN, fr_squared_zero_margin, "squared_zero_margin") \
+    X(FR_LOGISTIC, fr_logistic, "logistic") \
+    X(FR_EXPONENTIAL, fr_exponential, "exponential") \
+    X(FR_NOVELTY, fr_novelty, "novelty") \
+    X(FR_SQUARED, fr_squared, "squared") \
+    X(FR_ABSOLUTE, fr_absolute, "absolute") \
+    X(FR_QUANTILE, fr_quantile, "quantile") \
+    X(FR_EPSILON_INSENSITIVE, fr_epsilon_insensitive, "epsilon_insensitive") \
+    X(FR_HUBER, fr_huber, "huber") \
+    X(FR_POISSON, fr_poisson, "poisson") \
+    X(FR_SMOOTHED_HINGE, fr_smoothed_hinge, "smoothed_hinge")
+
 enum fr_loss_kind {
-    FR_HINGE = 0,
-    FR_SQUARED_HINGE,
-    FR_ZERO_MARGIN,
-    FR_SQUARED_ZERO_MARGIN,
-    FR_LOGISTIC,
-    FR_EXPONENTIAL,
-    FR_NOVELTY,
-    FR_SQUARED,
-    FR_ABSOLUTE,
-    FR_QUANTILE,
-    FR_EPSILON_INSENSITIVE,
-    FR_HUBER,
-    FR_POISSON,
-    FR_SMOOTHED_HINGE,
+#define FR_ENUM_ENTRY(ID, FN, NAME) ID,
+    FR_ALL_LOSSES(FR_ENUM_ENTRY)
+#undef FR_ENUM_ENTRY
     FR_N_LOSSES
+};
+
+/* Public name of each kernel id, in enum order. */
+static const char *const fr_loss_names[FR_N_LOSSES] = {
+#define FR_NAME_ENTRY(ID, FN, NAME) NAME,
+    FR_ALL_LOSSES(FR_NAME_ENTRY)
+#undef FR_NAME_ENTRY
 };
 
 static inline double fr_sgn(double x) { return (x > 0) - (x < 0); }
@@ -237,23 +253,6 @@ static inline double fr_smoothed_hinge_conj(double a, double y, double p)
     return (s >= 0.0 && s <= 1.0) ? -s + 0.5 * p * s * s : INFINITY;
 }
 
-/* X-macro: every loss once, in enum order. */
-#define FR_ALL_LOSSES(X) \
-    X(FR_HINGE, fr_hinge) \
-    X(FR_SQUARED_HINGE, fr_squared_hinge) \
-    X(FR_ZERO_MARGIN, fr_zero_margin) \
-    X(FR_SQUARED_ZERO_MARGIN, fr_squared_zero_margin) \
-    X(FR_LOGISTIC, fr_logistic) \
-    X(FR_EXPONENTIAL, fr_exponential) \
-    X(FR_NOVELTY, fr_novelty) \
-    X(FR_SQUARED, fr_squared) \
-    X(FR_ABSOLUTE, fr_absolute) \
-    X(FR_QUANTILE, fr_quantile) \
-    X(FR_EPSILON_INSENSITIVE, fr_epsilon_insensitive) \
-    X(FR_HUBER, fr_huber) \
-    X(FR_POISSON, fr_poisson) \
-    X(FR_SMOOTHED_HINGE, fr_smoothed_hinge)
-
 /* Sum of c_i l(f_i, y_i) over i < n and g_i = c_i l'(f_i, y_i); c may be NULL
  * (all weights 1).  The switch runs once; each case is a plain loop. */
 static inline int fr_loss_batch(int kind, double p, ptrdiff_t n, const double *f,
@@ -263,7 +262,7 @@ static inline int fr_loss_batch(int kind, double p, ptrdiff_t n, const double *f
     double total = 0.0;
     ptrdiff_t i;
     switch (kind) {
-#define FR_BATCH_CASE(ID, FN) \
+#define FR_BATCH_CASE(ID, FN, NAME) \
     case ID: \
         for (i = 0; i < n; ++i) { \
             double d, v = FN(f[i], y[i], p, &d); \
@@ -287,7 +286,7 @@ static inline int fr_loss_conj_batch(int kind, double p, ptrdiff_t n, const doub
 {
     ptrdiff_t i;
     switch (kind) {
-#define FR_CONJ_CASE(ID, FN) \
+#define FR_CONJ_CASE(ID, FN, NAME) \
     case ID: \
         for (i = 0; i < n; ++i) out[i] = FN##_conj(a[i], y[i], p); \
         break;

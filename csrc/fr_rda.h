@@ -14,7 +14,7 @@ typedef double (*fr_loss_fn)(double f, double y, double p, double *d);
 static inline fr_loss_fn fr_loss_pointer(int kind)
 {
     switch (kind) {
-#define FR_POINTER_CASE(ID, FN) case ID: return FN;
+#define FR_POINTER_CASE(ID, FN, NAME) case ID: return FN;
     FR_ALL_LOSSES(FR_POINTER_CASE)
 #undef FR_POINTER_CASE
     default:

@@ -253,7 +253,7 @@ static inline fr_sdca_visit_fn fr_sdca_visit_for(int kind)
 static inline fr_loss_fn fr_loss_for(int kind)
 {
     switch (kind) {
-#define FR_LOSS_CASE(ID, FN) case ID: return FN;
+#define FR_LOSS_CASE(ID, FN, NAME) case ID: return FN;
     FR_ALL_LOSSES(FR_LOSS_CASE)
 #undef FR_LOSS_CASE
     default: return NULL;
@@ -263,7 +263,7 @@ static inline fr_loss_fn fr_loss_for(int kind)
 static inline fr_conj_fn fr_conj_for(int kind)
 {
     switch (kind) {
-#define FR_CONJ_FOR_CASE(ID, FN) case ID: return FN##_conj;
+#define FR_CONJ_FOR_CASE(ID, FN, NAME) case ID: return FN##_conj;
     FR_ALL_LOSSES(FR_CONJ_FOR_CASE)
 #undef FR_CONJ_FOR_CASE
     default: return NULL;

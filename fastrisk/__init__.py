@@ -16,7 +16,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from fastrisk.config import show_config
 from fastrisk.data import Dataset
-from fastrisk.estimators import LinearClassifier, LinearRegressor
+from fastrisk.estimators import LinearClassifier, LinearRegressor, estimator_from_model
 from fastrisk.losses import LOSSES, Loss
 from fastrisk.model import LinearModel, load
 from fastrisk.oracle import LocalOracle, RiskOracle
@@ -42,6 +42,7 @@ __all__ = [
     "RiskOracle",
     "__version__",
     "dump_svmlight",
+    "estimator_from_model",
     "load",
     "load_svmlight",
     "make_regularizer",

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from fastrisk.losses import LOSSES
 from fastrisk.regularizers import PENALTIES
-from fastrisk.solvers import SOLVERS
+from fastrisk.solvers import SOLVERS, solvers_for
 
 
 class UserError(Exception):
@@ -81,13 +81,24 @@ class Progress:
     def __init__(self, label, stream=None):
         self.label, self.width = label, 0
         self.stream = sys.stderr if stream is None else stream
+        isatty = getattr(self.stream, "isatty", None)
+        # one line rewritten in place on a terminal; whole lines, at most one per second,
+        # in files and pipes
+        self.live = bool(isatty and isatty())
+        self.last = -math.inf
 
     def __call__(self, res):
         bound = "n/a" if math.isnan(res.gap) else f"{res.gap:.2e}"
-        line = f"{self.label}: it {res.n_iter:4d}  J(w) = {res.objective:.8f}  bound = {bound}"
-        self.stream.write("\r" + line.ljust(self.width))
+        exact = not res.history.exact or res.history.exact[-1]
+        line = (f"{self.label}: it {res.n_iter:4d}  J(w) {'=' if exact else '~'} "
+                f"{res.objective:.8f}  bound = {bound}")
+        if self.live:
+            self.stream.write("\r" + line.ljust(self.width))
+            self.width = len(line)
+        elif time.perf_counter() - self.last >= 1.0:
+            self.stream.write(line + "\n")
+            self.last = time.perf_counter()
         self.stream.flush()
-        self.width = len(line)
         return True
 
     def done(self):
@@ -96,11 +107,22 @@ class Progress:
             self.stream.flush()
 
 
+def _exact_entries(history):
+    """The history's columns restricted to its exact, finite objectives."""
+    cols = history.as_arrays()
+    keep = cols["exact"].astype(bool) & np.isfinite(cols["objective"]) if len(history) \
+        else np.zeros(0, dtype=bool)
+    return {k: cols[k][keep] if len(history) else np.zeros(0)
+            for k in ("seconds", "objective", "bound")}
+
+
 def plot_convergence(runs, path, title):
     """Objective gap J(w_t) - J_best against seconds for several solvers (log scale).
 
     ``runs``: {solver: History}; J_best is the smallest objective any run reached.
-    Dashed lines are the certified bounds where the solver has one.
+    Only the exact entries of a history are drawn (an estimate, e.g. SDCA's between its
+    exact checks, can be below J*).  Dashed lines are the certified bounds where the
+    solver has one.
     """
     try:
         import matplotlib
@@ -109,15 +131,17 @@ def plot_convergence(runs, path, title):
         import matplotlib.pyplot as plt
     except ImportError:
         raise UserError("--plot needs matplotlib: pip install 'fastrisk[plot]'") from None
-    best = min(min(h.objective) for h in runs.values() if len(h))
+    exact = {name: _exact_entries(h) for name, h in runs.items()}
+    exact = {name: e for name, e in exact.items() if len(e["objective"])}
+    if not exact:
+        raise UserError("--plot: no run recorded an exact objective")
+    best = min(e["objective"].min() for e in exact.values())
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, h in runs.items():
-        if not len(h):
-            continue
-        t = np.asarray(h.seconds)
-        gap = np.maximum(np.asarray(h.objective) - best, 1e-16) / abs(best)
+    for name, e in exact.items():
+        t = e["seconds"]
+        gap = np.maximum(e["objective"] - best, 1e-16) / abs(best)
         (line,) = ax.semilogy(t, gap, label=name)
-        bound = np.asarray(h.bound) / abs(best)
+        bound = e["bound"] / abs(best)
         if np.isfinite(bound).any():
             ax.semilogy(t, np.where(bound > 0, bound, np.nan), "--", color=line.get_color(),
                         alpha=0.6)
@@ -166,13 +190,13 @@ def _fit(est, X, y, label, quiet):
 
 
 def _check_scheduler(args):
-    """One-line errors for --scheduler: batch solvers only, dask.distributed installed."""
-    from fastrisk.estimators import DASK_SOLVERS
+    """One-line errors for --scheduler: oracle-only solvers, dask.distributed installed."""
+    from fastrisk.estimators import dask_solvers
 
     for option, name in [("--solver", args.solver)] + [("--compare", s) for s in args.compare]:
-        if name not in ("auto", *DASK_SOLVERS):
+        if name != "auto" and not SOLVERS[name].oracle_only:
             raise UserError(f"{option} {name}: a solver that cannot run with --scheduler; use "
-                            f"auto or one of {', '.join(DASK_SOLVERS)}")
+                            f"auto or one of {', '.join(dask_solvers())}")
     try:
         import distributed  # noqa: F401
     except ImportError:
@@ -259,9 +283,6 @@ def cmd_info(args, out):
         print(f"{k:18s}{v}", file=out)
 
 
-DEMO_SOLVERS = ("sdca", "lbfgs", "bmrm", "prox_bundle", "pegasos", "proximal", "optimistic", "rda")
-
-
 def cmd_demo(args, out):
     """a9a, logistic loss, l2, alpha=1e-4: live progress, test accuracy, a solver comparison."""
     import fastrisk as fr
@@ -288,7 +309,7 @@ def cmd_demo(args, out):
           f"tol 1e-6):", file=out)
     problem = fr.Problem(X, y, loss=loss, alpha=alpha, fit_intercept=True)
     rows, runs = [], {}
-    for name in DEMO_SOLVERS:
+    for name in [info.name for info in solvers_for(problem)]:
         try:
             start = time.perf_counter()
             res = fr.solve(problem, solver=name, tol=1e-6, time_limit=args.time_limit,
@@ -386,7 +407,8 @@ def build_parser():
     p.add_argument("--seed", type=int, default=0, help="random seed of stochastic solvers")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="Dask scheduler (tcp://host:8786): compute the risk oracle on its "
-                        "workers (solvers auto, bmrm, prox_bundle, lbfgs)")
+                        "workers (solvers auto, "
+                        f"{', '.join(n for n in sorted(SOLVERS) if SOLVERS[n].oracle_only)})")
     p.add_argument("--partitions", type=_positive_int("--partitions"), default=None,
                    metavar="N", help="row partitions of the risk oracle (default 1, with "
                                      "--scheduler the number of worker threads)")

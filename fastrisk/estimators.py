@@ -1,10 +1,10 @@
 """scikit-learn estimators: LinearClassifier and LinearRegressor.
 
 Both minimize ``J(w) = alpha * Omega(w) + (1/m) sum_i c_i loss(<w, x_i>, y_i)``
-(MATH.md 1) with any solver of the registry (``solver="auto"`` picks one from
+(docs/math.md §1) with any solver of the registry (``solver="auto"`` picks one from
 measurements, see fastrisk/solvers/auto.py; the choice is in ``solver_``).
 
-* ``sample_weight`` is rescaled to mean 1 (MATH.md 1: "c_i mean 1"), so an
+* ``sample_weight`` is rescaled to mean 1 (docs/math.md §1: "c_i mean 1"), so an
   integer weight is exactly the same as repeating the sample, and ``alpha``
   keeps its meaning; ``class_weight`` then multiplies the weights per class.
 * Classifiers with a binary loss (hinge, logistic, ...) and more than two
@@ -19,16 +19,16 @@ measurements, see fastrisk/solvers/auto.py; the choice is in ``solver_``).
 * ``scheduler`` (a Dask scheduler address or a ``distributed.Client``) builds
   the problem with ``fastrisk.distributed.make_dask_problem``: the rows are
   cut into ``n_partitions`` partitions held by the Dask workers, and the risk
-  oracle runs there (BMRM section 4).  Only the batch solvers (``DASK_SOLVERS``)
-  run on such a problem; ``solver="auto"`` picks L-BFGS for a smooth loss with
-  a differentiable penalty, BMRM otherwise.  With the same partition sizes and
+  oracle runs there (Teo et al. 2010, section 4).  Only the solvers that need no
+  more than the oracle (``SolverInfo.oracle_only``, listed by ``dask_solvers()``)
+  run on such a problem; ``solver="auto"`` picks among them.  With the same partition sizes and
   threads per partition the Dask oracle returns the local oracle's bits, so
   the fit equals the local fit with the same ``n_partitions`` and ``n_threads``.
 """
 
 import contextlib
-import inspect
 import math
+import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -47,7 +47,7 @@ from fastrisk.data import encode_labels
 from fastrisk.losses import LOSSES
 from fastrisk.model import LinearModel, scores_to_proba
 from fastrisk.problem import Problem
-from fastrisk.solvers import SOLVERS, choose_solver, get_solver
+from fastrisk.solvers import SOLVERS, choose_solver
 
 CLASSIFIER_TASKS = ("binary", "multiclass")
 REGRESSOR_TASKS = ("regression", "counts")
@@ -72,45 +72,43 @@ def _seed(random_state):
     return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
 
-def _solver_accepts(func, name):
-    params = inspect.signature(func).parameters
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-DASK_SOLVERS = ("bmrm", "prox_bundle", "lbfgs")  # batch solvers: need only the oracle
-ONLINE_SOLVERS = ("pegasos", "adaptive", "proximal", "optimistic", "pgs", "rda", "sgd_l1",
-                  "truncated_gradient")
-# partial_fit: one ordered epoch per chunk; the Pegasos family returns its last iterate
-# (its default tail average would restart in every chunk)
-_STREAMING = {"max_iter": 1, "shuffle": False}
-_STREAMING_LAST = ("pegasos", "adaptive", "proximal", "optimistic")
-
-
 def _streaming(solver):
-    return dict(_STREAMING, average="last") if solver in _STREAMING_LAST else dict(_STREAMING)
+    """partial_fit's options: one ordered epoch per chunk, plus the solver's own
+    (SolverInfo.stream_options, e.g. the Pegasos family's last iterate)."""
+    return dict({"max_iter": 1, "shuffle": False}, **dict(SOLVERS[solver].stream_options))
 
 
-def _continuation(name, func, previous, problem):
-    """Solver options that continue from a previous Result on the same problem.
-
-    The online solvers continue their exact state (``state``); SDCA starts from the
-    previous dual variables when the sample count is unchanged; solvers that take
-    an initial weight vector ``w0`` start from the previous weights.  Otherwise
-    the solver starts afresh (with a warning).
-    """
-    if previous.solver != name or previous.w.shape != (problem.n_weights,):
+def _continuation(info, previous, problem):
+    """``start=`` to continue from a previous Result on the same problem, as the solver's
+    record declares (SolverInfo.start): its state, its dual or its weights."""
+    if previous.w.shape != (problem.n_weights,):
         return {}
-    if "state" in previous.extra and _solver_accepts(func, "state"):
-        return {"state": previous.extra["state"]}
-    if name == "sdca" and "alpha" in previous.extra:
-        if previous.extra["alpha"].shape[0] == problem.n_samples:
-            return {"warm_start": previous.extra["alpha"]}
+    if info.start is None:
+        warnings.warn(f"solver {info.name!r} cannot continue from a previous fit; warm_start "
+                      "is ignored", UserWarning, stacklevel=5)
         return {}
-    if _solver_accepts(func, "w0"):
-        return {"w0": previous.w}
-    warnings.warn(f"solver {name!r} cannot continue from a previous fit; warm_start is ignored",
-                  UserWarning, stacklevel=5)
-    return {}
+    if info.start == "state" and previous.solver != info.name:
+        return {}
+    return {"start": previous}
+
+
+def dask_solvers():
+    """The solvers that run on a Dask problem (they need only the risk oracle)."""
+    return sorted(name for name, info in SOLVERS.items() if info.oracle_only)
+
+
+def _streams(solver):
+    return isinstance(solver, str) and solver in SOLVERS and SOLVERS[solver].streams
+
+
+def _stop_on(event, callback):
+    """A callback that also stops the run once ``event`` is set (Ctrl-C in another thread)."""
+    def check(result):
+        if event.is_set():
+            return False
+        return None if callback is None else callback(result)
+
+    return check
 
 
 class _LinearModelBase(BaseEstimator):
@@ -123,7 +121,8 @@ class _LinearModelBase(BaseEstimator):
                 or LOSSES[self.loss].task not in self._tasks:
             allowed = sorted(n for n, s in LOSSES.items() if s.task in self._tasks)
             raise ValueError(f"loss must be one of {allowed}, got {self.loss!r}")
-        if self.solver != "auto" and self.solver not in SOLVERS:
+        if self.solver != "auto" and (not isinstance(self.solver, str)
+                                      or self.solver not in SOLVERS):
             raise ValueError(f"solver must be 'auto' or one of {sorted(SOLVERS)}, "
                              f"got {self.solver!r}")
         if self.max_iter is not None and (not isinstance(self.max_iter, (int, np.integer))
@@ -138,10 +137,11 @@ class _LinearModelBase(BaseEstimator):
                 or isinstance(self.n_partitions, bool) or self.n_partitions < 1):
             raise ValueError(f"n_partitions must be None or an integer >= 1, "
                              f"got {self.n_partitions!r}")
-        if self.scheduler is not None and self.solver not in ("auto", *DASK_SOLVERS):
+        if self.scheduler is not None and self.solver != "auto" \
+                and not SOLVERS[self.solver].oracle_only:
             raise ValueError(f"solver={self.solver!r} cannot run with scheduler=: a Dask "
                              f"problem has only its risk oracle; use 'auto' or one of "
-                             f"{list(DASK_SOLVERS)}")
+                             f"{dask_solvers()}")
 
     @contextlib.contextmanager
     def _cluster(self):
@@ -174,31 +174,33 @@ class _LinearModelBase(BaseEstimator):
 
         return make_dask_problem(X, y, client=client, n_partitions=self.n_partitions, **options)
 
-    def _solve(self, problem, seed, previous=None, **overrides):
+    def _solve(self, problem, seed, previous=None, stop=None, **overrides):
         """Run the solver on one problem; returns (Result, solver name).
 
         ``previous``: the Result of the previous fit of the same problem, to continue
-        from (see ``_continuation``).
+        from (see ``_continuation``); ``stop``: an Event that ends the run (Ctrl-C).
         """
-        name = self.solver
-        if name == "auto" and self.scheduler is not None:
-            smooth = problem.loss.spec.smooth and problem.penalty in ("l2", "lp")
-            name = "lbfgs" if smooth else "bmrm"
-        elif name == "auto":
-            name = choose_solver(problem)
-        func = get_solver(name)
-        options = dict(tol=self.tol, time_limit=self.time_limit, callback=self.callback,
+        name = choose_solver(problem) if self.solver == "auto" else self.solver
+        info = SOLVERS[name]
+        info.check(problem)
+        callback = self.callback if stop is None else _stop_on(stop, self.callback)
+        options = dict(tol=self.tol, time_limit=self.time_limit, callback=callback,
                        verbose=self.verbose, random_state=seed)
         if self.max_iter is not None:
             options["max_iter"] = self.max_iter
         options.update(overrides)
         if previous is not None:
-            options.update(_continuation(name, func, previous, problem))
+            options.update(_continuation(info, previous, problem))
         try:
-            result = func(problem, **options)
+            result = info.func(problem, **options)
         finally:
             if self.scheduler is not None:
                 problem.oracle.close()  # release the partitions on the workers
+        if stop is not None and stop.is_set() and result.status == "callback":
+            result.status = "interrupted"
+        if result.status == "interrupted":
+            warnings.warn(f"solver {name!r} was interrupted; the estimator keeps the iterate "
+                          "reached so far", UserWarning, stacklevel=4)
         if result.status in ("max_iter", "time_limit") and math.isfinite(result.gap) \
                 and not overrides:
             warnings.warn(f"solver {name!r} stopped on {result.status} with a certified gap "
@@ -347,7 +349,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         return self._fit_problems(X, y_index, c * (c.shape[0] / c.sum()))
 
     def _online(self):
-        return self.solver in ONLINE_SOLVERS
+        return _streams(self.solver)
 
     @available_if(_online)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -399,13 +401,22 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
                 n_parallel = 1 if client is not None else min(k, n_threads)
                 threads_each = n_threads if client is not None else max(1, n_threads // n_parallel)
 
+                stop = threading.Event()
+
                 def fit_one(j):
                     problem = self._problem(X, np.where(y_index == j, 1.0, -1.0), c,
                                             threads_each, classes=BINARY_CLASSES, client=client)
-                    return self._solve(problem, seed, previous[j], **overrides)
+                    return self._solve(problem, seed, previous[j], stop, **overrides)
 
                 with ThreadPoolExecutor(n_parallel) as pool:
-                    results, names = zip(*pool.map(fit_one, range(k)))
+                    futures = [pool.submit(fit_one, j) for j in range(k)]
+                    try:
+                        results, names = zip(*[f.result() for f in futures])
+                    except KeyboardInterrupt:
+                        # Ctrl-C reaches this thread only: the runs in the pool stop at
+                        # their next check and keep their iterates
+                        stop.set()
+                        results, names = zip(*[f.result() for f in futures])
         coef, intercept = self._store(list(results), list(names), joint)
         coef = np.atleast_2d(coef)
         intercept = np.atleast_1d(np.asarray(intercept, dtype=np.float64))
@@ -483,7 +494,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         return self._fit_problem(X, y, c * (c.shape[0] / c.sum()))
 
     def _online(self):
-        return self.solver in ONLINE_SOLVERS
+        return _streams(self.solver)
 
     @available_if(_online)
     def partial_fit(self, X, y, sample_weight=None):
@@ -522,7 +533,8 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
 
 
 def estimator_from_model(model):
-    """A fitted estimator holding a LinearModel's weights (used by ``LinearModel.to_estimator``)."""
+    """A fitted LinearClassifier / LinearRegressor holding a LinearModel's weights (the
+    model module does not import the estimators: the dependency points one way)."""
     params = dict(loss=model.loss, penalty=model.penalty, alpha=model.alpha,
                   loss_param=model.loss_param,
                   solver=model.solver if model.solver in SOLVERS else "auto",

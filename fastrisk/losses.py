@@ -1,4 +1,4 @@
-"""The loss registry (MATH.md section 2): name -> kernel id, properties, NumPy reference.
+"""The loss registry (docs/math.md §2): name -> kernel id, properties, NumPy reference.
 
 Scalar losses are evaluated by the C kernels (csrc/fr_loss.h); their NumPy
 references here are independent implementations used by the tests.  Vector
@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import numpy as np
 from scipy.special import logsumexp
 
-from fastrisk import _oracle
+from fastrisk import _oracle, _sdca
 
 
 def _sgn(x):
@@ -94,25 +94,43 @@ _REFERENCES = {
 }
 
 
+def _param(p):
+    return p
+
+
+def _inverse_param(p):
+    return 1.0 / p
+
+
 @dataclass(frozen=True)
 class LossSpec:
-    """Static facts about one loss.
+    """Static facts about one loss: the one place they are written.
 
     task: "binary" (labels -1/+1), "regression" (real y), "counts" (y >= 0),
     "novelty" (y unused) or "multiclass" (vector loss over classes).
-    lipschitz: sup |l'| in f for |y| <= 1, or None when unbounded.
+    smooth: differentiable in f with a Lipschitz derivative.
+    lipschitz: sup |l'| in f for |y| <= 1, None when unbounded; a function of
+        the loss parameter when it depends on it (``Loss.lipschitz`` evaluates it).
+    curvature: sup l'' (the Lipschitz constant of l'), None when unbounded or not
+        smooth; a function of the parameter when it depends on it.
+    nonnegative: l >= 0 everywhere (the Pegasos family's ball argument needs it).
     param: name, default and valid open/closed interval of the loss parameter.
-    dual_step: SDCA has a closed-form (or Newton) coordinate step for it.
+    kernel_id: its id in csrc/fr_loss.h (-1: evaluated in NumPy, vector losses).
+    dual_step: SDCA has a coordinate step for it (csrc/fr_sdca.h, read from the kernel).
+    dual_box: its SDCA dual is box-constrained (shrinking applies; read from the kernel).
     """
 
     name: str
     task: str
     smooth: bool
-    lipschitz: Optional[float]
+    lipschitz: Optional[object]
+    curvature: Optional[object] = None
+    nonnegative: bool = True
     probabilistic: bool = False
-    dual_step: bool = False
     param: Optional[tuple] = None  # (name, default, low, high, low_open, high_open)
     kernel_id: int = -1
+    dual_step: bool = False
+    dual_box: bool = False
     reference: Optional[Callable] = field(default=None, repr=False, compare=False)
     conjugate_reference: Optional[Callable] = field(default=None, repr=False, compare=False)
 
@@ -124,28 +142,31 @@ class LossSpec:
 def _spec(name, task, smooth, lipschitz, **kw):
     ref, conj = _REFERENCES.get(name, (None, None))
     kid = _oracle.LOSS_IDS.get(name, -1)
-    return LossSpec(name, task, smooth, lipschitz, kernel_id=kid, reference=ref,
-                    conjugate_reference=conj, **kw)
+    return LossSpec(name, task, smooth, lipschitz, kernel_id=kid,
+                    dual_step=kid >= 0 and bool(_sdca.has_dual_step(kid)),
+                    dual_box=kid >= 0 and bool(_sdca.has_dual_box(kid)),
+                    reference=ref, conjugate_reference=conj, **kw)
 
 
 LOSSES = {
     s.name: s
     for s in [
-        _spec("hinge", "binary", False, 1.0, dual_step=True),
-        _spec("squared_hinge", "binary", True, None, dual_step=True),
+        _spec("hinge", "binary", False, 1.0),
+        _spec("squared_hinge", "binary", True, None, curvature=1.0),
         _spec("zero_margin", "binary", False, 1.0),
-        _spec("squared_zero_margin", "binary", True, None),
-        _spec("logistic", "binary", True, 1.0, probabilistic=True, dual_step=True),
+        _spec("squared_zero_margin", "binary", True, None, curvature=1.0),
+        _spec("logistic", "binary", True, 1.0, curvature=0.25, probabilistic=True),
         _spec("exponential", "binary", True, None),
         _spec("novelty", "novelty", False, 1.0),
-        _spec("squared", "regression", True, None, dual_step=True),
-        _spec("absolute", "regression", False, 1.0, dual_step=True),
+        _spec("squared", "regression", True, None, curvature=1.0),
+        _spec("absolute", "regression", False, 1.0),
         _spec("quantile", "regression", False, 1.0, param=("tau", 0.5, 0.0, 1.0, True, True)),
-        _spec("epsilon_insensitive", "regression", False, 1.0, dual_step=True,
+        _spec("epsilon_insensitive", "regression", False, 1.0,
               param=("epsilon", 0.1, 0.0, np.inf, False, True)),
-        _spec("huber", "regression", True, None, param=("delta", 1.0, 0.0, np.inf, True, True)),
-        _spec("poisson", "counts", True, None),
-        _spec("smoothed_hinge", "binary", True, 1.0, dual_step=True,
+        _spec("huber", "regression", True, _param, curvature=1.0,
+              param=("delta", 1.0, 0.0, np.inf, True, True)),
+        _spec("poisson", "counts", True, None, nonnegative=False),
+        _spec("smoothed_hinge", "binary", True, 1.0, curvature=_inverse_param,
               param=("gamma", 1.0, 0.0, np.inf, True, True)),
         _spec("softmax", "multiclass", True, None, probabilistic=True),
         _spec("multiclass_hinge", "multiclass", False, None),
@@ -180,6 +201,18 @@ class Loss:
     def __repr__(self):
         return f"Loss({self.name!r}, param={self.param})"
 
+    @property
+    def lipschitz(self):
+        """sup |l'| at this parameter (None: unbounded)."""
+        value = self.spec.lipschitz
+        return value(self.param) if callable(value) else value
+
+    @property
+    def curvature(self):
+        """sup l'' at this parameter (None: unbounded or not smooth)."""
+        value = self.spec.curvature
+        return value(self.param) if callable(value) else value
+
     def values(self, f, y):
         """Kernel (l(f_i, y_i), l'(f_i, y_i)) for scalar losses."""
         f = np.ascontiguousarray(f, dtype=np.float64)
@@ -194,7 +227,7 @@ class Loss:
 
 
 def vector_loss(name, F, y, *, cost=None, beta=1.0, M=None):
-    """Vector losses on scores F (n x k) (MATH.md 2, BMRM Table 2).
+    """Vector losses on scores F (n x k) (docs/math.md §2; Teo et al. 2010, Table 2).
 
     Returns (values (n,), G (n x k)) with G the gradient in F:
     softmax: log sum exp(F) - F_y, G = softmax(F) - e_y;

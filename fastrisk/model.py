@@ -196,12 +196,6 @@ class LinearModel:
                 os.remove(tmp)
         return path
 
-    def to_estimator(self):
-        """A fitted LinearClassifier / LinearRegressor with this model's weights."""
-        from fastrisk.estimators import estimator_from_model
-
-        return estimator_from_model(self)
-
 
 def _bad(path, why):
     return ValueError(f"{path}: not a valid fastrisk model file ({why})")

@@ -1,4 +1,13 @@
-"""Regularizers Omega(w) (MATH.md 1, 5, 6): value, subgradient, prox, conjugate.
+"""Regularizers Omega(w) (docs/math.md §1, §5, §6): value, subgradient, prox, conjugate.
+
+Each class declares its properties once, as class attributes read by the
+solver registry, ``solver="auto"`` and the solvers:
+``strongly_convex`` (1-strongly convex in some norm: the dual certificates and
+SDCA need it), ``separable`` (a sum over coordinates: coordinate-wise prox and
+lazy updates), ``differentiable`` (L-BFGS), ``smooth_conjugate`` (Omega* has
+the gradient map ``conjugate_grad``: dual averaging, PGS), and ``l1_l2()``,
+the split ``Omega = a ||w||_1 + b/2 ||w||^2`` of the elastic-net family
+(None for the others).
 
 ``prox(v, t) = argmin_w t Omega(w) + 0.5 ||w - v||^2`` (t >= 0);
 ``conjugate(u) = sup_w <u, w> - Omega(w)`` and ``conjugate_grad(u)`` its
@@ -42,6 +51,12 @@ class L2:
 
     name = "l2"
     strongly_convex = True
+    separable = True
+    differentiable = True
+    smooth_conjugate = True
+
+    def l1_l2(self):
+        return 0.0, 1.0
 
     def value(self, w):
         w = _vec(w, "w")
@@ -65,6 +80,12 @@ class L1:
 
     name = "l1"
     strongly_convex = False
+    separable = True
+    differentiable = False
+    smooth_conjugate = False
+
+    def l1_l2(self):
+        return 1.0, 0.0
 
     def value(self, w):
         return float(np.abs(_vec(w, "w")).sum())
@@ -87,10 +108,11 @@ class ElasticNet:
     """Omega = r ||w||_1 + (1 - r)/2 ||w||^2, r = l1_ratio (scikit-learn's convention).
 
     prox(v, t) = S_{t r}(v) / (1 + t (1 - r)); conjugate_grad(u) = S_r(u) / (1 - r)
-    and conjugate(u) = ||S_r(u)||^2 / (2 (1 - r)) (MATH.md 6, mixed Psi).
+    and conjugate(u) = ||S_r(u)||^2 / (2 (1 - r)) (docs/math.md §6, mixed Psi).
     """
 
     name = "elasticnet"
+    separable = True
 
     def __init__(self, l1_ratio=0.15):
         if not isinstance(l1_ratio, numbers.Real) or isinstance(l1_ratio, bool) \
@@ -98,6 +120,11 @@ class ElasticNet:
             raise ValueError(f"l1_ratio must be in [0, 1], got {l1_ratio!r}")
         self.l1_ratio = float(l1_ratio)
         self.strongly_convex = self.l1_ratio < 1.0
+        self.differentiable = self.l1_ratio == 0.0
+        self.smooth_conjugate = self.l1_ratio < 1.0
+
+    def l1_l2(self):
+        return self.l1_ratio, 1.0 - self.l1_ratio
 
     def value(self, w):
         w, r = _vec(w, "w"), self.l1_ratio
@@ -132,7 +159,7 @@ class ElasticNet:
 
 
 class Lp:
-    """Omega = ||w||_p^2 / (2 (p - 1)), p in (1, 2] (PGS, MATH.md 5); 1/p + 1/q = 1.
+    """Omega = ||w||_p^2 / (2 (p - 1)), p in (1, 2] (PGS, docs/math.md §5); 1/p + 1/q = 1.
 
     conjugate(u) = ||u||_q^2 / (2 (q - 1)), and conjugate_grad(u) =
     grad(||u||_q^2 / 2) / (q - 1), whose p-norm is ||u||_q / (q - 1).
@@ -141,6 +168,12 @@ class Lp:
 
     name = "lp"
     strongly_convex = True
+    separable = False
+    differentiable = True
+    smooth_conjugate = True
+
+    def l1_l2(self):
+        return None
 
     def __init__(self, p=2.0):
         if not isinstance(p, numbers.Real) or isinstance(p, bool) or not 1.0 < p <= 2.0:
@@ -193,17 +226,18 @@ class Lp:
         return out
 
 
-PENALTIES = ("l2", "l1", "elasticnet", "lp")
+# penalty name -> constructor from the Problem's options
+REGULARIZERS = {
+    "l2": lambda l1_ratio, p: L2(),
+    "l1": lambda l1_ratio, p: L1(),
+    "elasticnet": lambda l1_ratio, p: ElasticNet(l1_ratio),
+    "lp": lambda l1_ratio, p: Lp(p),
+}
+PENALTIES = tuple(REGULARIZERS)
 
 
 def make_regularizer(penalty, *, l1_ratio=0.15, p=2.0):
     """Regularizer for ``penalty`` in PENALTIES."""
-    if penalty == "l2":
-        return L2()
-    if penalty == "l1":
-        return L1()
-    if penalty == "elasticnet":
-        return ElasticNet(l1_ratio)
-    if penalty == "lp":
-        return Lp(p)
-    raise ValueError(f"penalty must be one of {PENALTIES}, got {penalty!r}")
+    if not isinstance(penalty, str) or penalty not in REGULARIZERS:
+        raise ValueError(f"penalty must be one of {PENALTIES}, got {penalty!r}")
+    return REGULARIZERS[penalty](l1_ratio, p)

@@ -2,8 +2,9 @@
 
 ``tol`` always means one thing: stop when a certified upper bound on
 ``J(w) - J*`` (BMRM's gamma_t, the SDCA duality gap, the Lemma 5 bound of
-MATH.md 4) is at most ``tol * J(w)`` (or at most ``abs_tol`` when given).  Solvers without a certificate say so
-(``bound`` is NaN) and stop on their budget (max_iter, time_limit).
+docs/math.md §4) is at most ``max(tol * J(w), abs_tol)``.  Solvers without a
+certificate say so (``bound`` is NaN) and stop on their budget (max_iter,
+time_limit).
 """
 
 import contextlib
@@ -14,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fastrisk.solvers._checks import check_int, check_number
+
 logger = logging.getLogger("fastrisk")
 
 # "stalled": the solver cannot make further progress in floating point (e.g. a line search
@@ -21,26 +24,43 @@ logger = logging.getLogger("fastrisk")
 STATUSES = ("converged", "max_iter", "time_limit", "callback", "interrupted", "stalled")
 
 
+def _log_to_stderr():
+    """verbose > 0: progress lines on stderr, unless the application configured logging
+    (a handler on the "fastrisk" logger or the root logger), which then decides."""
+    if logger.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO)
+
+
 @dataclass
 class History:
-    """Per-iteration record: iteration, seconds since start, objective J(w), certified bound."""
+    """Per-iteration record: iteration, seconds since start, objective J(w), certified bound,
+    and ``exact``: whether ``objective`` is J(w) computed exactly (False: an estimate, e.g.
+    SDCA's running sums between its exact checks, or NaN; plot only the exact entries)."""
 
     iteration: list = field(default_factory=list)
     seconds: list = field(default_factory=list)
     objective: list = field(default_factory=list)
     bound: list = field(default_factory=list)
+    exact: list = field(default_factory=list)
 
-    def append(self, iteration, seconds, objective, bound):
+    def append(self, iteration, seconds, objective, bound, exact=True):
         self.iteration.append(int(iteration))
         self.seconds.append(float(seconds))
         self.objective.append(float(objective))
         self.bound.append(float(bound))
+        self.exact.append(bool(exact))
 
     def __len__(self):
         return len(self.iteration)
 
     def as_arrays(self):
-        return {k: np.asarray(getattr(self, k)) for k in ("iteration", "seconds", "objective", "bound")}
+        return {k: np.asarray(getattr(self, k))
+                for k in ("iteration", "seconds", "objective", "bound", "exact")}
 
 
 @dataclass
@@ -50,7 +70,18 @@ class Result:
     ``w`` is the full weight vector (intercept feature last); ``coef_`` and
     ``intercept_`` follow scikit-learn; ``gap`` is the certified bound on
     J(w) - J* (NaN when the solver has none); ``status`` is one of STATUSES.
-    ``extra`` holds solver-specific state (dual variables, bundle size, ...).
+    A Result can be passed as ``start=`` to the next run (SolverInfo.start).
+
+    ``extra`` holds solver-specific entries; the shared keys mean one thing:
+
+    * ``dual``: dual variables (SDCA: u, one per row), never ``alpha``, which is
+      the regularization strength everywhere;
+    * ``dual_objective``: D(u) of those duals (SDCA);
+    * ``state``: the resumable state of an online solver, what ``start=`` continues;
+    * ``lower_bound``: a certified lower bound on J* (bundle methods);
+    * ``gap_estimates``: per-epoch estimated gaps between exact checks (SDCA).
+
+    Each solver's docstring lists its other keys (bundle sizes, step counts, ...).
     """
 
     w: np.ndarray
@@ -67,17 +98,17 @@ class Result:
 
 def check_budget(tol, max_iter, time_limit):
     """Validate the common stopping arguments."""
-    if not isinstance(tol, (int, float, np.number)) or isinstance(tol, bool) or not tol >= 0:
-        raise ValueError(f"tol must be a number >= 0, got {tol!r}")
-    if not isinstance(max_iter, (int, np.integer)) or isinstance(max_iter, bool) or max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    if time_limit is not None and not (isinstance(time_limit, (int, float, np.number))
-                                       and time_limit > 0):
-        raise ValueError(f"time_limit must be None or a number > 0, got {time_limit!r}")
+    check_number(tol, "tol", 0.0)
+    check_int(max_iter, "max_iter", low=1)
+    if time_limit is not None:
+        check_number(time_limit, "time_limit", 0.0, low_open=True)
 
 
 class Monitor:
     """Runs a solver's stopping rule, history, logging and callback.
+
+    ``verbose``: 0 silent; 1 a progress line at most once a second; 2 every iteration
+    (on stderr through the "fastrisk" logger).
 
     A solver calls ``check(it, w, objective, bound)`` after each iteration;
     it returns a status string when the run must stop, else None.  The
@@ -87,16 +118,17 @@ class Monitor:
     def __init__(self, problem, solver, *, tol, max_iter, time_limit=None, callback=None,
                  verbose=0, abs_tol=0.0):
         check_budget(tol, max_iter, time_limit)
-        if not isinstance(abs_tol, (int, float, np.number)) or isinstance(abs_tol, bool) \
-                or not abs_tol >= 0:
-            raise ValueError(f"abs_tol must be a number >= 0, got {abs_tol!r}")
+        check_number(abs_tol, "abs_tol", 0.0)
         if callback is not None and not callable(callback):
             raise TypeError("callback must be callable or None")
         self.problem, self.solver = problem, solver
         self.tol, self.max_iter, self.time_limit = float(tol), int(max_iter), time_limit
         self.abs_tol = float(abs_tol)
         self.interrupted = False
-        self.callback, self.verbose = callback, int(verbose)
+        self.callback, self.verbose = callback, check_int(verbose, "verbose", low=0)
+        self.last_log = -math.inf
+        if self.verbose:
+            _log_to_stderr()
         self.history = History()
         self.start = time.perf_counter()
         self.best_w, self.best_objective, self.best_bound = None, math.inf, math.nan
@@ -104,17 +136,19 @@ class Monitor:
     def elapsed(self):
         return time.perf_counter() - self.start
 
-    def check(self, iteration, w, objective, bound=math.nan, keep_best=True):
-        """Record one iteration; return a stop status or None."""
+    def check(self, iteration, w, objective, bound=math.nan, keep_best=True, exact=True):
+        """Record one iteration; return a stop status or None.
+
+        ``exact=False``: ``objective`` is an estimate (or NaN), recorded as such."""
         seconds = self.elapsed()
-        self.history.append(iteration, seconds, objective, bound)
+        self.history.append(iteration, seconds, objective, bound, exact)
         if not keep_best or objective <= self.best_objective:
             self.best_w, self.best_objective = w, objective
         self.best_bound = bound
-        if self.verbose:
-            level = logging.INFO if self.verbose == 1 else logging.DEBUG
-            logger.log(level, "%s it %d  %.3fs  J=%.10g  bound=%.3g", self.solver, iteration,
-                       seconds, objective, bound)
+        if self.verbose and (self.verbose >= 2 or seconds - self.last_log >= 1.0):
+            self.last_log = seconds
+            logger.info("%s it %d  %.3fs  J%s%.10g  bound=%.3g", self.solver, iteration,
+                        seconds, "=" if exact else "~", objective, bound)
         if bound <= max(self.tol * abs(self.best_objective), self.abs_tol):
             return "converged"
         if self.callback is not None and self.callback(self.result("running", iteration)) is False:

@@ -192,7 +192,7 @@ def test_stopping_budget_callback_and_validation():
     # the returned iterate is the best one seen
     assert res.objective == min(res.history.objective)
     for bad in [dict(tol=-1), dict(max_iter=0), dict(abs_tol=-1.0), dict(max_bundle=1),
-                dict(w0=np.ones(3))]:
+                dict(start=np.ones(3))]:
         with pytest.raises(ValueError):
             solve_bmrm(prob, **bad)
 

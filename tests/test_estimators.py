@@ -256,7 +256,7 @@ def test_save_load_round_trip(tmp_path):
     assert model.solver == "sdca" and model.n_samples == 200
     np.testing.assert_array_equal(model.decision_function(X), est.decision_function(X))
     np.testing.assert_array_equal(model.predict_proba(X), est.predict_proba(X))
-    back = model.to_estimator()
+    back = fr.estimator_from_model(model)
     np.testing.assert_array_equal(back.predict(X), est.predict(X))
     reg = LinearRegressor(alpha=1e-2, solver="sdca").fit(X, y.astype(float))
     np.testing.assert_array_equal(fr.load(reg.save(tmp_path / "r.frm")).predict(X), reg.predict(X))

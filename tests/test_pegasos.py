@@ -38,7 +38,7 @@ def test_kernel_matches_numpy_step_by_step(solver, loss, batch_size):
     X, y = small_data(1)
     prob = fr.Problem(X, y, loss=loss, alpha=0.05, fit_intercept=True)
     radius = ball_radius(prob)
-    G = gradient_bound(prob, radius, solver)
+    G = gradient_bound(prob, radius)
     order = np.random.default_rng(0).permutation(np.tile(np.arange(40), 3)).astype(np.intp)
     _, _, iterates, _ = pegasos_steps(dense_with_bias(prob), prob.y, order, lam=prob.alpha,
                                       rule=solver, radius=radius, G=G, R=radius,
@@ -121,7 +121,7 @@ def test_optimistic_phase_length_huge():
 
 @pytest.mark.parametrize("solver", ["pegasos", "adaptive", "proximal", "optimistic"])
 def test_streaming_chunks_equal_one_pass(solver):
-    """Chunks with state= give the same bits as one pass over the concatenation."""
+    """Chunks with start= give the same bits as one pass over the concatenation."""
     X, y = small_data(5, m=60)
     kw = dict(max_iter=1, shuffle=False, batch_size=2, average=20, tol=0)
     if solver != "pegasos":
@@ -132,7 +132,7 @@ def test_streaming_chunks_equal_one_pass(solver):
     whole = solve(fr.Problem(X, y, alpha=1e-2), **kw)
     state = None
     for a, b in [(0, 24), (24, 50), (50, 60)]:
-        part = solve(fr.Problem(X[a:b], y[a:b], alpha=1e-2), state=state, **kw)
+        part = solve(fr.Problem(X[a:b], y[a:b], alpha=1e-2), start=state, **kw)
         state = part.extra["state"]
     assert part.extra["steps"] == whole.extra["steps"]
     np.testing.assert_array_equal(state.output(), whole.extra["state"].output())
@@ -198,7 +198,10 @@ def test_same_seed_same_bits_and_history():
     a = solve_proximal(fr.Problem(X, y, alpha=0.01), max_iter=4, random_state=3, check_every=2)
     b = solve_proximal(fr.Problem(X, y, alpha=0.01), max_iter=4, random_state=3, check_every=2)
     np.testing.assert_array_equal(a.w, b.w)
-    assert a.history.iteration == [2, 4]
+    assert a.history.iteration == [1, 2, 3, 4]
+    assert a.history.exact == [False, True, False, True]   # certificate every 2 epochs
+    assert np.isnan(a.history.objective[0]) and a.history.objective == b.history.objective[:1] \
+        + b.history.objective[1:]
 
 
 def test_lemma5_bound_stops_logistic():
@@ -222,7 +225,7 @@ def test_input_validation():
     with pytest.raises(ValueError, match="Lipschitz"):
         solve_proximal(fr.Problem(X, y, loss="squared_hinge", alpha=0.01))
     with pytest.raises(ValueError, match="state"):
-        solve_proximal(prob, state=solve_pegasos(prob, max_iter=1).extra["state"])
+        solve_proximal(prob, start=solve_pegasos(prob, max_iter=1).extra["state"])
     with pytest.raises(ValueError, match="epsilon"):
         solve_optimistic(prob, epsilon=-1.0)
     with pytest.raises(TypeError, match="problem"):

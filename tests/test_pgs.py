@@ -17,7 +17,8 @@ from scipy.optimize import minimize
 
 import fastrisk as fr
 from fastrisk import _pgs
-from fastrisk.solvers.pgs import PGSState, certificate, solve_pgs
+from fastrisk.solvers._certificates import fenchel_bound
+from fastrisk.solvers.pgs import PGSState, solve_pgs
 
 
 @pytest.mark.parametrize("p", [2.0, 1.8, 1.3])
@@ -99,7 +100,7 @@ def test_streaming_chunks_equal_one_pass():
     state = None
     for a, b in [(0, 21), (21, 45), (45, 60)]:
         part = solve_pgs(fr.Problem(X[a:b], y[a:b], penalty="lp", p=1.7, alpha=0.01),
-                         state=state, **kw)
+                         start=state, **kw)
         state = part.extra["state"]
     np.testing.assert_array_equal(part.w, whole.w)
 
@@ -151,7 +152,7 @@ def test_certificate_is_tight_at_optimum():
     prob = fr.Problem(X, y, loss="logistic", penalty="lp", p=1.5, alpha=0.1)
     sol = minimize(lambda w: prob.objective_gradient(w), np.full(5, 0.1), jac=True,
                    method="L-BFGS-B", options=dict(ftol=1e-15, gtol=1e-11))
-    assert 0 <= certificate(prob, sol.x)[1] < 1e-9
+    assert 0 <= fenchel_bound(prob, sol.x)[1] < 1e-9
 
 
 def test_input_validation():
@@ -164,4 +165,4 @@ def test_input_validation():
     with pytest.raises(ValueError, match="batch_size"):
         solve_pgs(prob, batch_size=2.5)
     with pytest.raises(ValueError, match="state"):
-        solve_pgs(prob, state=solve_pgs(prob, max_iter=1, B=1.0).extra["state"])
+        solve_pgs(prob, start=solve_pgs(prob, max_iter=1, B=1.0).extra["state"])

@@ -208,7 +208,7 @@ def test_streaming_equals_one_pass(case):
     state = None
     for lo, hi in [(0, 12), (12, 30), (30, 48)]:
         part = _problem(X[lo:hi], y[lo:hi], loss="logistic", penalty=penalty, alpha=0.05)
-        res = solve(part, max_iter=1, shuffle=False, state=state, **opts)
+        res = solve(part, max_iter=1, shuffle=False, start=state, **opts)
         state = res.extra["state"]
     assert state["t"] == one.extra["state"]["t"]
     check = np.testing.assert_array_equal if bitwise else (
@@ -226,11 +226,11 @@ def test_state_must_match_settings():
     prob = _problem(X, y, loss="logistic", penalty="l1", alpha=0.05)
     st = solve_rda(prob, gamma=1.0, max_iter=1).extra["state"]
     with pytest.raises(ValueError, match="different settings"):
-        solve_rda(prob, gamma=2.0, max_iter=1, state=st)
-    with pytest.raises(ValueError, match="state must be"):
-        solve_sgd_l1(prob, eta=0.1, max_iter=1, state=st)
-    with pytest.raises(ValueError, match="state must be"):
-        solve_rda(prob, max_iter=1, state=solve_sgd_l1(prob, eta=0.1, max_iter=1).extra["state"])
+        solve_rda(prob, gamma=2.0, max_iter=1, start=st)
+    with pytest.raises(ValueError, match="start must be"):
+        solve_sgd_l1(prob, eta=0.1, max_iter=1, start=st)
+    with pytest.raises(ValueError, match="start must be"):
+        solve_rda(prob, max_iter=1, start=solve_sgd_l1(prob, eta=0.1, max_iter=1).extra["state"])
 
 
 def test_same_seed_same_bits():
@@ -244,22 +244,23 @@ def test_same_seed_same_bits():
 
 
 def test_budget_callback_and_history():
-    """time_limit and callback stop the run with a usable iterate; eval_every=0
-    skips the objective (NaN in history) but still returns w_{T+1}."""
+    """time_limit and callback stop the run with a usable iterate; check_every=0 checks
+    only at the end, so a run stopped by its time limit reports J(w_{T+1}) exactly."""
     X, y, _ = _toy("csr32-f64")
     prob = _problem(X, y, loss="logistic", penalty="l1", alpha=0.05)
-    res = solve_rda(prob, gamma=1.0, max_iter=1000, time_limit=1e-9, eval_every=0)
+    res = solve_rda(prob, gamma=1.0, max_iter=1000, time_limit=1e-9, check_every=0)
     assert res.status == "time_limit" and res.n_iter == 1
     np.testing.assert_array_equal(res.w, res.extra["w_last"])
-    assert math.isnan(res.objective)
+    assert res.objective == pytest.approx(prob.objective(res.w), rel=1e-12)
+    assert res.history.exact == [True]
     seen = []
     res = solve_sgd_l1(prob, eta=0.1, max_iter=10, callback=lambda r: seen.append(r.n_iter)
                        or len(seen) < 3)
     assert res.status == "callback" and seen == [1, 2, 3]
     assert res.objective == pytest.approx(prob.objective(res.w), rel=1e-12)
-    res = solve_rda(prob, gamma=1.0, max_iter=4, eval_every=2)
+    res = solve_rda(prob, gamma=1.0, max_iter=4, check_every=2)
     assert np.isnan(res.history.objective[0]) and not np.isnan(res.history.objective[1])
-    assert len(res.history) == 4
+    assert res.history.exact == [False, True, False, True]
 
 
 def test_input_validation():
@@ -350,8 +351,8 @@ def test_default_gamma_is_scale_consistent(small_a9a, rho):
     c, alpha = 2.0 ** 10, 0.01
     base = _problem(X, y, loss="logistic", penalty="l1", alpha=alpha)
     scaled = _problem(X * c, y, loss="logistic", penalty="l1", alpha=alpha * c)
-    a = solve_rda(base, rho=rho, max_iter=2, random_state=0, eval_every=0)
-    b = solve_rda(scaled, rho=rho / c, max_iter=2, random_state=0, eval_every=0)
+    a = solve_rda(base, rho=rho, max_iter=2, random_state=0, check_every=0)
+    b = solve_rda(scaled, rho=rho / c, max_iter=2, random_state=0, check_every=0)
     assert a.extra["gamma"] == pytest.approx(base.data.row_sqnorms().max() / 2000, rel=1e-12)
     assert b.extra["gamma"] == pytest.approx(c * c * a.extra["gamma"], rel=1e-12)
     np.testing.assert_allclose(b.w * c, a.w, rtol=0, atol=1e-12 * np.abs(a.w).max())
@@ -458,7 +459,7 @@ def test_mnist_rda_sparsity(mnist67, lam):
     Xtr, ytr, Xte, yte = mnist67
     prob = _problem(Xtr, ytr, loss="logistic", penalty="l1", alpha=lam, fit_intercept=True,
                       intercept_scaling=255.0)
-    run = {"gamma": 1000.0, "max_iter": 12, "random_state": 0, "eval_every": 0}
+    run = {"gamma": 1000.0, "max_iter": 12, "random_state": 0, "check_every": 0}
     rda = solve_rda(prob, rho=0.025, **run).w
     sgd = solve_sgd_l1(prob, **run).w
     tg10 = solve_truncated_gradient(prob, K=10, **run).w

@@ -152,7 +152,7 @@ def test_single_coordinate_reaches_the_scipy_optimum(loss, case):
     assert res.objective == pytest.approx(prob.objective(res.w), rel=1e-12)
     assert res.gap >= res.objective - J_star - 1e-8
     # early iterates: the certified gap bounds the true suboptimality at every epoch
-    early = fr.solve(prob, solver="sdca", tol=0.0, max_iter=4, random_state=1, gap_every=1)
+    early = fr.solve(prob, solver="sdca", tol=0.0, max_iter=4, random_state=1, check_every=1)
     for J, gap in zip(early.history.objective, early.history.bound):
         assert gap >= J - J_star - 1e-8
     assert early.history.bound[0] > 1e-6  # not yet converged: the check is not vacuous
@@ -165,16 +165,16 @@ def test_stopping_certifies_the_best_primal_iterate_with_the_current_dual():
     alpha = 1e-4
     prob = fr.Problem(X, y, loss="hinge", alpha=alpha)
     J_star = _reference_optimum(X, prob.y, "hinge", alpha)
-    res = fr.solve(prob, solver="sdca", tol=0.0, max_iter=100, random_state=0, gap_every=1)
+    res = fr.solve(prob, solver="sdca", tol=0.0, max_iter=100, random_state=0, check_every=1)
     J, bound = np.array(res.history.objective), np.array(res.history.bound)
     assert np.all(np.diff(J) <= 0)  # the best iterate so far
     # every reported bound certifies its iterate (1e-9: SLSQP's J* is good to ~1e-10 here)
     assert np.all(bound >= J - J_star - 1e-9)
     assert res.objective == pytest.approx(prob.objective(res.w), rel=1e-12)
-    assert res.extra["dual"] <= J_star + 1e-9
-    assert res.gap == pytest.approx(res.objective - res.extra["dual"], rel=1e-12)
+    assert res.extra["dual_objective"] <= J_star + 1e-9
+    assert res.gap == pytest.approx(res.objective - res.extra["dual_objective"], rel=1e-12)
     # not vacuous: the primal point of the final dual is worse than the one returned
-    w_now = X.T @ res.extra["alpha"] / (alpha * len(y))
+    w_now = X.T @ res.extra["dual"] / (alpha * len(y))
     assert prob.objective(w_now) > res.objective + 0.1 * (res.objective - J_star)
     # a converged run stops on a certificate below tol (here: gap <= 1e-6 J)
     conv = fr.solve(prob, solver="sdca", tol=1e-6, max_iter=20_000, random_state=0)
@@ -194,10 +194,10 @@ def test_naive_minibatch_cycles_on_two_identical_points():
     for epochs, expected in [(5, [1.0, 1.0]), (6, [0.0, 0.0])]:
         res = fr.solve(prob, solver="sdca", batch_size=2, variant="naive", tol=1e-12,
                        max_iter=epochs, random_state=0)
-        s = res.extra["alpha"] * prob.y
+        s = res.extra["dual"] * prob.y
         np.testing.assert_array_equal(s, expected)  # alternates 0 <-> (1, 1), D = 0
         assert res.status == "max_iter"
-        assert res.extra["dual"] == pytest.approx(0.0, abs=1e-15)
+        assert res.extra["dual_objective"] == pytest.approx(0.0, abs=1e-15)
 
 
 @pytest.mark.parametrize("variant", ["safe", "aggressive"])
@@ -207,7 +207,7 @@ def test_safe_and_aggressive_converge_on_two_identical_points(variant):
                    max_iter=20, random_state=0)
     assert res.status == "converged"
     # optimum alpha = (0.5, 0.5), w = 1, P = D = 0.25 (paper, section 4.1)
-    np.testing.assert_allclose(res.extra["alpha"] * prob.y, [0.5, 0.5], atol=1e-12)
+    np.testing.assert_allclose(res.extra["dual"] * prob.y, [0.5, 0.5], atol=1e-12)
     assert res.objective == pytest.approx(0.25, abs=1e-12)
 
 
@@ -249,7 +249,7 @@ def test_safe_minibatch_never_decreases_the_dual_in_expectation():
     assert L == pytest.approx(np.linalg.norm(X, 2) ** 2, rel=1e-6)
     theta = (b - 1) / (n - 1)
     subsets = list(itertools.combinations(range(n), b))
-    s_opt = fr.solve(prob, solver="sdca", tol=1e-12, max_iter=10_000).extra["alpha"] * prob.y
+    s_opt = fr.solve(prob, solver="sdca", tol=1e-12, max_iter=10_000).extra["dual"] * prob.y
     naive_gains = []
     for seed in range(5):  # dual starting points near the optimum, where naive steps overshoot
         s0 = np.clip(s_opt + 0.2 * np.random.default_rng(seed).normal(size=n), 0.0, 1.0)
@@ -416,12 +416,12 @@ def test_warm_start_along_a_regularization_path():
     prob = fr.Problem(X, y, loss="logistic", alpha=3e-3)
     cold = fr.solve(prob, solver="sdca", tol=1e-8, max_iter=1000, random_state=0)
     warm = fr.solve(prob, solver="sdca", tol=1e-8, max_iter=1000, random_state=0,
-                    warm_start=big.extra["alpha"])
+                    start=big)
     assert warm.status == cold.status == "converged"
     assert warm.n_iter < cold.n_iter
     assert warm.objective == pytest.approx(cold.objective, rel=1e-8)  # both certified 1e-8
     again = fr.solve(prob, solver="sdca", tol=1e-8, max_iter=1000, random_state=1,
-                     warm_start=warm.extra["alpha"])
+                     start=warm)
     assert again.n_iter == 1
 
 
@@ -432,12 +432,12 @@ def test_input_errors_name_the_argument():
         fr.solve(prob, solver="sdca", batch_size=0)
     with pytest.raises(ValueError, match="variant"):
         fr.solve(prob, solver="sdca", batch_size=4, variant="fast")
-    with pytest.raises(ValueError, match="warm_start"):
-        fr.solve(prob, solver="sdca", warm_start=np.full(len(y), 2.0) * prob.y)
-    with pytest.raises(ValueError, match="warm_start"):
-        fr.solve(prob, solver="sdca", warm_start=np.zeros(3))
-    with pytest.raises(ValueError, match="gap_every"):
-        fr.solve(prob, solver="sdca", gap_every=-1)
+    with pytest.raises(ValueError, match="start must be a Result or a finite vector"):
+        fr.solve(prob, solver="sdca", start=np.full(prob.n_weights + 1, 2.0))
+    with pytest.raises(ValueError, match="start must be a Result or a finite vector"):
+        fr.solve(prob, solver="sdca", start=np.full(prob.n_weights, np.nan))
+    with pytest.raises(ValueError, match="check_every"):
+        fr.solve(prob, solver="sdca", check_every=-1)
     with pytest.raises(ValueError, match="strongly convex"):
         fr.solve(fr.Problem(X, y, loss="hinge", penalty="l1"), solver="sdca")
     with pytest.raises(ValueError, match="dual step"):
@@ -479,4 +479,4 @@ def test_objective_matches_liblinear_on_real_data(libsvm, name, loss, alpha):
     res = fr.solve(prob, solver="sdca", tol=3e-5, max_iter=100_000, random_state=0)
     # certified J - J* <= 3e-5 J and LIBLINEAR at tol 1e-9: within 1e-4 relative
     assert_matches_liblinear(res, J_ll)
-    assert res.extra["dual"] <= J_ll * (1 + 1e-12)  # weak duality: D(u) <= J* <= J_ll
+    assert res.extra["dual_objective"] <= J_ll * (1 + 1e-12)  # weak duality: D(u) <= J* <= J_ll

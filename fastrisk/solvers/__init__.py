@@ -1,35 +1,71 @@
-"""Solver registry and ``fastrisk.solve``.
+"""The solver registry and ``fastrisk.solve``.
 
-Every solver is ``solve_<name>(problem, *, tol, max_iter, time_limit,
-callback, verbose, **options) -> Result`` in its own module (one module per
-seed family).  Modules are imported on first use.
+Every public module of this package (a name without a leading underscore)
+that defines ``SOLVER_INFO`` (a :class:`SolverInfo` or a tuple of them, see
+fastrisk/solvers/_info.py) is a solver family; ``SOLVERS`` maps each solver
+name to its record.  The modules are found and imported on first use of the
+registry, so adding a solver is adding its module: no list to extend here,
+in ``solver="auto"``, the estimators or the command line.
 """
 
 import importlib
+import pkgutil
+from collections.abc import Mapping
 
-# name -> (module, function, penalties it supports)
-SOLVERS = {
-    "bmrm": ("fastrisk.solvers.bmrm", "solve_bmrm"),
-    "prox_bundle": ("fastrisk.solvers.prox_bundle", "solve_prox_bundle"),
-    "lbfgs": ("fastrisk.solvers.lbfgs", "solve_lbfgs"),
-    "sdca": ("fastrisk.solvers.sdca", "solve_sdca"),
-    "pegasos": ("fastrisk.solvers.pegasos", "solve_pegasos"),
-    "adaptive": ("fastrisk.solvers.pegasos", "solve_adaptive"),
-    "proximal": ("fastrisk.solvers.pegasos", "solve_proximal"),
-    "optimistic": ("fastrisk.solvers.pegasos", "solve_optimistic"),
-    "pgs": ("fastrisk.solvers.pgs", "solve_pgs"),
-    "rda": ("fastrisk.solvers.rda", "solve_rda"),
-    "sgd_l1": ("fastrisk.solvers.rda", "solve_sgd_l1"),
-    "truncated_gradient": ("fastrisk.solvers.rda", "solve_truncated_gradient"),
-}
+from fastrisk.solvers._info import SolverInfo
+
+
+class _Registry(Mapping):
+    """name -> SolverInfo, discovered from the package's modules on first access."""
+
+    def __init__(self):
+        self._infos = None
+
+    def _load(self):
+        if self._infos is None:
+            infos = {}
+            for module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+                if module.startswith("_"):
+                    continue
+                declared = getattr(importlib.import_module(f"{__name__}.{module}"),
+                                   "SOLVER_INFO", None)
+                if declared is None:
+                    continue
+                for info in declared if isinstance(declared, tuple) else (declared,):
+                    if not isinstance(info, SolverInfo):
+                        raise TypeError(f"{module}.SOLVER_INFO must hold SolverInfo records")
+                    if info.name in infos or info.name == "auto":
+                        raise ValueError(f"solver name {info.name!r} declared twice")
+                    infos[info.name] = info
+            self._infos = infos
+        return self._infos
+
+    def __getitem__(self, name):
+        return self._load()[name]
+
+    def __iter__(self):
+        return iter(self._load())
+
+    def __len__(self):
+        return len(self._load())
+
+    def __repr__(self):
+        return f"SOLVERS({sorted(self._load())})"
+
+
+SOLVERS = _Registry()
 
 
 def get_solver(name):
-    """The solve function registered under ``name``."""
-    if name not in SOLVERS:
-        raise ValueError(f"solver must be one of {sorted(SOLVERS)} or 'auto', got {name!r}")
-    module, func = SOLVERS[name]
-    return getattr(importlib.import_module(module), func)
+    """The SolverInfo registered under ``name``."""
+    if not isinstance(name, str) or name not in SOLVERS:
+        raise ValueError(f"solver must be 'auto' or one of {sorted(SOLVERS)}, got {name!r}")
+    return SOLVERS[name]
+
+
+def solvers_for(problem):
+    """The SolverInfo of every solver that can solve ``problem``, in name order."""
+    return [SOLVERS[name] for name in sorted(SOLVERS) if SOLVERS[name].why_not(problem) is None]
 
 
 def choose_solver(problem):
@@ -43,4 +79,6 @@ def solve(problem, solver="auto", **options):
     """Minimize ``problem``'s objective with ``solver``; returns a Result."""
     if solver == "auto":
         solver = choose_solver(problem)
-    return get_solver(solver)(problem, **options)
+    info = get_solver(solver)
+    info.check(problem)
+    return info.func(problem, **options)

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
 # Warm-start kinds a solver can take through its ``start=`` option:
-#   "w":     a primal weight vector of length problem.n_weights;
+#   "w":     a primal weight vector of length problem.n_weights, or a Result (its w);
 #   "dual":  a Result of an earlier run of the same solver (dual variables in
-#            Result.extra["dual"]), or a primal w;
-#   "state": the resumable state of an online solver (Result.extra["state"]), or a w.
+#            Result.extra["dual"]; projected or rebuilt when they do not fit), or a
+#            primal w or any Result (the dual is derived from w);
+#   "state": a Result of an earlier run of the same solver (its Result.extra["state"]),
+#            or that state; the run continues exactly where that one stopped.
 START_KINDS = ("w", "dual", "state")
 
 
@@ -34,6 +36,10 @@ class SolverInfo:
     threads:      honours ``n_threads`` (OpenMP kernels).
     oracle_only:  needs only ``problem.oracle`` (Dask oracles, user-defined risks).
     strongly_convex: needs a strongly convex penalty (l2, or elasticnet with l1_ratio < 1).
+    differentiable: needs a differentiable penalty (no l1 term).
+    epochs:       ``max_iter`` counts epochs (passes over the rows), not iterations.
+    stream_options: options ``partial_fit`` adds to one ordered epoch per chunk
+                  (``max_iter=1, shuffle=False``), as (name, value) pairs.
     """
 
     name: str
@@ -47,13 +53,28 @@ class SolverInfo:
     threads: bool = True
     oracle_only: bool = False
     strongly_convex: bool = False
+    differentiable: bool = False
+    epochs: bool = False
+    stream_options: Tuple[Tuple[str, object], ...] = ()
 
     def __post_init__(self):
         if self.start is not None and self.start not in START_KINDS:
             raise ValueError(f"start must be one of {START_KINDS} or None, got {self.start!r}")
 
+    def losses(self):
+        """Names of the registered losses this solver accepts."""
+        from fastrisk.losses import LOSSES
+
+        return [name for name, spec in LOSSES.items() if self.accepts_loss(spec)]
+
     def why_not(self, problem):
         """None when this solver can solve ``problem``, else the reason in one sentence."""
+        if self.strongly_convex and not problem.regularizer.strongly_convex:
+            return (f"solver {self.name!r} needs a strongly convex penalty: 'l2', or "
+                    f"'elasticnet' with l1_ratio < 1")
+        if self.differentiable and not problem.regularizer.differentiable:
+            return (f"solver {self.name!r} needs a differentiable penalty; penalty="
+                    f"{problem.penalty!r} has an l1 term")
         if problem.penalty not in self.penalties:
             return (f"solver {self.name!r} takes penalty in {list(self.penalties)}, "
                     f"got {problem.penalty!r}")
@@ -62,16 +83,18 @@ class SolverInfo:
             if not self.oracle_only:
                 return f"solver {self.name!r} needs a Problem built from data (X, y)"
         elif not self.accepts_loss(spec):
-            return f"solver {self.name!r} takes {self.loss_rule}, got loss {spec.name!r}"
+            return (f"solver {self.name!r} takes {self.loss_rule} "
+                    f"({', '.join(self.losses())}), got loss {spec.name!r}")
         if problem.data is None and not self.oracle_only:
             return f"solver {self.name!r} needs the rows of X, not only a risk oracle"
-        if self.strongly_convex and not problem.regularizer.strongly_convex:
-            return (f"solver {self.name!r} needs a strongly convex penalty: 'l2', or "
-                    f"'elasticnet' with l1_ratio < 1")
         return None
 
     def check(self, problem):
         """Raise ValueError with the reason (and the solvers that would work) when it cannot."""
+        from fastrisk.problem import Problem
+
+        if not isinstance(problem, Problem):
+            raise TypeError(f"problem must be a fastrisk Problem, got {type(problem).__name__}")
         reason = self.why_not(problem)
         if reason is not None:
             from fastrisk.solvers import solvers_for

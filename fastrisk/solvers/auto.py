@@ -11,46 +11,47 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    "elasticnet" with l1_ratio < 1): ``sdca``;
 4. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
    loss derivatives);
-5. smooth losses with a differentiable penalty: ``lbfgs``;
+5. smooth losses with a differentiable penalty (no l1 term): ``lbfgs``;
 6. everything else (an l1 term, non-smooth losses without a dual step, ...):
    ``bmrm``, which handles every loss and penalty with a certificate.
 
-Measurements behind it (benchmarks/RESULTS.md, "solver='auto'" section,
-a9a, time to 1e-3 relative suboptimality, fastrisk solvers and the peers run
-back to back in one process by benchmarks/compare_peers.py): SDCA is the
-fastest fastrisk solver for hinge and logistic with l2 at alpha 1e-4
-(Pegasos-type solvers and RDA do not reach 1e-3 within the budget); for the
-l1 penalty, the solvers with a certificate are the batch ones.  Rule 2 (quiet
-machine, commit 1010c18, time to 1e-3 as a ratio to the best peer): logistic l2
-on a9a, w8a, ijcnn1 (n_features << n_samples), L-BFGS 1.25 / 0.81 / 0.66 at
-alpha 1e-4 and 1.13 / 1.26 / 0.54 at 1e-6, against SDCA 1.76 / 2.25 / 1.77 at
-1e-4; with more features than samples SDCA (Reuters at 1e-4: 1.96, L-BFGS
-slower; IMDB bigrams: see RESULTS.md).  Hinge keeps SDCA: L-BFGS sometimes gets
-there first, but for a nonsmooth loss it has no certificate to honour ``tol``.
+A candidate is skipped when its registry record (``SOLVER_INFO``) does not
+accept the problem, e.g. on a Dask problem, which has only its risk oracle.
+
+The measurements behind the order are in benchmarks/RESULTS.md ("solver='auto'",
+produced by benchmarks/compare_peers.py): SDCA is the fastest fastrisk solver
+for hinge and logistic with l2 when there are more features than samples;
+L-BFGS for smooth losses with fewer features than samples; for an l1 term
+the solvers with a certificate are the batch ones.  Hinge keeps SDCA: L-BFGS
+sometimes gets there first, but for a nonsmooth loss it has no certificate to
+honour ``tol``.
 """
 
-from fastrisk.regularizers import L2, ElasticNet
+from fastrisk.solvers import SOLVERS
 
 
-def _strongly_convex(problem):
-    reg = problem.regularizer
-    return isinstance(reg, L2) or (isinstance(reg, ElasticNet) and reg.l1_ratio < 1.0)
+def _preferences(problem):
+    """Solver names in the order of the rule above (the first that takes the problem wins)."""
+    spec, reg, data = problem.loss.spec, problem.regularizer, problem.data
+    if spec.vector:
+        return ["lbfgs", "bmrm"] if spec.smooth and reg.differentiable else ["bmrm"]
+    order = []
+    if spec.smooth and reg.differentiable and data is not None \
+            and data.n_features < data.n_samples:
+        order.append("lbfgs")
+    if spec.dual_step and reg.strongly_convex:
+        order.append("sdca")
+    if problem.penalty == "lp" and spec.lipschitz is not None:
+        order.append("pgs")
+    if spec.smooth and reg.differentiable:
+        order.append("lbfgs")
+    return order + ["bmrm"]
 
 
 def choose(problem):
-    """Name of the solver the rule above picks for ``problem``."""
-    spec = problem.loss.spec
-    differentiable = problem.penalty in ("l2", "lp")
-    if spec.vector:
-        return "lbfgs" if spec.smooth and differentiable else "bmrm"
-    data = problem.data
-    if spec.smooth and differentiable and data is not None \
-            and data.n_features < data.n_samples:
-        return "lbfgs"
-    if spec.dual_step and _strongly_convex(problem):
-        return "sdca"
-    if problem.penalty == "lp" and spec.lipschitz is not None:
-        return "pgs"
-    if spec.smooth and differentiable:
-        return "lbfgs"
-    return "bmrm"
+    """Name of the solver the rule above picks for ``problem``, among those whose registry
+    record accepts it (a Dask problem has no rows: only the oracle-only solvers)."""
+    for name in _preferences(problem):
+        if name in SOLVERS and SOLVERS[name].why_not(problem) is None:
+            return name
+    raise ValueError(f"no solver takes {problem!r}")

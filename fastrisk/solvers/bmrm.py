@@ -63,6 +63,8 @@ import highspy
 import numpy as np
 
 from fastrisk._qp import cut_combination
+from fastrisk.solvers._checks import start_weights
+from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
 
@@ -441,21 +443,13 @@ def inner_solver(problem):
     return _inner_generic
 
 
-def check_w0(problem, w0):
-    if w0 is None:
-        return np.zeros(problem.n_weights)
-    w = np.array(w0, dtype=np.float64).ravel()
-    if w.shape != (problem.n_weights,) or not np.isfinite(w).all():
-        raise ValueError(f"w0 must be a finite vector of length {problem.n_weights}")
-    return w
-
-
 def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
-               callback=None, verbose=0, random_state=None, max_bundle=None, w0=None):
+               callback=None, verbose=0, random_state=None, max_bundle=None, start=None):
     """Minimize ``problem`` with BMRM (seed 004 Algorithm 1); see the module docstring.
 
     tol / abs_tol: stop when ``gamma_t <= max(tol * J(w_best), abs_tol)``.
-    max_bundle: cuts kept (default ``default_max_bundle``).  w0: start (default 0).
+    max_bundle: cuts kept (default ``default_max_bundle``).  start: w (or a Result) to
+    start from (default 0).
     random_state is accepted for the common signature; BMRM is deterministic.
     ``Result.extra``: lower_bound, bundle_size, n_dropped, n_aggregated,
     inner_seconds (inner QP/LP, including combination_seconds), gram_seconds (cut
@@ -463,6 +457,7 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     active cuts for w = -A alpha / lambda), qp_solves (face solves of the l2 QP);
     for l1 also lp_cold_starts (LP solves HiGHS started without the previous basis).
     """
+    SOLVER_INFO.check(problem)
     mon = Monitor(problem, "bmrm", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
     lam, reg = problem.alpha, problem.regularizer
@@ -471,7 +466,7 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     l1 = inner is _inner_l1
     bundle = Bundle(problem.n_weights, max_bundle, risk_floor(problem), gram=not l1,
                     extra=("lp_basic",) if l1 else ())
-    w = check_w0(problem, w0)
+    w = start_weights(problem, start)
     lower = -np.inf
     inner_seconds = gram_seconds = 0.0
     status, t = None, 0
@@ -499,3 +494,10 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
                       inner_seconds=inner_seconds, gram_seconds=gram_seconds,
                       combination_seconds=bundle.combination_seconds,
                       qp_solves=bundle.qp_solves, **lp_stats)
+
+
+SOLVER_INFO = SolverInfo(
+    "bmrm", solve_bmrm, penalties=("l2", "l1", "elasticnet", "lp"),
+    accepts_loss=lambda spec: True, loss_rule="every loss", start="w",
+    certificate="gamma_t = min J(w_i) - (lower bound of the bundle) (Teo et al. 2010, Lemma 1)",
+    oracle_only=True)

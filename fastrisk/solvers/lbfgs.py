@@ -22,23 +22,22 @@ import math
 import numpy as np
 from scipy.optimize import minimize
 
-from fastrisk.solvers.bmrm import check_w0
+from fastrisk.solvers._checks import check_int, start_weights
+from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
 
 def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
-                callback=None, verbose=0, random_state=None, memory=10, w0=None):
+                callback=None, verbose=0, random_state=None, memory=10, start=None):
     """Minimize ``problem`` with L-BFGS-B; see the module docstring.
 
-    memory: number of correction pairs (scipy's ``maxcor``).  random_state is
-    accepted for the common signature; the method is deterministic.
+    memory: number of correction pairs (scipy's ``maxcor``).  start: w (or a Result) to
+    start from (default 0).  random_state is accepted for the common signature; the
+    method is deterministic.
     """
+    SOLVER_INFO.check(problem)
     reg = problem.regularizer
-    if reg.name == "l1" or (reg.name == "elasticnet" and reg.l1_ratio > 0):
-        raise ValueError(f"solver 'lbfgs' needs a differentiable penalty; penalty="
-                         f"{problem.penalty!r} has an l1 term (use 'bmrm')")
-    if not isinstance(memory, (int, np.integer)) or isinstance(memory, bool) or memory < 1:
-        raise ValueError(f"memory must be an integer >= 1, got {memory!r}")
+    memory = check_int(memory, "memory", low=1)
     mon = Monitor(problem, "lbfgs", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
     lam = problem.alpha
@@ -66,7 +65,7 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
         if state["status"] is not None:
             raise StopIteration
 
-    w = check_w0(problem, w0)
+    w = start_weights(problem, start)
     with mon.interruptible():
         state["status"] = check(0, w)
         if state["status"] is None:
@@ -80,3 +79,10 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
                                    else "max_iter" if res.nit >= max_iter else "stalled")
     status = "interrupted" if mon.interrupted else state["status"]
     return mon.result(status, state["it"], n_evaluations=last["n_evaluations"])
+
+
+SOLVER_INFO = SolverInfo(
+    "lbfgs", solve_lbfgs, penalties=("l2", "lp", "elasticnet"), accepts_loss=lambda spec: True,
+    loss_rule="every loss (no guarantee for nonsmooth ones)", start="w",
+    certificate="||dJ(w)||^2 / (2 alpha) (Teo et al. 2010, Lemma 5; penalty 'l2' only)",
+    oracle_only=True, differentiable=True)

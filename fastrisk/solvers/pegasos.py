@@ -1,12 +1,12 @@
-"""The Pegasos family: projected subgradient descent for l2-regularized risk (MATH.md 5).
+"""The Pegasos family: projected subgradient descent for l2-regularized risk (docs/math.md §5).
 
-Seed 000 (Do, Le, Foo, ICML 2009): Algorithm 1 with eta_t = 1/(lambda t) is
+Do, Le & Foo (ICML 2009): Algorithm 1 with eta_t = 1/(lambda t) is
 Pegasos; Algorithm 2 adds the proximal terms tau_t/2 ||w - w_t||^2 chosen by
 the balancing heuristic (``solve_proximal``); Bartlett et al.'s adaptive
 online gradient descent adds tau_t/2 ||w||^2 instead (``solve_adaptive``);
 Algorithm 3 is the optimistic proximal solver that starts from a small norm
 bound R and doubles R^2 when ||w_t|| approaches it (``solve_optimistic``).
-Seed 002 (Takac et al., ICML 2013): mini-batches of size k with the tail
+Takac, Bijral, Richtarik & Srebro (ICML 2013): mini-batches of size k with the tail
 average w_bar = (2/T) sum_{t > T/2} w_t, and the spectral quantity
 beta_b = 1 + (b - 1)(m sigma^2 - 1)/(m - 1) that controls the speed-up.
 
@@ -20,11 +20,11 @@ Conventions (our choices where the papers leave them open):
   alpha = lambda.  The intercept, if any, is the regularized last feature.
 * Ball S: radius 1/sqrt(alpha) for the hinge loss (Pegasos' duality argument:
   alpha ||w*||^2 <= mean c_i = 1), else sqrt(2 R_emp(0)/alpha), from
-  alpha/2 ||w*||^2 <= J(w*) <= J(0) for a nonnegative loss (the Poisson loss,
-  which can be negative, is refused).  Neither cuts off the optimum.
+  alpha/2 ||w*||^2 <= J(w*) <= J(0) for a nonnegative loss (LossSpec.nonnegative;
+  the Poisson loss, which can be negative, is refused).  Neither cuts off the optimum.
 * G (bound on ||g_t||, used by tau_t): alpha * radius + L * max_i c_i ||x_i||,
   which is Alg. 3's sqrt(lambda) + max ||x|| for the hinge loss; the rules
-  that use G need a Lipschitz loss (L = LossSpec.lipschitz).
+  that use G need a Lipschitz loss (L = Loss.lipschitz).
 * Optimistic phases keep the current w when R doubles (warm start) and
   restart the step counters; the output is the tail average or the last
   iterate rather than Alg. 3's random iterate (the paper's footnote 6).
@@ -33,11 +33,12 @@ Conventions (our choices where the papers leave them open):
   stops before t0 the last iterate is reported.  ``average="last"`` reports
   the last iterate; an integer t0 averages after that global step.
 * Stopping: max_iter epochs, time_limit, and every ``check_every`` epochs the
-  Lemma 5 certificate (MATH.md 4) ``J(w) - J_-(w) = ||a + alpha w||^2/(2 alpha)``
+  Lemma 5 certificate (docs/math.md §4) ``J(w) - J_-(w) = ||a + alpha w||^2/(2 alpha)``
   with a = dR_emp(w) from ``problem.oracle``: converged when it is at most
-  ``tol * J(w)``.  Each check costs one oracle pass; it is recorded in History.
+  ``max(tol * J(w), abs_tol)``.  Each check costs one oracle pass (epoch loop,
+  schedule and Ctrl-C: fastrisk/solvers/_epochs.py).
 
-Streaming (``partial_fit``): pass ``state=result.extra["state"]`` with the
+Streaming (``partial_fit``): pass ``start=result`` (the previous Result) with the
 Problem of the next chunk and ``shuffle=False`` (rows in the given order);
 the run continues exactly where the previous one stopped (same step counter,
 tau sums, R, average).  With max_iter=1 per chunk, the chunks give the same
@@ -53,7 +54,11 @@ import math
 import numpy as np
 
 from fastrisk import _pegasos
-from fastrisk.stopping import Monitor
+from fastrisk.solvers._certificates import lemma5_bound
+from fastrisk.solvers._checks import check_bool, check_int, check_number, start_state
+from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, run_epochs
+from fastrisk.solvers._info import SolverInfo
+from fastrisk.stopping import check_budget
 
 RULES = {"pegasos": _pegasos.RULE_PEGASOS, "adaptive": _pegasos.RULE_ADAPTIVE,
          "proximal": _pegasos.RULE_PROXIMAL, "optimistic": _pegasos.RULE_PROXIMAL}
@@ -113,38 +118,16 @@ class PegasosState:
         self.u = np.zeros_like(self.v)
 
 
-def _check_int(value, name, low):
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def check_l2_problem(problem, solver):
-    from fastrisk.problem import Problem
-
-    if not isinstance(problem, Problem):
-        raise TypeError(f"problem must be a fastrisk Problem, got {type(problem).__name__}")
-    if problem.penalty != "l2":
-        raise ValueError(f"solver {solver!r} needs penalty='l2', got {problem.penalty!r}")
-    if problem.loss.spec.vector:
-        raise ValueError(f"solver {solver!r} needs a scalar loss, got {problem.loss.name!r}")
-
-
 def ball_radius(problem):
     """Radius of the ball S that contains the minimizer (module docstring)."""
     if problem.loss.name == "hinge":
         return 1.0 / math.sqrt(problem.alpha)
-    if problem.loss.name == "poisson":
-        raise ValueError("the Pegasos family needs a nonnegative loss; poisson can be negative")
     return math.sqrt(2.0 * max(problem.risk(np.zeros(problem.n_weights)), 0.0) / problem.alpha)
 
 
-def gradient_bound(problem, radius, solver):
+def gradient_bound(problem, radius):
     """G = alpha * radius + L * max_i c_i ||x_i|| (module docstring)."""
-    L = problem.loss.spec.lipschitz
-    if L is None:
-        raise ValueError(f"solver {solver!r} needs a Lipschitz loss (hinge, logistic, absolute, "
-                         f"huber, ...); {problem.loss.name!r} has unbounded derivative")
+    L = problem.loss.lipschitz
     norms = np.sqrt(problem.data.row_sqnorms())
     if problem.sample_weight is not None:
         norms = norms * problem.sample_weight
@@ -152,7 +135,7 @@ def gradient_bound(problem, radius, solver):
 
 
 def spectral_beta(problem, batch_size):
-    """(beta_b, sigma^2) of seed 002: sigma^2 = ||X||_2^2 / (m max_i ||x_i||^2)."""
+    """(beta_b, sigma^2) of Takac et al. (2013): sigma^2 = ||X||_2^2 / (m max_i ||x_i||^2)."""
     from scipy.sparse.linalg import LinearOperator, svds
 
     data, m = problem.data, problem.n_samples
@@ -175,149 +158,179 @@ def spectral_beta(problem, batch_size):
     return beta, sigma2
 
 
-def _run(problem, solver, *, tol, max_iter, time_limit, callback, verbose, random_state,
-         batch_size, average, check_every, shuffle, state, R=None, G=None, epsilon=0.0,
-         delta=0.1):
-    check_l2_problem(problem, solver)
-    batch_size = _check_int(batch_size, "batch_size", 1)
-    check_every = _check_int(check_every, "check_every", 1)
-    if not isinstance(shuffle, (bool, np.bool_)):
-        raise ValueError(f"shuffle must be a bool, got {shuffle!r}")
+class _Epochs:
+    """The per-epoch step of the Pegasos family for the epoch driver (solvers/_epochs.py)."""
+
+    def __init__(self, problem, solver, state, orders):
+        self.problem, self.solver, self.state, self.orders = problem, solver, state, orders
+        d = problem.data
+        self.rows = (d.data, d.indices, d.indptr, d.dense, d.bias)
+        self.c = problem.sample_weight if problem.sample_weight is not None else np.empty(0)
+        self.y = np.ascontiguousarray(problem.y, dtype=np.float64)
+        self.rule = RULES[solver]
+
+    def run_epoch(self):
+        st, problem = self.state, self.problem
+        code, _ = _pegasos.pegasos_epoch(
+            *self.rows, self.y, self.c, next(self.orders), st.batch_size,
+            problem.loss.spec.kernel_id, problem.loss.param, st.alpha, self.rule, st.G,
+            st.radius, st.eps, st.delta, st.v, st.u, st.scalars, st.counters)
+        if code == _pegasos.STATUS_PHASE_DONE:
+            return True
+        check_kernel_status(code, self.solver, problem, "the iterate overflowed; scale X down")
+        return False
+
+    def weights(self):
+        return self.state.output()
+
+    def certify(self):
+        w = self.state.output()
+        return (w, *lemma5_bound(self.problem, w))
+
+    def extra(self):
+        st = self.state
+        beta, sigma2 = spectral_beta(self.problem, st.batch_size)
+        return dict(state=st, steps=st.steps, radius=st.radius, G=st.G, R=st.R,
+                    doublings=st.doublings, beta_b=beta, sigma2=sigma2,
+                    averaged=st.counters[1] > 0)
+
+
+def _run(problem, solver, *, tol, abs_tol, max_iter, time_limit, callback, verbose,
+         random_state, batch_size, average, check_every, shuffle, start, R=None, G=None,
+         epsilon=0.0, delta=0.1):
+    _INFO[solver].check(problem)
+    check_budget(tol, max_iter, time_limit)
+    batch_size = check_int(batch_size, "batch_size", low=1)
+    shuffle = check_bool(shuffle, "shuffle")
     if not (average in ("tail", "last") or (isinstance(average, (int, np.integer))
                                             and not isinstance(average, bool) and average >= 0)):
         raise ValueError(f"average must be 'tail', 'last' or an integer step >= 0, got {average!r}")
-    mon = Monitor(problem, solver, tol=tol, max_iter=max_iter, time_limit=time_limit,
-                  callback=callback, verbose=verbose)
-    m, alpha = problem.n_samples, problem.alpha
-    rule = RULES[solver]
+    alpha = problem.alpha
+    state = start_state(start, solver, PegasosState)
     if state is None:
         radius = ball_radius(problem)
-        if rule == _pegasos.RULE_PEGASOS:
+        if RULES[solver] == _pegasos.RULE_PEGASOS:
             G = 0.0
         elif G is None:
-            G = gradient_bound(problem, radius, solver)
-        elif not (isinstance(G, (int, float, np.number)) and G > 0):
-            raise ValueError(f"G must be None or a number > 0, got {G!r}")
+            G = gradient_bound(problem, radius)
+        else:
+            G = check_number(G, "G", 0.0, low_open=True)
         if solver == "optimistic":
             R0 = min(1.0, radius)
         else:
-            R0 = radius if R is None else float(R)
-            if not R0 > 0:
-                raise ValueError(f"R must be a number > 0, got {R!r}")
+            R0 = radius if R is None else check_number(R, "R", 0.0, low_open=True)
         state = PegasosState(solver, problem.n_weights, alpha, radius, G, R0, epsilon, delta,
                              batch_size)
-    else:
-        if not isinstance(state, PegasosState) or state.solver != solver:
-            raise ValueError(f"state must be the extra['state'] of a previous {solver!r} run")
-        if state.v.shape[0] != problem.n_weights or state.alpha != alpha \
-                or state.batch_size != batch_size:
-            raise ValueError("state does not match this problem (n_weights, alpha, batch_size)")
-    steps_per_epoch = -(-m // batch_size)
+    elif state.solver != solver or state.v.shape[0] != problem.n_weights \
+            or state.alpha != alpha or state.batch_size != batch_size:
+        raise ValueError(f"start: its state does not continue a {solver!r} run on this problem "
+                         "(n_weights, alpha, batch_size)")
+    steps_per_epoch = -(-problem.n_samples // batch_size)
     if average == "tail":
         state.set_average_start(state.steps + (max_iter * steps_per_epoch) // 2)
     elif average != "last":
         state.set_average_start(int(average))
-
-    d = problem.data
-    rng = np.random.default_rng(random_state)
-    c = problem.sample_weight if problem.sample_weight is not None else np.empty(0)
-    y = np.ascontiguousarray(problem.y, dtype=np.float64)
-    identity = np.arange(m, dtype=np.intp)
-    status, epoch = None, 0
-    while status is None:
-        epoch += 1
-        order = rng.permutation(m).astype(np.intp) if shuffle else identity
-        code, _ = _pegasos.pegasos_epoch(
-            d.data, d.indices, d.indptr, d.dense, d.bias, y, c, order, batch_size,
-            problem.loss.spec.kernel_id, problem.loss.param, alpha, rule, state.G,
-            state.radius, state.eps, state.delta, state.v, state.u, state.scalars,
-            state.counters)
-        if code == _pegasos.STATUS_OVERFLOW:
-            raise FloatingPointError(f"{solver}: the iterate overflowed; scale X down")
-        if code == _pegasos.STATUS_BAD_LOSS:
-            raise ValueError(f"{solver}: loss {problem.loss.name!r} has no kernel")
-        phase_done = code == _pegasos.STATUS_PHASE_DONE
-        if phase_done or epoch % check_every == 0 or epoch >= max_iter \
-                or (time_limit is not None and mon.elapsed() >= time_limit):
-            w = state.output()
-            objective, subgrad = problem.objective_gradient(w)
-            bound = float(subgrad @ subgrad) / (2.0 * alpha)  # Lemma 5
-            status = mon.check(epoch, w, objective, bound, keep_best=False)
-            if phase_done and status is None:
-                status = "converged"
-    beta, sigma2 = spectral_beta(problem, batch_size)
-    return mon.result(status, epoch, state=state, steps=state.steps, radius=state.radius,
-                      G=state.G, R=state.R, doublings=state.doublings, beta_b=beta,
-                      sigma2=sigma2, averaged=state.counters[1] > 0)
+    orders = epoch_orders(problem.n_samples, shuffle, random_state)
+    return run_epochs(problem, solver, _Epochs(problem, solver, state, orders), tol=tol,
+                      abs_tol=abs_tol, max_iter=max_iter, time_limit=time_limit,
+                      callback=callback, verbose=verbose, check_every=check_every)
 
 
 _DOC_ARGS = """
-    Options: tol (relative Lemma 5 bound), max_iter (epochs), time_limit (s),
-    callback, verbose, random_state (permutation seed), batch_size (k),
-    average ("tail", "last" or a step t0), check_every (epochs between
-    certificate checks), shuffle (False: rows in order, for streaming),
-    state (continue a previous run; see the module docstring).  The Result's
-    extra holds state, steps, radius, G, R, doublings, beta_b and sigma2.
+    Options: tol / abs_tol (stop when the Lemma 5 bound is at most max(tol J, abs_tol)),
+    max_iter (epochs), time_limit (s), callback, verbose, random_state (permutation
+    seed), batch_size (k), average ("tail", "last" or a step t0), check_every (epochs
+    between certificate checks, 0: only at the end), shuffle (False: rows in order, for
+    streaming), start (the Result of a previous run of the same solver, or its
+    extra["state"], to continue it; see the module docstring).  The Result's extra
+    holds state, steps, radius, G, R, doublings, beta_b, sigma2 and averaged.
 """
 
 
-def solve_pegasos(problem, *, tol=1e-4, max_iter=100, time_limit=None, callback=None,
-                  verbose=0, random_state=None, batch_size=1, average="tail", check_every=1,
-                  shuffle=True, state=None):
-    """Pegasos / mini-batch Pegasos: eta_t = 1/(alpha t), projection on S (seed 000 Alg. 1, seed 002)."""
-    return _run(problem, "pegasos", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                callback=callback, verbose=verbose, random_state=random_state,
-                batch_size=batch_size, average=average, check_every=check_every,
-                shuffle=shuffle, state=state)
+def solve_pegasos(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=None,
+                  callback=None, verbose=0, random_state=None, batch_size=1, average="tail",
+                  check_every=1, shuffle=True, start=None):
+    """Pegasos / mini-batch Pegasos: eta_t = 1/(alpha t), projection on S (Do et al. 2009,
+    Alg. 1; Takac et al. 2013)."""
+    return _run(problem, "pegasos", tol=tol, abs_tol=abs_tol, max_iter=max_iter,
+                time_limit=time_limit, callback=callback, verbose=verbose,
+                random_state=random_state, batch_size=batch_size, average=average,
+                check_every=check_every, shuffle=shuffle, start=start)
 
 
-def solve_adaptive(problem, *, tol=1e-4, max_iter=100, time_limit=None, callback=None,
-                   verbose=0, random_state=None, batch_size=1, average="tail", check_every=1,
-                   shuffle=True, state=None, R=None, G=None):
+def solve_adaptive(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=None,
+                   callback=None, verbose=0, random_state=None, batch_size=1, average="tail",
+                   check_every=1, shuffle=True, start=None, R=None, G=None):
     """Adaptive online gradient descent (Bartlett et al. 2008): steps on f_t + tau_t/2 ||w||^2.
 
     ``R`` is the norm bound in tau_t (default: the radius of S), ``G`` the
     gradient bound (default: module docstring)."""
-    return _run(problem, "adaptive", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                callback=callback, verbose=verbose, random_state=random_state,
-                batch_size=batch_size, average=average, check_every=check_every,
-                shuffle=shuffle, state=state, R=R, G=G)
+    return _run(problem, "adaptive", tol=tol, abs_tol=abs_tol, max_iter=max_iter,
+                time_limit=time_limit, callback=callback, verbose=verbose,
+                random_state=random_state, batch_size=batch_size, average=average,
+                check_every=check_every, shuffle=shuffle, start=start, R=R, G=G)
 
 
-def solve_proximal(problem, *, tol=1e-4, max_iter=100, time_limit=None, callback=None,
-                   verbose=0, random_state=None, batch_size=1, average="tail", check_every=1,
-                   shuffle=True, state=None, R=None, G=None):
-    """Proximal projected subgradient descent, balancing tau_t (seed 000 Alg. 2).
+def solve_proximal(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=None,
+                   callback=None, verbose=0, random_state=None, batch_size=1, average="tail",
+                   check_every=1, shuffle=True, start=None, R=None, G=None):
+    """Proximal projected subgradient descent, balancing tau_t (Do et al. 2009, Alg. 2).
 
     ``R`` is the norm bound in tau_t (default: the radius of S), ``G`` the
     gradient bound (default: module docstring)."""
-    return _run(problem, "proximal", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                callback=callback, verbose=verbose, random_state=random_state,
-                batch_size=batch_size, average=average, check_every=check_every,
-                shuffle=shuffle, state=state, R=R, G=G)
+    return _run(problem, "proximal", tol=tol, abs_tol=abs_tol, max_iter=max_iter,
+                time_limit=time_limit, callback=callback, verbose=verbose,
+                random_state=random_state, batch_size=batch_size, average=average,
+                check_every=check_every, shuffle=shuffle, start=start, R=R, G=G)
 
 
-def solve_optimistic(problem, *, tol=1e-4, max_iter=100, time_limit=None, callback=None,
-                     verbose=0, random_state=None, batch_size=1, average="tail", check_every=1,
-                     shuffle=True, state=None, epsilon=None, delta=0.1, G=None):
-    """Optimistic proximal SVM solver (seed 000 Alg. 3): R from min(1, radius), doubled as needed.
+def solve_optimistic(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=None,
+                     callback=None, verbose=0, random_state=None, batch_size=1, average="tail",
+                     check_every=1, shuffle=True, start=None, epsilon=None, delta=0.1, G=None):
+    """Optimistic proximal SVM solver (Do et al. 2009, Alg. 3): R from min(1, radius),
+    doubled as needed.
 
     ``epsilon`` is Alg. 3's desired suboptimality (default tol * R_emp(0),
-    1e-4 * R_emp(0) when tol = 0),
-    ``delta`` its failure probability, ``G`` the gradient bound; a phase of T(R) steps without a
-    doubling ends the run with status "converged"."""
+    1e-4 * R_emp(0) when tol = 0; R_emp(0) read as 1 when it is 0, where w = 0 is
+    optimal), ``delta`` its failure probability, ``G`` the
+    gradient bound; a phase of T(R) steps without a doubling ends the run with
+    status "converged"."""
     if epsilon is None:
-        check_l2_problem(problem, "optimistic")
-        epsilon = (tol if tol > 0 else 1e-4) * problem.risk(np.zeros(problem.n_weights))
-    if not (isinstance(epsilon, (int, float, np.number)) and epsilon > 0):
-        raise ValueError(f"epsilon must be a number > 0, got {epsilon!r}")
-    if not (isinstance(delta, (int, float, np.number)) and 0 < delta < 1):
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    return _run(problem, "optimistic", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                callback=callback, verbose=verbose, random_state=random_state,
-                batch_size=batch_size, average=average, check_every=check_every,
-                shuffle=shuffle, state=state, G=G, epsilon=float(epsilon), delta=float(delta))
+        _INFO["optimistic"].check(problem)
+        risk0 = problem.risk(np.zeros(problem.n_weights))
+        epsilon = (tol if tol > 0 else 1e-4) * (risk0 if risk0 > 0 else 1.0)
+    epsilon = check_number(epsilon, "epsilon", 0.0, low_open=True)
+    delta = check_number(delta, "delta", 0.0, 1.0, low_open=True, high_open=True)
+    return _run(problem, "optimistic", tol=tol, abs_tol=abs_tol, max_iter=max_iter,
+                time_limit=time_limit, callback=callback, verbose=verbose,
+                random_state=random_state, batch_size=batch_size, average=average,
+                check_every=check_every, shuffle=shuffle, start=start, G=G, epsilon=epsilon,
+                delta=delta)
 
 
 for _f in (solve_pegasos, solve_adaptive, solve_proximal, solve_optimistic):
     _f.__doc__ += _DOC_ARGS
+
+
+def _scalar_nonnegative(spec):
+    return not spec.vector and spec.nonnegative
+
+
+def _lipschitz_nonnegative(spec):
+    return _scalar_nonnegative(spec) and spec.lipschitz is not None
+
+
+_COMMON = dict(penalties=("l2",), streams=True, start="state", threads=False, epochs=True,
+               certificate="||dJ(w)||^2 / (2 alpha) (Teo et al. 2010, Lemma 5)",
+               stream_options=(("average", "last"),))
+SOLVER_INFO = (
+    SolverInfo("pegasos", solve_pegasos, accepts_loss=_scalar_nonnegative,
+               loss_rule="nonnegative scalar losses", **_COMMON),
+    SolverInfo("adaptive", solve_adaptive, accepts_loss=_lipschitz_nonnegative,
+               loss_rule="Lipschitz nonnegative scalar losses", **_COMMON),
+    SolverInfo("proximal", solve_proximal, accepts_loss=_lipschitz_nonnegative,
+               loss_rule="Lipschitz nonnegative scalar losses", **_COMMON),
+    SolverInfo("optimistic", solve_optimistic, accepts_loss=_lipschitz_nonnegative,
+               loss_rule="Lipschitz nonnegative scalar losses", **_COMMON),
+)
+_INFO = {info.name: info for info in SOLVER_INFO}

@@ -1,4 +1,4 @@
-"""Primal Gradient Solver for lp-regularized risk (MATH.md 5; seed 003, Zhu et al. ICDM 2009).
+"""Primal Gradient Solver for lp-regularized risk (Zhu et al., ICDM 2009; docs/math.md §5).
 
 J(w) = alpha ||w||_p^2 / (2(p - 1)) + R_emp(w), p in (1, 2] (penalty="lp";
 penalty="l2" is p = 2).  Fig. 1: theta = -sum_t lambda_t (loss subgradients
@@ -13,24 +13,26 @@ Output: the last iterate w_T (the paper returns a random iterate; w is not
 linear in theta for p < 2, so an exact lazy average is not available).
 
 Stopping: max_iter epochs, time_limit, and every ``check_every`` epochs the
-Fenchel-duality certificate, the Lemma 5 bound (MATH.md 4) generalised from
+Fenchel-duality certificate, the Lemma 5 bound (docs/math.md §4) generalised from
 0.5||w||^2 to any Omega: with a = dR_emp(w),
 J(u) >= R_emp(w) + <a, u - w> + alpha Omega(u) for all u, so
 J(w) - J* <= alpha Omega(w) + <a, w> + alpha Omega*(-a / alpha),
 Omega*(z) = ||z||_q^2 / (2(q - 1)); for p = 2 it is ||a + alpha w||^2 / (2 alpha).
 
 Streaming: as for the Pegasos family (fastrisk/solvers/pegasos.py):
-``state=result.extra["state"]`` with the next chunk's Problem and
+``start=result`` (the previous Result) with the next chunk's Problem and
 ``shuffle=False`` continues exactly; chunks but the last must hold a
 multiple of ``batch_size`` rows.
 """
 
-import numbers
-
 import numpy as np
 
 from fastrisk import _pgs
-from fastrisk.stopping import Monitor
+from fastrisk.solvers._certificates import fenchel_bound
+from fastrisk.solvers._checks import check_bool, check_int, check_number, start_state
+from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, other_solvers, run_epochs
+from fastrisk.solvers._info import SolverInfo
+from fastrisk.stopping import check_budget
 
 
 class PGSState:
@@ -54,77 +56,83 @@ class PGSState:
 
 
 def _p_of(problem):
-    from fastrisk.problem import Problem
-
-    if not isinstance(problem, Problem):
-        raise TypeError(f"problem must be a fastrisk Problem, got {type(problem).__name__}")
-    if problem.loss.spec.vector:
-        raise ValueError(f"solver 'pgs' needs a scalar loss, got {problem.loss.name!r}")
-    if problem.penalty == "lp":
-        return problem.regularizer.p
-    if problem.penalty == "l2":
-        return 2.0
-    raise ValueError(f"solver 'pgs' needs penalty='lp' (or 'l2'), got {problem.penalty!r}")
+    return problem.regularizer.p if problem.penalty == "lp" else 2.0
 
 
-def certificate(problem, w):
-    """(J(w), upper bound on J(w) - J*) from one oracle call (module docstring)."""
-    risk, a = problem.oracle(w)
-    reg, alpha = problem.regularizer, problem.alpha
-    objective = alpha * reg.value(w) + risk
-    return objective, alpha * reg.value(w) + float(a @ w) + alpha * reg.conjugate(-a / alpha)
+class _Epochs:
+    """The per-epoch step of PGS for the epoch driver (fastrisk/solvers/_epochs.py)."""
+
+    def __init__(self, problem, state, orders):
+        self.problem, self.state, self.orders = problem, state, orders
+        d = problem.data
+        self.rows = (d.data, d.indices, d.indptr, d.dense, d.bias)
+        self.c = problem.sample_weight if problem.sample_weight is not None else np.empty(0)
+        self.y = np.ascontiguousarray(problem.y, dtype=np.float64)
+
+    def run_epoch(self):
+        st, problem = self.state, self.problem
+        code, _, _ = _pgs.pgs_epoch(*self.rows, self.y, self.c, next(self.orders),
+                                    st.batch_size, problem.loss.spec.kernel_id,
+                                    problem.loss.param, st.alpha, st.p, st.B or 0.0,
+                                    st.theta, st.phi, st.scalars)
+        check_kernel_status(code, "pgs", problem, _overflow_advice(problem, st))
+        return False
+
+    def weights(self):
+        return self.state.weights()
+
+    def certify(self):
+        w = self.state.weights()
+        return (w, *fenchel_bound(self.problem, w))
+
+    def extra(self):
+        return dict(state=self.state, steps=self.state.steps, p=self.state.p)
 
 
-def solve_pgs(problem, *, tol=1e-4, max_iter=100, time_limit=None, callback=None, verbose=0,
-              random_state=None, batch_size=1, B=None, check_every=1, shuffle=True,
-              state=None):
-    """Primal Gradient Solver (seed 003, Fig. 1/2); see the module docstring.
+def _overflow_advice(problem, state):
+    """What to do when theta overflows: with p near 1 the link map's exponent q - 1 is
+    large, so |theta_j|^(q-1) leaves the double range even for moderate data."""
+    advice = "theta overflowed"
+    if state.p < 2.0:
+        advice += (f" (p = {state.p:g}: the link map raises |theta_j| to the power "
+                   f"q - 1 = {1.0 / (state.p - 1.0):.3g})")
+    return (f"{advice}; scale X down, raise p, or use a batch solver "
+            f"({other_solvers(problem, 'pgs')}; 'bmrm' takes penalty='lp' with any p)")
+
+
+def solve_pgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=None, callback=None,
+              verbose=0, random_state=None, batch_size=1, B=None, check_every=1, shuffle=True,
+              start=None):
+    """Primal Gradient Solver (Zhu et al. 2009, Fig. 1/2); see the module docstring.
 
     Options: batch_size (k), B (radius of the domain ||w||_p <= B, None for
-    R^n), check_every (epochs between certificate checks), shuffle (False:
-    rows in the given order, for streaming), state (continue a previous run),
-    random_state (permutation seed).  extra holds state, steps, p.
+    R^n), check_every (epochs between certificate checks, 0: only at the end),
+    shuffle (False: rows in the given order, for streaming), start (the Result of
+    a previous pgs run, or its extra["state"], to continue it), random_state
+    (permutation seed).  extra holds state, steps, p.
     """
+    SOLVER_INFO.check(problem)
+    check_budget(tol, max_iter, time_limit)
     p = _p_of(problem)
-    if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) \
-            or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    if not isinstance(check_every, (int, np.integer)) or isinstance(check_every, bool) \
-            or check_every < 1:
-        raise ValueError(f"check_every must be an integer >= 1, got {check_every!r}")
-    if B is not None and not (isinstance(B, numbers.Real) and B > 0):
-        raise ValueError(f"B must be None or a number > 0, got {B!r}")
-    if not isinstance(shuffle, (bool, np.bool_)):
-        raise ValueError(f"shuffle must be a bool, got {shuffle!r}")
-    mon = Monitor(problem, "pgs", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                  callback=callback, verbose=verbose)
+    batch_size = check_int(batch_size, "batch_size", low=1)
+    if B is not None:
+        B = check_number(B, "B", 0.0, low_open=True)
+    shuffle = check_bool(shuffle, "shuffle")
+    state = start_state(start, "pgs", PGSState)
     if state is None:
-        state = PGSState(problem.n_weights, problem.alpha, p, B, int(batch_size))
-    elif not isinstance(state, PGSState) or state.theta.shape[0] != problem.n_weights \
+        state = PGSState(problem.n_weights, problem.alpha, p, B, batch_size)
+    elif state.theta.shape[0] != problem.n_weights \
             or (state.alpha, state.p, state.B, state.batch_size) != (problem.alpha, p, B,
                                                                       batch_size):
-        raise ValueError("state must be the extra['state'] of a previous pgs run on the same "
-                         "n_weights, alpha, p, B and batch_size")
-    d, m = problem.data, problem.n_samples
-    c = problem.sample_weight if problem.sample_weight is not None else np.empty(0)
-    y = np.ascontiguousarray(problem.y, dtype=np.float64)
-    rng = np.random.default_rng(random_state)
-    identity = np.arange(m, dtype=np.intp)
-    status, epoch = None, 0
-    while status is None:
-        epoch += 1
-        order = rng.permutation(m).astype(np.intp) if shuffle else identity
-        code, _, _ = _pgs.pgs_epoch(d.data, d.indices, d.indptr, d.dense, d.bias, y, c, order,
-                                 batch_size, problem.loss.spec.kernel_id, problem.loss.param,
-                                 problem.alpha, p, B or 0.0, state.theta, state.phi,
-                                 state.scalars)
-        if code == _pgs.STATUS_OVERFLOW:
-            raise FloatingPointError("pgs: theta overflowed; scale X down")
-        if code == _pgs.STATUS_BAD_LOSS:
-            raise ValueError(f"pgs: loss {problem.loss.name!r} has no kernel")
-        if epoch % check_every == 0 or epoch >= max_iter \
-                or (time_limit is not None and mon.elapsed() >= time_limit):
-            w = state.weights()
-            objective, bound = certificate(problem, w)
-            status = mon.check(epoch, w, objective, bound, keep_best=False)
-    return mon.result(status, epoch, state=state, steps=state.steps, p=p)
+        raise ValueError("start: its state must come from a pgs run on the same n_weights, "
+                         "alpha, p, B and batch_size")
+    orders = epoch_orders(problem.n_samples, shuffle, random_state)
+    return run_epochs(problem, "pgs", _Epochs(problem, state, orders), tol=tol, abs_tol=abs_tol,
+                      max_iter=max_iter, time_limit=time_limit, callback=callback,
+                      verbose=verbose, check_every=check_every)
+
+
+SOLVER_INFO = SolverInfo(
+    "pgs", solve_pgs, penalties=("lp", "l2"), accepts_loss=lambda spec: not spec.vector,
+    loss_rule="scalar losses", streams=True, start="state", threads=False, epochs=True,
+    certificate="alpha Omega(w) + <a, w> + alpha Omega*(-a / alpha) (Fenchel duality)")

@@ -72,13 +72,15 @@ import time
 
 import numpy as np
 
-from fastrisk.solvers.bmrm import Bundle, check_w0, default_max_bundle, risk_floor
+from fastrisk.solvers._checks import check_number, start_weights
+from fastrisk.solvers._info import SolverInfo
+from fastrisk.solvers.bmrm import Bundle, default_max_bundle, risk_floor
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
 
 
 def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
-                      callback=None, verbose=0, random_state=None, max_bundle=None, w0=None,
+                      callback=None, verbose=0, random_state=None, max_bundle=None, start=None,
                       R=None, restart=0.03):
     """Minimize an l2 ``problem`` with the proximal bundle method; see the module docstring.
 
@@ -88,15 +90,11 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
     ``Result.extra``: lower_bound, R, tau_sum (of the last phase), n_phases, bundle_size,
     inner_seconds (proximal QP), bound_seconds (certificate QP), gram_seconds.
     """
-    if problem.regularizer.name != "l2":
-        raise ValueError(f"solver 'prox_bundle' needs penalty='l2', got {problem.penalty!r}")
+    SOLVER_INFO.check(problem)
     lam = problem.alpha
-    R = min(1.0, 1.0 / math.sqrt(lam)) if R is None else R
-    if not isinstance(R, (int, float, np.number)) or not R > 0:
-        raise ValueError(f"R must be a number > 0, got {R!r}")
-    if restart is not None and (not isinstance(restart, (int, float, np.number))
-                                or not 0 < restart < 1):
-        raise ValueError(f"restart must be a number in (0, 1) or None, got {restart!r}")
+    R = min(1.0, 1.0 / math.sqrt(lam)) if R is None else check_number(R, "R", 0.0, low_open=True)
+    if restart is not None:
+        restart = check_number(restart, "restart", 0.0, 1.0, low_open=True, high_open=True)
     mon = Monitor(problem, "prox_bundle", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
     max_bundle = default_max_bundle(problem.n_weights) if max_bundle is None else max_bundle
@@ -104,7 +102,7 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
                     extra=("Ac", "Aw", "beta_lb"))
     bundle.extra["beta_lb"][0] = 1.0
     Ac, Aw = bundle.extra["Ac"], bundle.extra["Aw"]
-    w = check_w0(problem, w0)
+    w = start_weights(problem, start)
     c = np.zeros(problem.n_weights)  # sum_i tau_i w_i over the phase's proximal points
     lower, best_A, t_phase, tau_sum = -np.inf, 0.0, 0, 0.0
     new_phase, n_phases, phase_J, phase_gap = True, 0, math.inf, math.inf
@@ -172,3 +170,9 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
                       bundle_size=bundle.k - 1, n_dropped=bundle.n_dropped,
                       n_aggregated=bundle.n_aggregated, inner_seconds=inner_seconds,
                       bound_seconds=bound_seconds, gram_seconds=gram_seconds)
+
+
+SOLVER_INFO = SolverInfo(
+    "prox_bundle", solve_prox_bundle, penalties=("l2",), accepts_loss=lambda spec: True,
+    loss_rule="every loss", start="w",
+    certificate="J(w_best) - (lower bound of the cutting-plane model)", oracle_only=True)

@@ -1,9 +1,9 @@
-"""Regularized dual averaging (Xiao, JMLR 2010; seed 001, MATH.md 6) and its baselines.
+"""Regularized dual averaging (Xiao, JMLR 2010; docs/math.md §6) and its baselines.
 
 RDA (Algorithm 1) keeps the sum of all past (mini-batch) subgradients
 ``S = sum_t g_t`` and takes
 ``w_{t+1} = argmin_w <S/t, w> + Psi(w) + (beta_t / t) h(w)``, which here is, per
-coordinate and in closed form (seed 001 (10), (30), section 2.2),
+coordinate and in closed form (Xiao 2010, eqs. (10), (30), section 2.2),
 
     w_{t+1,j} = -shrink(S_j, lambda t + gamma rho sqrt(t)) / (sigma t + gamma sqrt(t)),
 
@@ -47,13 +47,13 @@ kernels run on one thread (``problem.n_threads`` only serves the objective
 evaluations).
 
 The intercept (``fit_intercept=True``) is regularized like every other weight,
-as in the rest of fastrisk (MATH.md 1); seed 001 leaves its bias free.
+as in the rest of fastrisk (docs/math.md §1); Xiao (2010) leaves its bias free.
 
 Baselines of section 6 (same framework, same lazy O(nnz) steps):
 ``solve_sgd_l1`` (SGD with the subgradient of lambda ||w||_1) and
 ``solve_truncated_gradient`` (TG of Langford et al., period K; K = 1 is FOBOS),
 both with the paper's constant step ``eta = sqrt(2/T) / gamma`` by default
-(T = total number of steps, seed 001 (19)).
+(T = total number of steps, Xiao 2010, eq. (19)).
 
 Streaming: every solver here takes ``state=`` (``result.extra["state"]`` of
 the previous call) and continues exactly where it stopped, so feeding chunks
@@ -66,65 +66,31 @@ should hold many rows.
 Stopping: ``max_iter`` epochs / ``time_limit``.  A certified bound on
 J(w) - J* exists only when J is strongly convex (sigma > 0): by strong
 convexity ``J(w) - J* <= dist(0, dJ(w))^2 / (2 sigma)``, computed from one
-full oracle call (for penalty="l2" this is MATH.md 4, Lemma 5).  For pure l1
+full oracle call (for penalty="l2" this is Lemma 5 of Teo et al. 2010, docs/math.md §4).  For pure l1
 there is no certificate: the bound is NaN and the solver stops on its budget.
 """
 
 import math
-import numbers
 
 import numpy as np
 
 from fastrisk import _rda
-from fastrisk.stopping import Monitor
+from fastrisk.solvers._certificates import strong_convexity_bound
+from fastrisk.solvers._checks import check_bool, check_int, check_number, start_state
+from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, run_epochs
+from fastrisk.solvers._info import SolverInfo
+from fastrisk.stopping import check_budget
 
-STATUS_MESSAGES = {1: "a loss value overflowed (inf/NaN): lower the step size or gamma",
-                   2: "the loss has no kernel"}
-
-# curvature bound of l'' for the smooth scalar losses (accelerated RDA's L)
-_CURVATURE = {"logistic": 0.25, "squared": 1.0, "squared_hinge": 1.0,
-              "squared_zero_margin": 1.0, "huber": 1.0}
+OVERFLOW_ADVICE = "a loss value overflowed (inf/NaN): lower the step size or gamma"
 
 
 # ---------------------------------------------------------------------------
 # validation and shared pieces
 
-def _check_problem(problem, solver, penalties):
-    from fastrisk.problem import Problem
-
-    if not isinstance(problem, Problem):
-        raise TypeError(f"problem must be a fastrisk.Problem, got {type(problem).__name__}")
-    if problem.loss.spec.vector or problem.loss.spec.kernel_id < 0:
-        raise ValueError(f"{solver} needs a scalar loss, got loss={problem.loss.name!r}")
-    if problem.penalty not in penalties:
-        raise ValueError(f"{solver} supports penalty in {penalties}, got {problem.penalty!r}")
-
-
 def _psi(problem):
     """(lambda, sigma) of Psi = lambda ||w||_1 + sigma/2 ||w||^2 = alpha * Omega."""
-    a = problem.alpha
-    if problem.penalty == "l1":
-        return a, 0.0
-    if problem.penalty == "elasticnet":
-        r = problem.regularizer.l1_ratio
-        return a * r, a * (1.0 - r)
-    return 0.0, a
-
-
-def _check_number(value, name, low=0.0, low_open=False, high=math.inf):
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not np.isfinite(value) \
-            or not (value > low if low_open else value >= low) or value > high:
-        bound = f"{'>' if low_open else '>='} {low}"
-        bound += f" and <= {high}" if high < math.inf else ""
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
-    return float(value)
-
-
-def _check_int(value, name, low=1):
-    if not isinstance(value, (numbers.Integral, np.integer)) or isinstance(value, bool) \
-            or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
+    l1, l2 = problem.regularizer.l1_l2()
+    return problem.alpha * l1, problem.alpha * l2
 
 
 def _default_gamma(problem, lam):
@@ -138,7 +104,7 @@ def _default_gamma(problem, lam):
     on Reuters money-fx it lands within 3x of the best gamma for lambda from
     1e-5 to 1e-3 (benchmarks/bench_rda.py); tune gamma as the paper does.
     """
-    lip = problem.loss.spec.lipschitz or 1.0
+    lip = problem.loss.lipschitz or 1.0
     G = lip * math.sqrt(float(problem.data.row_sqnorms().max()))
     risk0 = problem.risk(np.zeros(problem.n_weights))
     D1 = risk0 / (lam * math.sqrt(2.0)) if lam > 0 and risk0 > 0 else 1.0
@@ -156,7 +122,7 @@ def _rda_gamma(problem):
     measured best gamma does not follow lambda (for lambda from 0.01 to 1 on
     MNIST, 1e-6 to 1e-4 on IMDB).  G^2 / 2000 is within ~3x of the best gamma
     of a sweep (by J(w_T) after 3-12 epochs, logistic loss) on MNIST 6 vs 7 (raw
-    pixels, G = 3697, best ~5000, where seed 001 section 6 uses 5000) and IMDB
+    pixels, G = 3697, best ~5000, where Xiao (2010, section 6) uses 5000) and IMDB
     bigrams (G = sqrt 2, best 6e-4 to 2e-3), two data sets 7 orders of
     magnitude apart in G^2; on Reuters money-fx (G = sqrt 2) the best is
     3e-3 to 1e-2, i.e. 3-10x the default (after 10 epochs the default still
@@ -164,7 +130,7 @@ def _rda_gamma(problem):
     iterate w_bar prefers larger gamma than w_T.  A calibrated rule, not a
     guarantee: tune gamma as the paper does.
     """
-    lip = problem.loss.spec.lipschitz or 1.0
+    lip = problem.loss.lipschitz or 1.0
     return lip * lip * float(problem.data.row_sqnorms().max()) / 2000.0
 
 
@@ -174,70 +140,43 @@ def _kernel_args(problem):
     return (d.data, d.indices, d.indptr, d.dense, d.bias, problem.y, c)
 
 
-def _orders(problem, epochs, shuffle, random_state):
-    """One row order per epoch: a fresh permutation (shuffle) or 0..m-1."""
-    m = problem.n_samples
-    if not shuffle:
-        for _ in range(epochs):
-            yield np.arange(m, dtype=np.int64)
-        return
-    rng = np.random.default_rng(random_state)
-    for _ in range(epochs):
-        yield rng.permutation(m).astype(np.int64)
-
-
-def _raise_status(status, solver):
-    if status != 0:
-        raise FloatingPointError(f"{solver}: {STATUS_MESSAGES.get(status, status)}")
-
-
-def _strong_convexity_bound(problem, w, lam, sigma):
-    """(J(w), dist(0, dJ(w))^2 / (2 sigma)) -- NaN bound when sigma == 0."""
-    risk, a = problem.oracle(w)
-    J = problem.alpha * problem.regularizer.value(w) + risk
-    if sigma == 0.0:
-        return J, math.nan
-    g = np.where(w != 0, a + lam * np.sign(w) + sigma * w,
-                 np.sign(a) * np.maximum(np.abs(a) - lam, 0.0))
-    return J, float(g @ g) / (2.0 * sigma)
-
-
-def _new_or_check_state(state, solver, config, fresh):
-    """A fresh state, or ``state`` after checking it continues the same run."""
+def _continue_state(start, solver, config, fresh):
+    """A fresh state, or a copy of the state of ``start`` after checking it continues the
+    same run (the copy leaves the previous Result intact)."""
+    state = start_state(start, solver, dict)
     if state is None:
         return fresh()
-    if not isinstance(state, dict) or state.get("solver") != solver:
-        raise ValueError(f"state must be result.extra['state'] of a previous {solver} call")
+    if state.get("solver") != solver:
+        raise ValueError(f"start must be the Result of a previous {solver!r} run (or its "
+                         f"extra['state']) to continue from")
     if state["config"] != config:
-        raise ValueError(f"state was made with different settings {state['config']} "
-                         f"(this call: {config})")
+        raise ValueError(f"start: its state was made with different settings "
+                         f"{state['config']} (this call: {config})")
     return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
 
 
-def _run(problem, solver, *, tol, max_iter, time_limit, callback, verbose, eval_every,
-         epoch, output, lam, sigma, average):
-    """The epoch loop shared by every solver here: run ``epoch(order)``, then
-    evaluate J (and the certificate) every ``eval_every`` epochs."""
-    eval_every = _check_int(eval_every, "eval_every", low=0)
-    mon = Monitor(problem, solver, tol=tol, max_iter=max_iter, time_limit=time_limit,
-                  callback=callback, verbose=verbose)
-    status = "max_iter"
-    for it in range(1, max_iter + 1):
-        epoch(it)
-        evaluate = eval_every and (it % eval_every == 0 or it == max_iter)
-        # w is O(d) to form: only when it is evaluated, seen or returned
-        w = output(average) if evaluate or callback is not None or it == max_iter else None
-        if evaluate:
-            J, bound = _strong_convexity_bound(problem, w, lam, sigma)
-        else:
-            J, bound = math.nan, math.nan
-        stop = mon.check(it, w, J, bound, keep_best=False)
-        if stop is not None:
-            status = stop
-            if w is None:
-                mon.best_w = output(average)
-            break
-    return mon, status, it
+class _Epochs:
+    """Per-epoch step of the solvers of this module for the epoch driver
+    (fastrisk/solvers/_epochs.py): ``step()`` runs one kernel epoch, ``output()`` forms
+    the reported iterate, ``extra()`` the Result's extra entries."""
+
+    def __init__(self, problem, step, output, extra):
+        self.problem, self.step, self.output, self._extra = problem, step, output, extra
+        self.l1, self.l2 = _psi(problem)
+
+    def run_epoch(self):
+        self.step()
+        return False
+
+    def weights(self):
+        return self.output()
+
+    def certify(self):
+        w = self.output()
+        return (w, *strong_convexity_bound(self.problem, w, self.l1, self.l2))
+
+    def extra(self):
+        return self._extra()
 
 
 # ---------------------------------------------------------------------------
@@ -272,7 +211,7 @@ def _lazy_schedule(theta, b, omega):
 
 
 def _rda_final(S, t, lam, sigma, gamma, rho):
-    """w_{t+1} = z_t(S) (seed 001 (10)/(30), section 2.2)."""
+    """w_{t+1} = z_t(S) (Xiao 2010, eqs. (10), (30), section 2.2)."""
     if t == 0:
         return np.zeros_like(S)
     th = lam * t + gamma * rho * math.sqrt(t)
@@ -281,7 +220,7 @@ def _rda_final(S, t, lam, sigma, gamma, rho):
 
 
 def _pnorm_final(S, t, lam, gamma, rho, p):
-    """w_{t+1} = theta^{-1}(g_hat_t) (seed 001 section 7.2)."""
+    """w_{t+1} = theta^{-1}(g_hat_t) (Xiao 2010, section 7.2)."""
     if t == 0:
         return np.zeros_like(S)
     q = p / (p - 1.0)
@@ -293,16 +232,54 @@ def _pnorm_final(S, t, lam, gamma, rho, p):
     return -np.sign(S) * scale * m ** (q - 1.0)
 
 
-def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None, verbose=0,
-              random_state=None, gamma=None, rho=0.0, batch_size=1, p_norm=None,
-              accelerated=False, L=None, average=False, shuffle=True, eval_every=1,
-              state=None):
-    """Regularized dual averaging (seed 001 Algorithms 1-3, MATH.md 6).
+def _rda_settings(problem, *, gamma, rho, batch_size, p_norm, accelerated, L, start):
+    """Validated settings (gamma, rho, k, p_norm, L) with the data-dependent defaults; a
+    continued run keeps the first call's defaults."""
+    lam, sigma = _psi(problem)
+    rho = check_number(rho, "rho", 0.0)
+    k = check_int(batch_size, "batch_size", low=1)
+    previous = start_state(start, "rda", dict)
+    if isinstance(previous, dict) and previous.get("solver") == "rda":
+        gamma = previous["config"][3] if gamma is None else gamma
+        L = previous["config"][8] if L is None else L
+    if gamma is None:
+        gamma = (_default_gamma(problem, lam) if accelerated
+                 else _rda_gamma(problem) if sigma == 0.0 else 0.0)
+    gamma = check_number(gamma, "gamma", 0.0)
+    if p_norm is not None:
+        p_norm = check_number(p_norm, "p_norm", 1.0, 2.0, low_open=True)
+        if sigma > 0.0 or accelerated:
+            raise ValueError("p_norm RDA is defined for penalty='l1' without acceleration")
+    if accelerated:
+        if not problem.loss.spec.smooth:
+            raise ValueError(f"accelerated RDA needs a smooth loss, got {problem.loss.name!r}")
+        if L is None:
+            curv = problem.loss.curvature
+            if curv is None:
+                raise ValueError(f"give L for the {problem.loss.name!r} loss (its gradient has "
+                                 "no global Lipschitz constant)")
+            c = problem.sample_weight.max() if problem.sample_weight is not None else 1.0
+            L = curv * c * float(problem.data.row_sqnorms().max())
+        L = check_number(L, "L", 0.0)
+        if L + gamma == 0.0:
+            raise ValueError("accelerated RDA needs L + gamma > 0")
+    elif sigma == 0.0 and gamma == 0.0:
+        raise ValueError("gamma must be > 0 when Psi is not strongly convex "
+                         "(Xiao 2010, eq. (13))")
+    return gamma, rho, k, p_norm, L
+
+
+def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, callback=None,
+              verbose=0, random_state=None, gamma=None, rho=0.0, batch_size=1, p_norm=None,
+              accelerated=False, L=None, average=False, shuffle=True, check_every=1,
+              start=None):
+    """Regularized dual averaging (Xiao 2010, Algorithms 1-3; docs/math.md §6).
 
     Parameters
     ----------
     problem : Problem with penalty "l1", "elasticnet" or "l2" and a scalar loss.
-    tol : stop when the certified bound (strongly convex J only) is <= tol * J.
+    tol, abs_tol : stop when the certified bound (strongly convex J only) is at most
+        max(tol * J, abs_tol).
     max_iter : number of epochs over ``problem``'s rows.
     gamma : beta_t = gamma sqrt(t) (see the module docstring for the default).
     rho : sparsity-enhancing parameter of Algorithm 2 (>= 0).
@@ -314,61 +291,35 @@ def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
     average : return w_bar_T (the iterate of the convergence theorems) as
         ``result.w`` instead of the last iterate w_{T+1} (the sparse one).
     shuffle : a fresh permutation per epoch (from random_state) or row order.
-    eval_every : evaluate J (one full oracle pass) every k epochs and at the
-        end; 0 never (history objective NaN).
-    state : ``result.extra["state"]`` of a previous call to continue from.
+    check_every : evaluate J and the certificate (one full oracle pass) every k
+        epochs and at the end; 0 only at the end.
+    start : the Result of a previous rda call (or its extra["state"]) to continue.
 
     Returns a Result; ``extra`` holds ``w_bar`` (not for accelerated),
-    ``w_last``, ``n_steps`` (total), ``gamma``, ``L``, ``state``.
+    ``w_last``, ``n_steps`` (total), ``gamma``, ``L``, ``state``, ``loss_sum``.
     """
-    _check_problem(problem, "rda", ("l1", "elasticnet", "l2"))
+    SOLVER_INFO[0].check(problem)
+    check_budget(tol, max_iter, time_limit)
+    shuffle = check_bool(shuffle, "shuffle")
+    accelerated = check_bool(accelerated, "accelerated")
     lam, sigma = _psi(problem)
-    rho = _check_number(rho, "rho")
-    k = _check_int(batch_size, "batch_size")
-    if isinstance(state, dict) and state.get("solver") == "rda":
-        # streaming: keep the first call's data-dependent defaults
-        gamma = state["config"][3] if gamma is None else gamma
-        L = state["config"][8] if L is None else L
-    max_iter = _check_int(max_iter, "max_iter")
-    if gamma is None:
-        gamma = (_default_gamma(problem, lam) if accelerated
-                 else _rda_gamma(problem) if sigma == 0.0 else 0.0)
-    gamma = _check_number(gamma, "gamma")
-    if p_norm is not None:
-        p_norm = _check_number(p_norm, "p_norm", low=1.0, low_open=True, high=2.0)
-        if sigma > 0.0 or accelerated:
-            raise ValueError("p_norm RDA is defined for penalty='l1' without acceleration")
-    if accelerated:
-        if not problem.loss.spec.smooth:
-            raise ValueError(f"accelerated RDA needs a smooth loss, got {problem.loss.name!r}")
-        if L is None:
-            curv = (1.0 / problem.loss.param if problem.loss.name == "smoothed_hinge"
-                    else _CURVATURE.get(problem.loss.name))
-            if curv is None:
-                raise ValueError(f"give L for the {problem.loss.name!r} loss (its gradient has "
-                                 "no global Lipschitz constant)")
-            c = problem.sample_weight.max() if problem.sample_weight is not None else 1.0
-            L = curv * c * float(problem.data.row_sqnorms().max())
-        L = _check_number(L, "L")
-        if L + gamma == 0.0:
-            raise ValueError("accelerated RDA needs L + gamma > 0")
-    elif sigma == 0.0 and gamma == 0.0:
-        raise ValueError("gamma must be > 0 when Psi is not strongly convex (seed 001 (13))")
+    gamma, rho, k, p_norm, L = _rda_settings(
+        problem, gamma=gamma, rho=rho, batch_size=batch_size, p_norm=p_norm,
+        accelerated=accelerated, L=L, start=start)
     D = problem.n_weights
-    config = (D, lam, sigma, gamma, rho, k, p_norm, bool(accelerated), L)
+    config = (D, lam, sigma, gamma, rho, k, p_norm, accelerated, L)
     # coords[:, 0] = S (gradient sums), [:, 1] = acc (running sum of iterates),
     # [:, 2] = last (first step not yet in acc; after a call every coordinate is current)
-    st = _new_or_check_state(state, "rda", config, lambda: {
+    st = _continue_state(start, "rda", config, lambda: {
         "solver": "rda", "config": config, "t": 0, "coords": np.zeros((D, 3))})
     S, acc = st["coords"][:, 0], st["coords"][:, 1]
     args = _kernel_args(problem)
     loss_id, loss_param = problem.loss.spec.kernel_id, problem.loss.param
-    orders = _orders(problem, max_iter, shuffle, random_state)
+    orders = epoch_orders(problem.n_samples, shuffle, random_state, np.int64)
     n_steps = -(-problem.n_samples // k)
-
     loss_sum = [0.0]
 
-    def epoch(_):
+    def step():
         order, t0 = next(orders), st["t"]
         if p_norm is not None:
             w_query = np.zeros(D)
@@ -383,11 +334,11 @@ def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
             total, status = _rda.dual_averaging_epoch(
                 *args, order, k, loss_id, loss_param, st["coords"], t0, flush_end,
                 _lazy_schedule(theta, b, omega), b, alpha, A)
-        _raise_status(status, "rda")
+        check_kernel_status(status, "rda", problem, OVERFLOW_ADVICE)
         st["t"] = t0 + n_steps
         loss_sum[0] += total
 
-    def output(avg):
+    def output(avg=average and not accelerated):
         t = st["t"]
         if accelerated:
             return acc / (t * (t + 1.0) / 4.0)
@@ -397,92 +348,111 @@ def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
             return _pnorm_final(S, t, lam, gamma, rho, p_norm)
         return _rda_final(S, t, lam, sigma, gamma, rho)
 
-    mon, status, it = _run(problem, "rda", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                           callback=callback, verbose=verbose, eval_every=eval_every,
-                           epoch=epoch, output=output, lam=lam, sigma=sigma,
-                           average=average and not accelerated)
-    extra = {"state": st, "n_steps": st["t"], "gamma": gamma, "L": L, "loss_sum": loss_sum[0]}
-    if accelerated:
-        extra["w_last"] = mon.best_w
-    elif average:
-        extra["w_bar"], extra["w_last"] = mon.best_w, output(False)
-    else:
-        extra["w_bar"], extra["w_last"] = output(True), mon.best_w
-    return mon.result(status, it, **extra)
+    def extra():
+        out = {"state": st, "n_steps": st["t"], "gamma": gamma, "L": L,
+               "loss_sum": loss_sum[0], "w_last": output(False)}
+        if not accelerated:
+            out["w_bar"] = output(True)
+        return out
+
+    return run_epochs(problem, "rda", _Epochs(problem, step, output, extra), tol=tol,
+                      abs_tol=abs_tol, max_iter=max_iter, time_limit=time_limit,
+                      callback=callback, verbose=verbose, check_every=check_every)
 
 
 # ---------------------------------------------------------------------------
 # Baselines: SGD with the l1 subgradient, truncated gradient (TG / FOBOS)
 
-def _solve_truncation(problem, solver, truncate, *, tol, max_iter, time_limit, callback, verbose,
-                      random_state, eta, gamma, K, batch_size, shuffle, eval_every, state):
-    _check_problem(problem, solver, ("l1",))
+def _solve_truncation(problem, solver, truncate, *, tol, abs_tol, max_iter, time_limit,
+                      callback, verbose, random_state, eta, gamma, K, batch_size, shuffle,
+                      check_every, start):
+    _INFO[solver].check(problem)
+    check_budget(tol, max_iter, time_limit)
+    shuffle = check_bool(shuffle, "shuffle")
     lam = problem.alpha
-    k = _check_int(batch_size, "batch_size")
-    K = _check_int(K, "K")
-    max_iter = _check_int(max_iter, "max_iter")
+    k = check_int(batch_size, "batch_size", low=1)
+    K = check_int(K, "K", low=1)
     n_steps = -(-problem.n_samples // k)
     if eta is None:
-        if state is not None and isinstance(state, dict) and "eta" in state:
-            eta = state["eta"]
+        previous = start_state(start, solver, dict)
+        if previous is not None and "eta" in previous:
+            eta = previous["eta"]
         else:
             g = (_default_gamma(problem, lam) if gamma is None
-                 else _check_number(gamma, "gamma", low_open=True))
-            eta = math.sqrt(2.0 / (max_iter * n_steps)) / g       # seed 001 (19)
-    eta = _check_number(eta, "eta", low_open=True)
+                 else check_number(gamma, "gamma", 0.0, low_open=True))
+            eta = math.sqrt(2.0 / (max_iter * n_steps)) / g       # Xiao 2010, eq. (19)
+    eta = check_number(eta, "eta", 0.0, low_open=True)
     D = problem.n_weights
     config = (D, lam, eta, K, k, bool(truncate))
     # coords[:, 0] = w, [:, 1] = last step applied to that coordinate
-    st = _new_or_check_state(state, solver, config, lambda: {
+    st = _continue_state(start, solver, config, lambda: {
         "solver": solver, "config": config, "eta": eta, "t": 0, "coords": np.zeros((D, 2))})
     args = _kernel_args(problem)
-    orders = _orders(problem, max_iter, shuffle, random_state)
+    orders = epoch_orders(problem.n_samples, shuffle, random_state, np.int64)
     loss_sum = [0.0]
 
-    def epoch(_):
+    def step():
         total, status = _rda.truncated_gradient_epoch(
             *args, next(orders), k, problem.loss.spec.kernel_id, problem.loss.param,
             st["coords"], st["t"], eta, lam, K, truncate)
-        _raise_status(status, solver)
+        check_kernel_status(status, solver, problem, OVERFLOW_ADVICE)
         st["t"] += n_steps
         loss_sum[0] += total
 
-    mon, status, it = _run(problem, solver, tol=tol, max_iter=max_iter, time_limit=time_limit,
-                           callback=callback, verbose=verbose, eval_every=eval_every,
-                           epoch=epoch, output=lambda avg: st["coords"][:, 0].copy(), lam=lam,
-                           sigma=0.0,
-                           average=False)
-    return mon.result(status, it, state=st, n_steps=st["t"], eta=eta, loss_sum=loss_sum[0])
+    def extra():
+        return {"state": st, "n_steps": st["t"], "eta": eta, "loss_sum": loss_sum[0]}
+
+    return run_epochs(problem, solver,
+                      _Epochs(problem, step, lambda: st["coords"][:, 0].copy(), extra),
+                      tol=tol, abs_tol=abs_tol, max_iter=max_iter, time_limit=time_limit,
+                      callback=callback, verbose=verbose, check_every=check_every)
 
 
-def solve_sgd_l1(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None, verbose=0,
-                 random_state=None, eta=None, gamma=None, batch_size=1, shuffle=True,
-                 eval_every=1, state=None):
-    """SGD with the l1 subgradient, w_{t+1} = w_t - eta (g_t + lambda sgn(w_t)) (seed 001 s. 6).
+def solve_sgd_l1(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None,
+                 callback=None, verbose=0, random_state=None, eta=None, gamma=None,
+                 batch_size=1, shuffle=True, check_every=1, start=None):
+    """SGD with the l1 subgradient, w_{t+1} = w_t - eta (g_t + lambda sgn(w_t)) (Xiao 2010,
+    section 6).
 
     penalty must be "l1" (lambda = alpha).  Constant step ``eta``; default
     ``sqrt(2/T)/gamma`` with T = max_iter * ceil(m / batch_size) and gamma as in
-    solve_rda (seed 001 (19)).  O(nnz(x_i)) per step: idle coordinates get
+    solve_rda (Xiao 2010, eq. (19)).  O(nnz(x_i)) per step: idle coordinates get
     their subgradient steps in closed form just in time.  No certificate
-    (bound NaN).  ``state`` continues a previous call (streaming).
+    (bound NaN).  ``start`` continues a previous call (streaming).
     """
-    return _solve_truncation(problem, "sgd_l1", False, tol=tol, max_iter=max_iter,
-                             time_limit=time_limit, callback=callback, verbose=verbose,
-                             random_state=random_state, eta=eta, gamma=gamma, K=1,
-                             batch_size=batch_size, shuffle=shuffle, eval_every=eval_every,
-                             state=state)
+    return _solve_truncation(problem, "sgd_l1", False, tol=tol, abs_tol=abs_tol,
+                             max_iter=max_iter, time_limit=time_limit, callback=callback,
+                             verbose=verbose, random_state=random_state, eta=eta, gamma=gamma,
+                             K=1, batch_size=batch_size, shuffle=shuffle,
+                             check_every=check_every, start=start)
 
 
-def solve_truncated_gradient(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
-                             verbose=0, random_state=None, K=1, eta=None, gamma=None,
-                             batch_size=1, shuffle=True, eval_every=1, state=None):
-    """Truncated gradient (Langford et al.; seed 001 (29), theta = inf): an SGD step
-    w - eta g_t, and every K-th step the soft threshold eta lambda K.  K = 1 is
+def solve_truncated_gradient(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None,
+                             callback=None, verbose=0, random_state=None, K=1, eta=None,
+                             gamma=None, batch_size=1, shuffle=True, check_every=1, start=None):
+    """Truncated gradient (Langford et al. 2009; Xiao 2010, eq. (29), theta = inf): an SGD
+    step w - eta g_t, and every K-th step the soft threshold eta lambda K.  K = 1 is
     FOBOS.  penalty "l1", constant ``eta`` (default as in solve_sgd_l1).
     O(nnz(x_i)) per step (lazy truncation with exact catch-up); no certificate.
     """
-    return _solve_truncation(problem, "truncated_gradient", True, tol=tol, max_iter=max_iter,
-                             time_limit=time_limit, callback=callback, verbose=verbose,
-                             random_state=random_state, eta=eta, gamma=gamma, K=K,
-                             batch_size=batch_size, shuffle=shuffle, eval_every=eval_every,
-                             state=state)
+    return _solve_truncation(problem, "truncated_gradient", True, tol=tol, abs_tol=abs_tol,
+                             max_iter=max_iter, time_limit=time_limit, callback=callback,
+                             verbose=verbose, random_state=random_state, eta=eta, gamma=gamma,
+                             K=K, batch_size=batch_size, shuffle=shuffle,
+                             check_every=check_every, start=start)
+
+
+def _scalar(spec):
+    return not spec.vector
+
+
+_COMMON = dict(accepts_loss=_scalar, loss_rule="scalar losses", streams=True, start="state",
+               threads=False, epochs=True)
+SOLVER_INFO = (
+    SolverInfo("rda", solve_rda, penalties=("l1", "elasticnet", "l2"),
+               certificate="dist(0, dJ(w))^2 / (2 sigma) (strongly convex penalties only)",
+               **_COMMON),
+    SolverInfo("sgd_l1", solve_sgd_l1, penalties=("l1",), **_COMMON),
+    SolverInfo("truncated_gradient", solve_truncated_gradient, penalties=("l1",), **_COMMON),
+)
+_INFO = {info.name: info for info in SOLVER_INFO}

@@ -1,8 +1,8 @@
-"""Stochastic dual coordinate ascent, single-coordinate and mini-batch (MATH.md 7).
+"""Stochastic dual coordinate ascent, single-coordinate and mini-batch (docs/math.md §7).
 
 Shalev-Shwartz & Zhang (2013) for the single-coordinate method with the
 proximal form for the elastic net; Takac, Bijral, Richtarik & Srebro,
-"Mini-batch primal and dual methods for SVMs", ICML 2013 (seed 002) for the
+"Mini-batch primal and dual methods for SVMs", ICML 2013, for the
 mini-batch variants:
 
 * naive: every delta of a batch is the single-coordinate step (beta = 1);
@@ -25,20 +25,20 @@ lambda = alpha (1 - r), kappa = r / (1 - r)); then
 
 Each epoch (one random permutation, shuffled in the kernel by a splitmix64
 stream seeded from ``random_state``) the kernel updates the dual sum and the
-loss at the scores it visited, a cheap estimate of the primal P(w).  When that estimated gap says ``tol`` is reached (also every
-max(10, epoch/4) epochs, every ``gap_every`` epochs, and at the end), one
-more parallel pass computes the exact P(w) and the certified duality gap
-P(w) - D(u) >= J(w) - J*, which the Monitor stops on; w is the best primal
-iterate of the exact checks (any dual-feasible u certifies it).  Epochs
-without that pass are logged with the estimated objective and a NaN bound;
-their estimated gaps are in ``extra``.  The estimate costs O(1) per epoch:
+loss at the scores it visited, a cheap estimate of the primal P(w).  When
+that estimated gap says ``tol`` is reached (also every max(10, epoch/4)
+epochs, every ``check_every`` epochs, and at the end), one more parallel pass
+computes the exact P(w) and the certified duality gap P(w) - D(u) >= J(w) - J*,
+which the run stops on; w is the best primal iterate of the exact checks (any
+dual-feasible u certifies it).  Epochs without that pass are logged in the
+history with the estimated objective, ``exact=False`` and a NaN bound; their
+estimated gaps are in ``extra``.  The estimate costs O(1) per epoch:
 the kernels keep the sums of the per-row loss and dual terms and ||w||^2,
 ||w||_1 up to date, and shuffle the visiting order themselves.
 
 Shrinking (Hsieh et al. 2008, as in LIBLINEAR) skips rows whose dual is at a
 bound of its box and pushed outward; it is what makes single-coordinate SDCA
-competitive with LIBLINEAR on hinge-type losses (a9a/w8a hinge at 1e-5: 12-14x
-fewer seconds than without it).  Shrunk rows are swapped behind the active
+competitive with LIBLINEAR on hinge-type losses.  Shrunk rows are swapped behind the active
 ones in the kernel's index array (no Python work per epoch beyond O(1)).
 
 Mini-batch epochs run in one OpenMP region: each thread owns blocks of
@@ -51,8 +51,10 @@ import numpy as np
 
 from fastrisk import _sdca
 from fastrisk.config import resolve_n_threads
-from fastrisk.regularizers import L2, ElasticNet
-from fastrisk.stopping import Monitor
+from fastrisk.solvers._checks import check_bool, check_choice, check_int, start_weights
+from fastrisk.solvers._epochs import check_kernel_status, run_epochs
+from fastrisk.solvers._info import SolverInfo
+from fastrisk.stopping import check_budget
 
 VARIANTS = ("naive", "safe", "aggressive")
 # nonzeros per thread below which a parallel region costs more than it saves (a region
@@ -63,14 +65,8 @@ AGGRESSIVE_OMEGA = 0.25  # weight of rho in the geometric decrease of beta
 
 def _penalty_split(problem):
     """(lambda, kappa) with alpha Omega(w) = lambda (0.5 ||w||^2 + kappa ||w||_1)."""
-    reg = problem.regularizer
-    if isinstance(reg, L2):
-        return problem.alpha, 0.0
-    if isinstance(reg, ElasticNet) and reg.l1_ratio < 1.0:
-        r = reg.l1_ratio
-        return problem.alpha * (1.0 - r), r / (1.0 - r)
-    raise ValueError("solver 'sdca' needs a strongly convex penalty: penalty='l2' or "
-                     f"'elasticnet' with l1_ratio < 1, got {problem.penalty!r}")
+    l1, l2 = problem.regularizer.l1_l2()
+    return problem.alpha * l2, l1 / l2
 
 
 def _weighted_rows_matvec(data, c):
@@ -132,22 +128,29 @@ def _column_bounds(data, n_threads):
     return np.concatenate([[0], cuts, [D]]).astype(np.int64)
 
 
-def _check_int(value, name, low):
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
+def _dual_from_weights(problem, w):
+    """u_i = -l'(<w, x_i>, y_i): a dual-feasible point (-u_i is a subgradient of the loss, so
+    l*(-u_i) is finite) that is optimal when w is (the primal-dual link of docs/math.md §7)."""
+    _, deriv = problem.loss.values(problem.data.decision(w), problem.y)
+    return -deriv
 
 
-def _initial_dual(problem, warm_start, lam_n):
-    """(u, v) from zeros or a previous dual vector (result.extra['alpha'])."""
+def _initial_dual(problem, start, lam_n):
+    """(u, v) from ``start``: zeros; the dual of a previous SDCA Result when it fits this
+    problem (length n_samples and dual feasible); otherwise the dual derived from a weight
+    vector (a Result's w or an array), so a warm start never makes a valid fit fail."""
     data, n = problem.data, problem.n_samples
-    if warm_start is None:
+    if start is None:
         return np.zeros(n), np.zeros(data.n_weights)
-    u = np.array(warm_start, dtype=np.float64)
-    if u.shape != (n,):
-        raise ValueError(f"warm_start has shape {u.shape}, expected ({n},)")
-    if not np.isfinite(problem.loss.conjugate(-u, problem.y)).all():
-        raise ValueError(f"warm_start is not dual feasible for the {problem.loss.name} loss")
+    dual = getattr(start, "extra", {}).get("dual") if getattr(start, "solver", None) == "sdca" \
+        else None
+    u = None
+    if isinstance(dual, np.ndarray) and dual.shape == (n,):
+        u = np.array(dual, dtype=np.float64)
+        if not np.isfinite(problem.loss.conjugate(-u, problem.y)).all():
+            u = None  # labels or rows changed: the previous dual is not feasible here
+    if u is None:
+        u = _dual_from_weights(problem, start_weights(problem, start))
     cu = u if problem.sample_weight is None else u * problem.sample_weight
     v = np.empty(data.n_weights)
     v[: data.n_features] = data.X.T @ cu
@@ -156,18 +159,180 @@ def _initial_dual(problem, warm_start, lam_n):
     return u, v / lam_n
 
 
-def solve_sdca(problem, *, tol=1e-4, max_iter=1000, time_limit=None, callback=None, verbose=0,
-               random_state=None, batch_size=1, variant="safe", n_threads=None,
-               warm_start=None, gap_every=0, shrinking=True):
-    """Minimize ``problem`` by SDCA; returns a Result (MATH.md 7, seed 002).
+class _SDCA:
+    """SDCA's state and per-epoch step for the epoch driver (fastrisk/solvers/_epochs.py).
+
+    The kernels keep per-row loss and dual terms and ``sums = [sum row_loss, sum row_dual,
+    ||w||^2, ||w||_1]`` current, so the estimated gap costs O(1) per epoch; exact checks
+    (one parallel pass) resynchronise the sums and certify.
+    """
+
+    def __init__(self, problem, *, batch_size, variant, n_threads, start, shrinking, seed):
+        spec, data, n = problem.loss.spec, problem.data, problem.n_samples
+        self.problem, self.n, self.variant = problem, n, variant
+        self.lam, self.kappa = _penalty_split(problem)
+        self.lam_n = self.lam * n
+        # threads only where each gets enough work: the exact pass reads nnz entries, a
+        # mini-batch about nnz b / n
+        self.pass_threads = max(1, min(n_threads, data.nnz // PASS_GRAIN))
+        batch_threads = max(1, min(n_threads, data.nnz * batch_size // (n * BATCH_GRAIN)))
+        self.c_arg = np.empty(0) if problem.sample_weight is None else problem.sample_weight
+        self.rows = (data.data, data.indices, data.indptr, data.dense, data.bias)
+        self.sqnorm = _sdca.row_sqnorms(*self.rows[:4], data.bias, np.empty(n))
+        self.u, self.v = _initial_dual(problem, start, self.lam_n)
+        self.kid, self.p = spec.kernel_id, problem.loss.param
+        self.b = b = min(batch_size, n)
+        self.info = {"batch_size": b, "variant": variant if b > 1 else "single"}
+        self.beta, self.gamma = 1.0, 0.0
+        if b > 1:
+            self._setup_minibatch(data, batch_threads)
+        self.shrinking = shrinking and b == 1 and spec.dual_box
+        self.row_loss, self.row_dual, self.sums = np.zeros(n), np.empty(n), np.zeros(4)
+        self.index = np.arange(n, dtype=np.int64)  # active rows first (shrinking)
+        self.n_active = n
+        self.order_state = np.array([seed], dtype=np.uint64)  # the kernels' shuffle
+        self.pg_max_old, self.pg_min_old = np.inf, -np.inf
+        self.pg_eps = None  # unshrink when the projected-gradient range falls below it
+        self.gap_estimates, self.row_visits, self.epoch = [], 0, 0
+        # no exact pass at the start: the first epoch visits every row and sets its terms
+        w = self.weights()
+        self.sums[:] = (0.0, self._dual_terms(), float(w @ w), float(np.abs(w).sum()))
+        self.best, self.D = (w, np.inf), self.sums[1] / n - 0.5 * self.lam * self.sums[2]
+        # exact checks: when the estimate says converged, at least 10% more epochs after
+        # the last one; and every max(10, 25%) epochs (the estimate can stay pessimistic)
+        self.next_exact, self.next_forced, self.triggered = 1, 10, False
+
+    def _setup_minibatch(self, data, batch_threads):
+        c, b, n = self.problem.sample_weight, self.b, self.n
+        self.col_bounds = _column_bounds(data, batch_threads)
+        self.batch_threads = batch_threads
+        if self.variant == "safe":
+            L = spectral_norm_sq(data, c)
+            theta = (b - 1) / (n - 1)
+            self.beta, self.gamma = 1.0 - theta, theta * L
+            # the paper's beta_b, for rows scaled to max ||c_i x_i|| = 1 (reported only)
+            R2 = float(np.max(self.sqnorm if c is None else c * c * self.sqnorm))
+            self.info.update(spectral_norm_sq=L, beta_b=1.0 + theta * (L / R2 - 1.0))
+        self.info["n_undone"] = 0
+        self.workspace = _minibatch_workspace(data, b, len(self.col_bounds) - 1,
+                                              self.variant == "aggressive")
+
+    def _dual_terms(self):
+        return _sdca.dual_terms(self.problem.y, self.c_arg, self.u, self.kid, self.p,
+                                self.row_dual)
+
+    def weights(self):
+        v, kappa = self.v, self.kappa
+        return v.copy() if kappa == 0.0 else np.sign(v) * np.maximum(np.abs(v) - kappa, 0.0)
+
+    def _unshrink(self):
+        self.n_active, self.pg_max_old, self.pg_min_old = self.n, np.inf, -np.inf
+
+    def run_epoch(self):
+        self.epoch += 1
+        self.row_visits += self.n_active
+        if self.b == 1:
+            self._single_epoch()
+        else:
+            self._minibatch_epoch()
+        return False
+
+    def _single_epoch(self):
+        """One pass of single-coordinate SDCA, then LIBLINEAR's shrinking bookkeeping."""
+        self.n_active, pg_max, pg_min, status = _sdca.sdca_epoch(
+            *self.rows, self.problem.y, self.c_arg, self.sqnorm, self.index, self.n_active,
+            self.order_state, self.kid, self.p, self.lam_n, self.kappa, self.u, self.v,
+            self.row_loss, self.row_dual, self.sums, self.shrinking, self.pg_max_old,
+            self.pg_min_old)
+        self._check_status(status)
+        if not self.shrinking:
+            return
+        self.pg_eps = 0.1 * (pg_max - pg_min) if self.pg_eps is None else self.pg_eps
+        if pg_max - pg_min <= self.pg_eps and self.n_active < self.n:
+            # the shrunk problem is solved to pg_eps (LIBLINEAR): all rows back
+            self._unshrink()
+            self.pg_eps *= 0.1
+        else:
+            self.pg_max_old = pg_max if pg_max > 0 else np.inf
+            self.pg_min_old = pg_min if pg_min < 0 else -np.inf
+
+    def _minibatch_epoch(self):
+        aggressive = self.variant == "aggressive"
+        beta_new, undone, status = _sdca.sdca_minibatch_epoch(
+            *self.rows, self.problem.y, self.c_arg, self.sqnorm, self.index, self.order_state,
+            self.b, self.kid, self.p, self.lam_n, self.kappa, self.u, self.v, self.sums,
+            self.beta, self.gamma, aggressive, AGGRESSIVE_OMEGA, self.col_bounds,
+            *self.workspace, self.batch_threads)
+        self._check_status(status)
+        if aggressive:
+            self.beta = beta_new
+            self.info["n_undone"] += undone
+
+    def _check_status(self, status):
+        check_kernel_status(status, "sdca", self.problem,
+                            f"a non-finite value with the {self.problem.loss.name} loss; "
+                            "check the scale of X and alpha")
+
+    def estimate(self, tol, abs_tol):
+        """(estimated P(w), whether to check exactly now) from the running sums."""
+        sums, n, lam = self.sums, self.n, self.lam
+        P_est = sums[0] / n + lam * (0.5 * sums[2] + self.kappa * sums[3])
+        gap = P_est - (sums[1] / n - 0.5 * lam * sums[2])
+        self.gap_estimates.append(gap)
+        self.triggered = gap <= max(tol * abs(P_est), abs_tol) and self.epoch >= self.next_exact
+        return P_est, self.triggered or self.epoch >= self.next_forced
+
+    def _resync(self, w):
+        """Exact sums (drift of the running differences) and the exact P(w), D(u)."""
+        problem, n = self.problem, self.n
+        total, status = _sdca.primal_loss_sum(*self.rows, w, problem.y, self.c_arg, self.kid,
+                                              self.p, self.row_loss, self.pass_threads)
+        self._check_status(status)
+        self.sums[:] = (total, self._dual_terms(), float(w @ w), float(np.abs(w).sum()))
+        P = total / n + problem.alpha * problem.regularizer.value(w)
+        return P, self.sums[1] / n - 0.5 * self.lam * self.sums[2]
+
+    def certify(self):
+        """(w, P(w), P(w) - D(u)) for the best primal iterate of the exact checks.
+
+        P(w_best) - D(u) >= J(w_best) - J* for any dual-feasible u (weak duality), so the
+        certificate may pair the best checked primal point with the current dual: with a
+        nonsmooth loss P(w(u)) oscillates while D(u) climbs (hinge at small alpha).
+        """
+        w_now = self.weights()
+        P_now, self.D = self._resync(w_now)
+        if P_now <= self.best[1]:
+            self.best = (w_now, P_now)
+        w, P = self.best
+        return w, P, max(P - self.D, 0.0)
+
+    def checked(self, epoch):
+        self.next_exact = epoch + 1 + epoch // 10
+        self.next_forced = epoch + max(10, epoch // 4)
+        if self.triggered and self.n_active < self.n:
+            # the estimate said converged but the certificate did not: all rows back
+            self._unshrink()
+
+    def extra(self):
+        return dict(self.info, dual=self.u, dual_objective=self.D,
+                    gap_estimates=np.array(self.gap_estimates), beta=self.beta,
+                    n_active=self.n_active, row_visits=self.row_visits)
+
+
+def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
+               callback=None, verbose=0, random_state=None, batch_size=1, variant="safe",
+               n_threads=None, start=None, check_every=0, shrinking=True):
+    """Minimize ``problem`` by SDCA; returns a Result (docs/math.md §7; Shalev-Shwartz &
+    Zhang 2013; Takac et al. 2013).
 
     Parameters beyond the common ones (``max_iter`` counts epochs):
     batch_size: rows per mini-batch (1 = single-coordinate SDCA).
     variant: "naive", "safe" or "aggressive" mini-batch step (ignored for b = 1).
     n_threads: threads for mini-batch deltas and the exact primal pass (None = all cores).
-    warm_start: dual vector of a previous run (``result.extra["alpha"]``), e.g.
-        along a regularization path; any dual-feasible vector of length n_samples.
-    gap_every: also compute the exact duality gap every k epochs (0: only when
+    start: a previous Result (e.g. along a regularization path): its dual variables
+        ``extra["dual"]`` when they fit this problem, else the dual derived from its w;
+        or a weight vector w (dual u_i = -l'(<w, x_i>, y_i)).
+    check_every: also compute the exact duality gap every k epochs (0: only when
         the running estimate says converged, every max(10, epoch / 4) epochs,
         and at the end).
     shrinking: skip rows whose dual sits at a bound of its box and is pushed
@@ -177,152 +342,25 @@ def solve_sdca(problem, *, tol=1e-4, max_iter=1000, time_limit=None, callback=No
         threshold (0.1 of the first epoch's range, divided by 10 each time)
         and when the estimated gap says converged but the exact one does not.
 
-    ``result.extra``: ``alpha`` (dual variables u, with w = soft(v, kappa),
+    ``result.extra``: ``dual`` (dual variables u, with w = soft(v, kappa),
     v = (1/(lambda n)) sum c_i u_i x_i; for binary losses y_i u_i is the
-    paper's alpha_i), ``dual`` (D(u)), ``gap_estimates`` (per epoch),
+    paper's alpha_i), ``dual_objective`` (D(u)), ``gap_estimates`` (per epoch),
     ``beta`` (final step factor), ``spectral_norm_sq`` and ``beta_b`` (safe), ``n_undone``
     (aggressive), ``batch_size``, ``variant``, ``row_visits`` (rows read by the
     epochs), ``n_active`` (rows not shrunk at the end).
     """
-    spec = problem.loss.spec
-    if spec.vector or not _sdca.has_dual_step(spec.kernel_id):
-        raise ValueError(f"solver 'sdca' has no dual step for the {problem.loss.name!r} loss; "
-                         "supported: hinge, squared_hinge, smoothed_hinge, logistic, squared, "
-                         "absolute, epsilon_insensitive")
-    lam, kappa = _penalty_split(problem)
-    batch_size = _check_int(batch_size, "batch_size", 1)
-    gap_every = _check_int(gap_every, "gap_every", 0)
-    if not isinstance(shrinking, (bool, np.bool_)):
-        raise ValueError(f"shrinking must be a bool, got {shrinking!r}")
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    n_threads = resolve_n_threads(n_threads)
-    data = problem.data
-    # threads only where each gets enough work: the exact pass reads nnz entries, a
-    # mini-batch about nnz b / n
-    pass_threads = max(1, min(n_threads, data.nnz // PASS_GRAIN))
-    batch_threads = max(1, min(n_threads, data.nnz * batch_size // (data.n_samples * BATCH_GRAIN)))
-    mon = Monitor(problem, "sdca", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                  callback=callback, verbose=verbose)
+    SOLVER_INFO.check(problem)
+    check_budget(tol, max_iter, time_limit)
+    batch_size = check_int(batch_size, "batch_size", low=1)
+    shrinking = check_bool(shrinking, "shrinking")
+    variant = check_choice(variant, "variant", VARIANTS)
     rng = np.random.default_rng(random_state)
-
-    n, y = problem.n_samples, problem.y
-    c = problem.sample_weight
-    c_arg = np.empty(0) if c is None else c
-    lam_n = lam * n
-    rows = (data.data, data.indices, data.indptr, data.dense, data.bias)
-    sqnorm = _sdca.row_sqnorms(*rows[:4], data.bias, np.empty(n))
-    u, v = _initial_dual(problem, warm_start, lam_n)
-    kid, p = spec.kernel_id, problem.loss.param
-    b = min(batch_size, n)
-
-    extra = {"batch_size": b, "variant": variant if b > 1 else "single"}
-    beta, gamma = 1.0, 0.0
-    if b > 1:
-        col_bounds = _column_bounds(data, batch_threads)
-        if variant == "safe":
-            L = spectral_norm_sq(data, c)
-            theta = (b - 1) / (n - 1)
-            beta, gamma = 1.0 - theta, theta * L
-            # the paper's beta_b, for rows scaled to max ||c_i x_i|| = 1 (reported only)
-            R2 = float(np.max(sqnorm if c is None else c * c * sqnorm))
-            extra.update(spectral_norm_sq=L, beta_b=1.0 + theta * (L / R2 - 1.0))
-        extra["n_undone"] = 0
-        workspace = _minibatch_workspace(data, b, len(col_bounds) - 1, variant == "aggressive")
-
-    def weights():
-        return v.copy() if kappa == 0.0 else np.sign(v) * np.maximum(np.abs(v) - kappa, 0.0)
-
-    shrinking = shrinking and b == 1 and _sdca.has_dual_box(kid)
-    # per-row terms at the last visit, and sums = [sum row_loss, sum row_dual, ||w||^2,
-    # ||w||_1] kept current by the kernels: the estimated gap costs O(1) per epoch
-    row_loss, row_dual = np.zeros(n), np.empty(n)
-    sums = np.zeros(4)
-    index = np.arange(n, dtype=np.int64)  # active rows first (shrinking)
-    n_active = n
-    order_state = np.array([rng.integers(2**63)], dtype=np.uint64)  # the kernels' shuffle
-    pg_max_old, pg_min_old = np.inf, -np.inf
-    pg_eps = None  # unshrink when the active rows' projected-gradient range falls below it
-
-    def resync(w):
-        """Exact sums (drift of the running differences) and the exact P(w), D(u)."""
-        total, status = _sdca.primal_loss_sum(*rows, w, y, c_arg, kid, p, row_loss, pass_threads)
-        _raise_on(status, problem)
-        sums[:] = (total, _sdca.dual_terms(y, c_arg, u, kid, p, row_dual), float(w @ w),
-                   float(np.abs(w).sum()))
-        P = total / n + problem.alpha * problem.regularizer.value(w)
-        D = sums[1] / n - 0.5 * lam * sums[2]
-        return P, D
-
-    def certify(best):
-        """Exact check: (w, P) the best primal iterate so far, and D(u) now.
-
-        P(w_best) - D(u) >= J(w_best) - J* for any dual-feasible u (weak duality), so the
-        certificate may pair the best checked primal point with the current dual: with a
-        nonsmooth loss P(w(u)) oscillates while D(u) climbs (hinge at small alpha).
-        """
-        w_now = weights()
-        P_now, D_now = resync(w_now)
-        return ((w_now, P_now) if P_now <= best[1] else best), D_now
-
-    gap_estimates, row_visits = [], 0
-    # no exact pass at the start: the first epoch visits every row and sets its terms
-    status, epoch, w, P = None, 0, weights(), np.inf
-    sums[:] = (0.0, _sdca.dual_terms(y, c_arg, u, kid, p, row_dual), float(w @ w),
-               float(np.abs(w).sum()))
-    D = sums[1] / n - 0.5 * lam * sums[2]
-    # exact checks: when the estimate says converged, at least 10% more epochs after the last
-    # one; and unconditionally every max(10, 25%) epochs (the estimate can stay pessimistic)
-    next_exact, next_forced = 1, 10
-    while status is None:
-        epoch += 1
-        row_visits += n_active
-        if b == 1:
-            n_active, pg_max, pg_min, st = _sdca.sdca_epoch(
-                *rows, y, c_arg, sqnorm, index, n_active, order_state, kid, p, lam_n, kappa,
-                u, v, row_loss, row_dual, sums, shrinking, pg_max_old, pg_min_old)
-            if shrinking:
-                pg_eps = 0.1 * (pg_max - pg_min) if pg_eps is None else pg_eps
-                if pg_max - pg_min <= pg_eps and n_active < n:
-                    # the shrunk problem is solved to pg_eps (LIBLINEAR): all rows back
-                    n_active, pg_max_old, pg_min_old = n, np.inf, -np.inf
-                    pg_eps *= 0.1
-                else:
-                    pg_max_old = pg_max if pg_max > 0 else np.inf
-                    pg_min_old = pg_min if pg_min < 0 else -np.inf
-        else:
-            beta_new, undone, st = _sdca.sdca_minibatch_epoch(
-                *rows, y, c_arg, sqnorm, index, order_state, b, kid, p, lam_n, kappa, u, v,
-                sums, beta, gamma, variant == "aggressive", AGGRESSIVE_OMEGA, col_bounds,
-                *workspace, batch_threads)
-            if variant == "aggressive":
-                beta = beta_new
-                extra["n_undone"] += undone
-        _raise_on(st, problem)
-        P_est = sums[0] / n + lam * (0.5 * sums[2] + kappa * sums[3])
-        D_est = sums[1] / n - 0.5 * lam * sums[2]
-        gap_estimates.append(P_est - D_est)
-        triggered = P_est - D_est <= mon.tol * abs(P_est) and epoch >= next_exact
-        exact = (triggered or epoch >= next_forced or epoch >= mon.max_iter
-                 or (gap_every and epoch % gap_every == 0))
-        if exact:
-            (w, P), D = certify((w, P))
-            status = mon.check(epoch, w, P, max(P - D, 0.0), keep_best=False)
-            next_exact = epoch + 1 + epoch // 10
-            next_forced = epoch + max(10, epoch // 4)
-            if triggered and n_active < n:
-                # the estimate said converged but the certificate did not: all rows back
-                n_active, pg_max_old, pg_min_old = n, np.inf, -np.inf
-        else:
-            # O(1) per epoch: the Monitor gets the best checked iterate (the current one,
-            # copied, only for a callback)
-            status = mon.check(epoch, weights() if callback is not None else w, P_est, np.nan,
-                               keep_best=False)
-            if status is not None:
-                (w, P), D = certify((w, P))
-    extra.update(alpha=u, dual=D, gap_estimates=np.array(gap_estimates), beta=beta,
-                 n_active=n_active, row_visits=row_visits)
-    return mon.result(status, epoch, w=w, objective=P, bound=max(P - D, 0.0), **extra)
+    method = _SDCA(problem, batch_size=batch_size, variant=variant,
+                   n_threads=resolve_n_threads(n_threads), start=start, shrinking=shrinking,
+                   seed=rng.integers(2**63))
+    return run_epochs(problem, "sdca", method, tol=tol, abs_tol=abs_tol, max_iter=max_iter,
+                      time_limit=time_limit, callback=callback, verbose=verbose,
+                      check_every=check_every)
 
 
 def _minibatch_workspace(data, b, n_blocks, aggressive):
@@ -336,10 +374,7 @@ def _minibatch_workspace(data, b, n_blocks, aggressive):
             np.empty((n_blocks, cap)))
 
 
-def _raise_on(status, problem):
-    if status == _sdca.STATUS_OK:
-        return
-    if status == _sdca.STATUS_BAD_LOSS:
-        raise ValueError(f"no SDCA kernel for the {problem.loss.name!r} loss")
-    raise FloatingPointError(f"SDCA produced a non-finite value with the {problem.loss.name} "
-                             "loss; check the scale of X and alpha")
+SOLVER_INFO = SolverInfo(
+    "sdca", solve_sdca, penalties=("l2", "elasticnet"), accepts_loss=lambda spec: spec.dual_step,
+    loss_rule="losses with an SDCA dual step", start="dual", epochs=True, strongly_convex=True,
+    certificate="duality gap P(w) - D(u)")

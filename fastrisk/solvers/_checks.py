@@ -1,0 +1,76 @@
+"""Option validation shared by the solvers: one message format for every option.
+
+Each helper returns the value converted to a Python type, or raises ValueError
+naming the option, the allowed range and the value received.
+"""
+
+import math
+import numbers
+
+import numpy as np
+
+
+def check_int(value, name, low=None, high=None):
+    """An integer (not a bool) in [low, high]; None bounds are open."""
+    if not isinstance(value, (numbers.Integral, np.integer)) or isinstance(value, (bool, np.bool_)) \
+            or (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name} must be an integer{_range(low, high, False, False)}, "
+                         f"got {value!r}")
+    return int(value)
+
+
+def check_number(value, name, low=None, high=None, *, low_open=False, high_open=False):
+    """A finite real number (not a bool) in the interval given by low/high and openness."""
+    ok = isinstance(value, (numbers.Real, np.floating, np.integer)) \
+        and not isinstance(value, (bool, np.bool_)) and math.isfinite(value)
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    if not ok:
+        raise ValueError(f"{name} must be a finite number"
+                         f"{_range(low, high, low_open, high_open)}, got {value!r}")
+    return float(value)
+
+
+def check_bool(value, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def check_choice(value, name, choices):
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def _range(low, high, low_open, high_open):
+    parts = []
+    if low is not None:
+        parts.append(f"{'>' if low_open else '>='} {low:g}")
+    if high is not None:
+        parts.append(f"{'<' if high_open else '<='} {high:g}")
+    return (" " + " and ".join(parts)) if parts else ""
+
+
+def start_weights(problem, start):
+    """The initial w of ``start=``: zeros (None), a weight vector, or a Result (its ``w``)."""
+    if start is None:
+        return np.zeros(problem.n_weights)
+    w = np.array(getattr(start, "w", start), dtype=np.float64).ravel()
+    if w.shape != (problem.n_weights,) or not np.isfinite(w).all():
+        raise ValueError(f"start must be a Result or a finite vector of length "
+                         f"{problem.n_weights}")
+    return w
+
+
+def start_state(start, solver, state_type):
+    """The state to continue from: None, a Result of the same solver, or its state."""
+    if start is None or isinstance(start, state_type):
+        return start
+    state = getattr(start, "extra", {}).get("state")
+    if getattr(start, "solver", None) != solver or not isinstance(state, state_type):
+        raise ValueError(f"start must be the Result of a previous {solver!r} run (or its "
+                         f"extra['state']) to continue from, got {type(start).__name__}")
+    return state

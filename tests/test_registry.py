@@ -1,0 +1,162 @@
+"""The capability records (losses, regularizers, solvers) agree with what the code does.
+
+Each record is checked against behaviour, not against itself: the loss table against
+the C kernel's list of ids, a regularizer's ``differentiable`` / ``l1_l2`` against
+finite differences and its value, and every solver record against a short run on every
+(loss, penalty) pair: a solver the record accepts must run, one it refuses must be
+refused by ``fastrisk.solve`` with the record's reason.
+"""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fastrisk as fr
+from fastrisk import _oracle
+from fastrisk.losses import LOSSES
+from fastrisk.regularizers import PENALTIES, make_regularizer
+from fastrisk.solvers import SOLVERS, solvers_for
+from fastrisk.solvers._info import SolverInfo
+
+
+def test_loss_table_matches_the_kernel_ids():
+    """fastrisk.losses' scalar losses are exactly the kernel's (csrc/fr_loss.h's one list)."""
+    scalar = {name: spec.kernel_id for name, spec in LOSSES.items() if not spec.vector}
+    assert scalar == _oracle.LOSS_IDS
+    assert sorted(_oracle.LOSS_IDS.values()) == list(range(len(_oracle.LOSS_IDS)))
+    assert all(spec.kernel_id == -1 for spec in LOSSES.values() if spec.vector)
+
+
+@pytest.mark.parametrize("name", [n for n, s in LOSSES.items() if not s.vector])
+def test_lipschitz_and_curvature_bound_the_kernel_derivatives(name):
+    """sup |l'| <= Loss.lipschitz and |l'(f+h) - l'(f)| <= curvature |h| on a grid of
+    scores and labels (kernel derivatives; 1e-9 slack for rounding)."""
+    loss = fr.Loss(name)
+    f = np.linspace(-30, 30, 6001)
+    y = {"binary": 1.0, "novelty": 0.0, "counts": 2.0}.get(loss.spec.task, 0.5)
+    y = np.full_like(f, y)
+    _, d = loss.values(f, y)
+    if loss.lipschitz is not None:
+        assert np.abs(d).max() <= loss.lipschitz + 1e-9
+    else:
+        assert np.abs(d).max() > 5.0           # unbounded: grows on this grid
+    if loss.curvature is not None:
+        slope = np.abs(np.diff(d)) / np.diff(f)
+        assert slope.max() <= loss.curvature * (1 + 1e-6)
+
+
+def test_huber_is_lipschitz_with_constant_delta():
+    assert fr.Loss("huber", 0.5).lipschitz == 0.5
+    X, y = np.random.default_rng(0).normal(size=(40, 3)), np.linspace(-1, 1, 40)
+    res = fr.solve(fr.Problem(X, y, loss="huber", alpha=0.1), solver="adaptive", max_iter=3,
+                   random_state=0)
+    assert np.isfinite(res.objective)
+
+
+def test_refusal_lists_the_accepted_losses():
+    X, y = np.random.default_rng(0).normal(size=(40, 3)), np.linspace(-1, 1, 40)
+    with pytest.raises(ValueError, match=r"Lipschitz .*huber.*got loss 'squared'"):
+        fr.solve(fr.Problem(X, y, loss="squared", alpha=0.1), solver="adaptive")
+
+
+@pytest.mark.parametrize("penalty", PENALTIES)
+def test_regularizer_properties(penalty):
+    """differentiable: the subgradient is the gradient (central differences, 1e-6);
+    l1_l2: Omega(w) = a ||w||_1 + b/2 ||w||^2 exactly (1e-12)."""
+    reg = make_regularizer(penalty, l1_ratio=0.3, p=1.5)
+    w = np.random.default_rng(1).normal(size=6)
+    if reg.differentiable:
+        h, eye = 1e-6, np.eye(6)
+        fd = np.array([(reg.value(w + h * e) - reg.value(w - h * e)) / (2 * h) for e in eye])
+        np.testing.assert_allclose(reg.subgradient(w), fd, rtol=1e-6, atol=1e-8)
+    else:   # an l1 term: the one-sided derivatives at 0 differ
+        e = np.eye(6)[0]
+        w0 = np.zeros(6)
+        assert reg.value(w0 + 1e-3 * e) + reg.value(w0 - 1e-3 * e) > 1.5e-3 * reg.l1_l2()[0]
+    split = reg.l1_l2()
+    if split is None:
+        assert not reg.separable
+    else:
+        a, b = split
+        assert reg.value(w) == pytest.approx(a * np.abs(w).sum() + 0.5 * b * w @ w, rel=1e-12)
+        assert reg.strongly_convex == (b > 0)
+
+
+def test_every_solver_module_declares_itself():
+    assert len(SOLVERS) >= 12
+    for name, info in SOLVERS.items():
+        assert isinstance(info, SolverInfo) and info.name == name and callable(info.func)
+        assert set(info.penalties) <= set(PENALTIES)
+
+
+def _problem(loss, penalty):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 4))
+    task = LOSSES[loss].task
+    y = {"binary": np.where(X[:, 0] > 0, 1.0, -1.0), "multiclass": np.arange(30) % 3,
+         "counts": rng.poisson(1.0, 30).astype(float)}.get(task, X[:, 0])
+    return fr.Problem(X, y, loss=loss, penalty=penalty, alpha=0.1, l1_ratio=0.5, p=1.5)
+
+
+@pytest.mark.parametrize("penalty", PENALTIES)
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_records_say_what_runs(loss, penalty):
+    """Accepted by the record => two iterations run and return a finite objective;
+    refused => fr.solve raises ValueError with the record's reason."""
+    prob = _problem(loss, penalty)
+    accepted = {info.name for info in solvers_for(prob)}
+    for name, info in SOLVERS.items():
+        if name in accepted:
+            opts = {"random_state": 0} if info.epochs else {}
+            try:
+                res = fr.solve(prob, solver=name, max_iter=2, **opts)
+            except FloatingPointError as exc:
+                # a numerical failure (unbounded losses with the stochastic solvers' default
+                # steps) is not a capability mismatch; it must name the solver
+                assert str(exc).startswith(f"{name}: "), exc
+                continue
+            assert np.isfinite(res.objective) and res.w.shape == (prob.n_weights,)
+        else:
+            with pytest.raises(ValueError, match=f"solver {name!r}"):
+                fr.solve(prob, solver=name, max_iter=2)
+    assert fr.solvers.choose_solver(prob) in accepted
+
+
+def test_model_does_not_import_the_estimators():
+    """The dependency points one way (estimators -> model): no import of the estimators
+    anywhere in model.py, at module level or inside a function."""
+    tree = ast.parse(Path(fr.model.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for a in node.names}
+    assert "fastrisk.estimators" not in imported
+
+
+def test_verbose_reports_progress_on_stderr():
+    """verbose=1 prints progress lines without any logging setup (BMRM with lp, whose
+    iterations are slow, was silent)."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, fastrisk as fr\n"
+            "X = np.random.default_rng(0).normal(size=(200, 5)); y = np.sign(X[:, 0] + 0.1)\n"
+            "fr.solve(fr.Problem(X, y, loss='hinge', penalty='lp', p=1.5, alpha=1e-2),\n"
+            "         solver='bmrm', max_iter=5, verbose=2)\n")
+    env_root = str(Path(__file__).resolve().parent.parent)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=env_root,
+                         env={**__import__("os").environ, "PYTHONPATH": env_root})
+    assert out.stderr.count("bmrm it ") == 5
+
+
+def test_pgs_overflow_says_what_works():
+    """p near 1: the link map's exponent q - 1 is huge and theta overflows; the message
+    names the solver that handles the problem (BMRM takes every lp)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 20)) * 10
+    prob = fr.Problem(X, np.sign(X[:, 0]), loss="hinge", penalty="lp", p=1.0001, alpha=1e-4)
+    with pytest.raises(FloatingPointError, match="'bmrm' takes penalty='lp'"):
+        fr.solve(prob, solver="pgs", max_iter=50, random_state=0)
+    assert np.isfinite(fr.solve(prob, solver="bmrm", max_iter=20).objective)

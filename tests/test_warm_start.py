@@ -1,0 +1,69 @@
+"""A warm start never makes a valid fit fail, and lands where a cold fit does.
+
+Refits with ``warm_start=True`` on flipped labels, shuffled rows and cross-validation
+folds of another size: the previous SDCA dual is infeasible or of the wrong length
+there, so the solver starts from the dual derived from the previous w.  Each warm fit is
+compared with a cold fit of the same data: both are certified to ``tol`` relative
+(duality gap), so their objectives agree within 2 tol.
+"""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.model_selection import KFold
+
+import fastrisk as fr
+
+TOL = 1e-6
+
+
+def _data():
+    X, y = make_classification(400, 8, n_informative=5, random_state=0)
+    return X, np.where(y == 1, 1.0, -1.0)
+
+
+def _pair(X, y, warm_from, **kw):
+    opts = dict(loss="logistic", alpha=1e-3, solver="sdca", tol=TOL, random_state=0, **kw)
+    warm = fr.LinearClassifier(warm_start=True, **opts).fit(*warm_from)
+    warm.fit(X, y)
+    cold = fr.LinearClassifier(**opts).fit(X, y)
+    return warm, cold
+
+
+def _agree(warm, cold):
+    assert warm.status_ == cold.status_ == "converged"
+    assert warm.objective_ == pytest.approx(cold.objective_, rel=2 * TOL)
+
+
+def test_refit_on_flipped_labels():
+    X, y = _data()
+    _agree(*_pair(X, -y, (X, y)))
+
+
+def test_refit_on_shuffled_rows():
+    X, y = _data()
+    perm = np.random.default_rng(1).permutation(len(y))
+    _agree(*_pair(X[perm], y[perm], (X, y)))
+
+
+def test_refit_on_cv_folds_of_other_sizes():
+    X, y = _data()
+    warm = fr.LinearClassifier(loss="logistic", alpha=1e-3, solver="sdca", tol=TOL,
+                               random_state=0, warm_start=True).fit(X, y)
+    for train, _ in KFold(3, shuffle=True, random_state=0).split(X):   # 266 or 267 rows
+        warm.fit(X[train], y[train])
+        cold = fr.LinearClassifier(loss="logistic", alpha=1e-3, solver="sdca", tol=TOL,
+                                   random_state=0).fit(X[train], y[train])
+        _agree(warm, cold)
+
+
+def test_sdca_start_from_another_solver_or_a_vector():
+    """start= takes any Result (its w) or a weight vector: the dual u_i = -l'(<w, x_i>)."""
+    X, y = _data()
+    prob = fr.Problem(X, y, loss="logistic", alpha=1e-3)
+    lb = fr.solve(prob, solver="lbfgs", tol=1e-10)
+    cold = fr.solve(prob, solver="sdca", tol=1e-8, random_state=0)
+    for start in (lb, lb.w):
+        warm = fr.solve(prob, solver="sdca", tol=1e-8, random_state=0, start=start)
+        assert warm.status == "converged" and warm.n_iter < cold.n_iter
+        assert warm.objective == pytest.approx(cold.objective, rel=2e-8)
