@@ -41,14 +41,9 @@ def _problem(group):
 @pytest.mark.parametrize("group", list(PROBLEMS))
 def test_solver(benchmark, group, solver):
     problem = _problem(group)
-    try:
-        run = fr.solve(problem, solver=solver, tol=1e-4, time_limit=TIME_LIMIT, max_iter=1,
-                       random_state=0)  # one iteration: does the solver accept the problem?
-    except ImportError as exc:
-        pytest.skip(f"{solver} not built: {exc}")
-    except ValueError as exc:
-        pytest.skip(str(exc).splitlines()[0])
-    del run
+    reason = fr.SOLVERS[solver].why_not(problem)
+    if reason is not None:
+        pytest.skip(reason)
     benchmark.group = group
     res = benchmark.pedantic(fr.solve, args=(problem,),
                              kwargs=dict(solver=solver, tol=1e-4, time_limit=TIME_LIMIT,

@@ -9,9 +9,8 @@ import os
 
 # Idle OpenMP threads sleep instead of spinning, unless the user chose otherwise.  Read by
 # the OpenMP runtime when the first kernel module loads it, so it must be set here.  Spinning
-# threads made 2-thread oracle calls on Reuters 8-20x slower than 1 thread on a busy
-# machine (load 6; 2.8 ms on 1 thread, 22-56 ms on 2); sleeping costs one wake-up per
-# parallel region (microseconds) on an idle one.
+# threads compete with the working ones when the cores are shared; sleeping costs one
+# wake-up per parallel region.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from fastrisk.config import show_config

@@ -48,6 +48,7 @@ from fastrisk.losses import LOSSES
 from fastrisk.model import LinearModel, scores_to_proba
 from fastrisk.problem import Problem
 from fastrisk.solvers import SOLVERS, choose_solver
+from fastrisk.solvers.auto import default_budget
 
 CLASSIFIER_TASKS = ("binary", "multiclass")
 REGRESSOR_TASKS = ("regression", "counts")
@@ -189,6 +190,8 @@ class _LinearModelBase(BaseEstimator):
         if self.max_iter is not None:
             options["max_iter"] = self.max_iter
         options.update(overrides)
+        if self.solver == "auto":
+            options = default_budget(options)
         if previous is not None:
             options.update(_continuation(info, previous, problem))
         try:
@@ -275,7 +278,8 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
     loss_param : the loss parameter where it has one (smoothed_hinge gamma).
     solver : "auto" (see fastrisk/solvers/auto.py) or a name of ``fastrisk.SOLVERS``.
     tol : stop when the solver's certified bound on J(w) - J* is at most tol * J(w).
-    max_iter : iteration (batch) or epoch (stochastic) budget; None = the solver's default.
+    max_iter : iteration (batch) or epoch (stochastic) budget; None = the solver's default
+        (with solver="auto": until ``tol``, within a time limit; see fastrisk/solvers/auto.py).
     time_limit : seconds per problem, or None.
     fit_intercept, intercept_scaling : constant feature of this value (regularized).
     class_weight : None, "balanced" or {label: weight}; multiplies the sample weights.

@@ -76,9 +76,14 @@ def choose_solver(problem):
 
 
 def solve(problem, solver="auto", **options):
-    """Minimize ``problem``'s objective with ``solver``; returns a Result."""
+    """Minimize ``problem``'s objective with ``solver``; returns a Result.
+
+    ``solver="auto"`` picks one (fastrisk/solvers/auto.py) and, without ``max_iter``,
+    runs until ``tol`` under a time limit instead of the solver's iteration default."""
     if solver == "auto":
-        solver = choose_solver(problem)
+        from fastrisk.solvers.auto import default_budget
+
+        solver, options = choose_solver(problem), default_budget(options)
     info = get_solver(solver)
     info.check(problem)
     return info.func(problem, **options)

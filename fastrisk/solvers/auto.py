@@ -15,6 +15,10 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 6. everything else (an l1 term, non-smooth losses without a dual step, ...):
    ``bmrm``, which handles every loss and penalty with a certificate.
 
+Budget: without ``max_iter``, "auto" runs until ``tol`` is certified, for at most
+AUTO_TIME_LIMIT seconds (``default_budget``): an epoch count that suits one data set
+stops another short of ``tol``.
+
 A candidate is skipped when its registry record (``SOLVER_INFO``) does not
 accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 
@@ -28,6 +32,12 @@ honour ``tol``.
 """
 
 from fastrisk.solvers import SOLVERS
+
+# The default budget of solver="auto" when max_iter is not given: an iteration count that
+# does not stop a run short of tol (SDCA on a hinge loss with a small alpha needs
+# O(1 / (alpha tol)) epochs, thousands on the data sets in benchmarks/), guarded by time.
+AUTO_MAX_ITER = 1_000_000
+AUTO_TIME_LIMIT = 3600.0
 
 
 def _preferences(problem):
@@ -55,3 +65,14 @@ def choose(problem):
         if name in SOLVERS and SOLVERS[name].why_not(problem) is None:
             return name
     raise ValueError(f"no solver takes {problem!r}")
+
+
+def default_budget(options):
+    """``options`` with auto's budget: without ``max_iter``, AUTO_MAX_ITER iterations and
+    (unless given) a time limit of AUTO_TIME_LIMIT seconds; a given max_iter is kept as is."""
+    if options.get("max_iter") is not None:
+        return options
+    options = dict(options, max_iter=AUTO_MAX_ITER)
+    if options.get("time_limit") is None:
+        options["time_limit"] = AUTO_TIME_LIMIT
+    return options

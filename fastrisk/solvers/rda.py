@@ -100,9 +100,8 @@ def _default_gamma(problem, lam):
     losses without a Lipschitz constant).  A priori D^2 = ||w*||^2/2 <= D_1^2
     with D_1 = R_emp(0) / (lambda sqrt 2), because lambda ||w*||_1 <= J(0); that
     bound is far too loose for small lambda, and D = 1 ignores the data, so
-    D_hat = sqrt(D_1) (their geometric mean; 1 when lambda = 0).  A heuristic:
-    on Reuters money-fx it lands within 3x of the best gamma for lambda from
-    1e-5 to 1e-3 (benchmarks/bench_rda.py); tune gamma as the paper does.
+    D_hat = sqrt(D_1) (their geometric mean; 1 when lambda = 0).  A heuristic
+    (its calibration: benchmarks/bench_rda.py); tune gamma as the paper does.
     """
     lip = problem.loss.lipschitz or 1.0
     G = lip * math.sqrt(float(problem.data.row_sqnorms().max()))
@@ -118,16 +117,11 @@ def _rda_gamma(problem):
     advance.  Two constraints fix the form: scaling the data X -> cX (with
     lambda -> c lambda) scales w* by 1/c and G by c, so gamma must scale as
     c^2 for the iterates to scale as 1/c -- G / D is such a c^2 quantity, so is
-    G^2, and ``_default_gamma``'s G sqrt(lambda ...) is not (c^1.5); and the
-    measured best gamma does not follow lambda (for lambda from 0.01 to 1 on
-    MNIST, 1e-6 to 1e-4 on IMDB).  G^2 / 2000 is within ~3x of the best gamma
-    of a sweep (by J(w_T) after 3-12 epochs, logistic loss) on MNIST 6 vs 7 (raw
-    pixels, G = 3697, best ~5000, where Xiao (2010, section 6) uses 5000) and IMDB
-    bigrams (G = sqrt 2, best 6e-4 to 2e-3), two data sets 7 orders of
-    magnitude apart in G^2; on Reuters money-fx (G = sqrt 2) the best is
-    3e-3 to 1e-2, i.e. 3-10x the default (after 10 epochs the default still
-    beats the former rule for lambda <= 1e-4, not after 3).  The averaged
-    iterate w_bar prefers larger gamma than w_T.  A calibrated rule, not a
+    G^2, and ``_default_gamma``'s G sqrt(lambda ...) is not (c^1.5); and the best
+    gamma of a sweep does not follow lambda.  The constant 2000 is calibrated on data
+    sets whose G^2 differ by orders of magnitude (MNIST raw pixels, where Xiao (2010,
+    section 6) uses gamma = 5000, and IMDB bigrams; benchmarks/bench_rda.py); the
+    averaged iterate w_bar prefers a larger gamma than w_T.  A calibrated rule, not a
     guarantee: tune gamma as the paper does.
     """
     lip = problem.loss.lipschitz or 1.0
