@@ -47,7 +47,7 @@ from fastrisk.data import encode_labels
 from fastrisk.losses import LOSSES
 from fastrisk.model import LinearModel, scores_to_proba
 from fastrisk.problem import Problem
-from fastrisk.solvers import SOLVERS, choose_solver
+from fastrisk.solvers import SOLVERS, choose_solver, solvers_for
 from fastrisk.solvers.auto import default_budget
 
 CLASSIFIER_TASKS = ("binary", "multiclass")
@@ -196,11 +196,17 @@ class _LinearModelBase(BaseEstimator):
             options.update(_continuation(info, previous, problem))
         try:
             result = info.func(problem, **options)
+        except FloatingPointError as exc:
+            others = [i.name for i in solvers_for(problem) if i.name != name and not i.epochs]
+            raise FloatingPointError(
+                f"{exc}; with this estimator: standardize X (and y for regression), raise "
+                f"alpha, or use a batch solver ({others})") from None
         finally:
             if self.scheduler is not None:
                 problem.oracle.close()  # release the partitions on the workers
         if stop is not None and stop.is_set() and result.status == "callback":
             result.status = "interrupted"
+        self._check_divergence(problem, result, name)
         if result.status == "interrupted":
             warnings.warn(f"solver {name!r} was interrupted; the estimator keeps the iterate "
                           "reached so far", UserWarning, stacklevel=4)
@@ -210,6 +216,18 @@ class _LinearModelBase(BaseEstimator):
                           f"{result.gap:.3g} above tol * J = {self.tol * result.objective:.3g}; "
                           "increase max_iter or time_limit", ConvergenceWarning, stacklevel=4)
         return result, name
+
+    @staticmethod
+    def _check_divergence(problem, result, name):
+        """Warn when a run ends above J(0): the zero model is better, the steps diverged
+        (stochastic solvers with unbounded loss derivatives, e.g. squared loss on raw y)."""
+        if not SOLVERS[name].epochs:
+            return
+        J0 = problem.objective(np.zeros(problem.n_weights))
+        if not result.objective <= J0:
+            warnings.warn(f"solver {name!r} diverged: J(w) = {result.objective:.6g} is above "
+                          f"J(0) = {J0:.6g}; standardize X (and y for regression), raise "
+                          f"alpha, or use a batch solver", ConvergenceWarning, stacklevel=5)
 
     def _previous(self, n_problems, streaming):
         """Results of the previous fit to continue from (warm_start or partial_fit), or

@@ -84,3 +84,21 @@ def test_auto_default_budget_honours_tol():
     assert est.status_ == "converged" and est.gap_ <= 1e-3 * est.objective_
     short = fr.solve(prob, tol=1e-3, random_state=0, max_iter=1000)   # a given budget holds
     assert short.status == "max_iter" and short.n_iter == 1000
+
+
+def test_online_regression_divergence_is_reported():
+    """Pegasos' steps 1/(alpha t) on the squared loss of an uncentred target (abalone-like:
+    y in [1, 29]) end far above J(0): the estimator warns; RDA and PGS overflow with advice
+    in the estimator's terms."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, size=(1000, 8))
+    y = 10 + 5 * X[:, 0] + rng.normal(size=1000)
+    est = fr.LinearRegressor(solver="pegasos")
+    with pytest.warns(ConvergenceWarning, match=r"diverged: J\(w\) = .* above J\(0\)"):
+        for i in range(0, 1000, 250):
+            est.partial_fit(X[i:i + 250], y[i:i + 250])
+    for solver in ("rda", "pgs"):
+        with pytest.raises(FloatingPointError, match=r"standardize X .* batch solver .*lbfgs"):
+            fr.LinearRegressor(solver=solver).partial_fit(X, y)
