@@ -49,13 +49,19 @@ static inline double fr_norm(ptrdiff_t n, const double *u, double r)
     return m * pow(s, 1.0 / r);
 }
 
+/* S_t(x) = sgn(x) max(|x| - t, 0), t >= 0: the prox of t |.| (the one soft-threshold of
+ * the C code; fastrisk.regularizers.soft_threshold is its Python face). */
+static inline double fr_soft_threshold(double x, double t)
+{
+    return x > t ? x - t : (x < -t ? x + t : 0.0);
+}
+
 /* out = scale * S_t(v) (out may alias v); returns ||out||_2^2. */
 static inline double fr_shrink(ptrdiff_t n, const double *v, double t, double scale, double *out)
 {
     double sq = 0.0;
     for (ptrdiff_t i = 0; i < n; ++i) {
-        double a = fabs(v[i]) - t;
-        double o = a > 0.0 ? (v[i] > 0.0 ? scale * a : -scale * a) : 0.0;
+        double o = scale * fr_soft_threshold(v[i], t);
         out[i] = o;
         sq += o * o;
     }

@@ -1,6 +1,7 @@
-# Cython view of fr_conj.h (regularizer maps, MATH.md 5, 6); cimport from kernels.
+# Cython view of fr_conj.h (regularizer maps, docs/math.md §5, §6); cimport from kernels.
 
 cdef extern from "fr_conj.h" nogil:
+    double fr_soft_threshold(double x, double t)
     double fr_norm_inf(Py_ssize_t n, const double* u)
     double fr_norm(Py_ssize_t n, const double* u, double r)
     double fr_shrink(Py_ssize_t n, const double* v, double t, double scale, double* out)

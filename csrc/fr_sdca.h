@@ -20,6 +20,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include "fr_conj.h"
 #include "fr_loss.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -32,11 +33,6 @@ typedef double (*fr_conj_fn)(double a, double y, double p);
 static inline double fr_clip(double x, double lo, double hi)
 {
     return x < lo ? lo : (x > hi ? hi : x);
-}
-
-static inline double fr_soft_threshold(double x, double t)
-{
-    return x > t ? x - t : (x < -t ? x + t : 0.0);
 }
 
 /* hinge: -l*(-u) = s on s = y u in [0, 1]  ->  s = clip(s0 + (1 - y f) / q, 0, 1) */

@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from fastrisk.regularizers import soft_threshold
+
 
 def lemma5_bound(problem, w):
     """Teo et al. (2010), Lemma 5, for J = alpha/2 ||w||^2 + R_emp:
@@ -41,6 +43,5 @@ def strong_convexity_bound(problem, w, l1, l2):
     J = problem.alpha * problem.regularizer.value(w) + risk
     if l2 == 0.0:
         return J, math.nan
-    g = np.where(w != 0, a + l1 * np.sign(w) + l2 * w,
-                 np.sign(a) * np.maximum(np.abs(a) - l1, 0.0))
+    g = np.where(w != 0, a + l1 * np.sign(w) + l2 * w, soft_threshold(a, l1))
     return J, float(g @ g) / (2.0 * l2)

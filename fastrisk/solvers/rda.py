@@ -75,6 +75,7 @@ import math
 import numpy as np
 
 from fastrisk import _rda
+from fastrisk.regularizers import soft_threshold
 from fastrisk.solvers._certificates import strong_convexity_bound
 from fastrisk.solvers._checks import check_bool, check_int, check_number, start_state
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, run_epochs
@@ -210,7 +211,7 @@ def _rda_final(S, t, lam, sigma, gamma, rho):
         return np.zeros_like(S)
     th = lam * t + gamma * rho * math.sqrt(t)
     b = 1.0 / (sigma * t + gamma * math.sqrt(t))
-    return np.where(np.abs(S) <= th, 0.0, -(S - np.sign(S) * th) * b)
+    return soft_threshold(-S, th) * b
 
 
 def _pnorm_final(S, t, lam, gamma, rho, p):

@@ -51,6 +51,7 @@ import numpy as np
 
 from fastrisk import _sdca
 from fastrisk.config import resolve_n_threads
+from fastrisk.regularizers import soft_threshold
 from fastrisk.solvers._checks import check_bool, check_choice, check_int, start_weights
 from fastrisk.solvers._epochs import check_kernel_status, run_epochs
 from fastrisk.solvers._info import SolverInfo
@@ -222,8 +223,7 @@ class _SDCA:
                                 self.row_dual)
 
     def weights(self):
-        v, kappa = self.v, self.kappa
-        return v.copy() if kappa == 0.0 else np.sign(v) * np.maximum(np.abs(v) - kappa, 0.0)
+        return self.v.copy() if self.kappa == 0.0 else soft_threshold(self.v, self.kappa)
 
     def _unshrink(self):
         self.n_active, self.pg_max_old, self.pg_min_old = self.n, np.inf, -np.inf
