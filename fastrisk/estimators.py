@@ -48,6 +48,7 @@ from fastrisk.losses import LOSSES
 from fastrisk.model import LinearModel, scores_to_proba
 from fastrisk.problem import Problem
 from fastrisk.solvers import SOLVERS, choose_solver, solvers_for
+from fastrisk.solvers._checks import check_bool, check_int
 from fastrisk.solvers.auto import default_budget
 
 CLASSIFIER_TASKS = ("binary", "multiclass")
@@ -126,18 +127,10 @@ class _LinearModelBase(BaseEstimator):
                                       or self.solver not in SOLVERS):
             raise ValueError(f"solver must be 'auto' or one of {sorted(SOLVERS)}, "
                              f"got {self.solver!r}")
-        if self.max_iter is not None and (not isinstance(self.max_iter, (int, np.integer))
-                                          or isinstance(self.max_iter, bool) or self.max_iter < 1):
-            raise ValueError(f"max_iter must be None or an integer >= 1, got {self.max_iter!r}")
-        if not isinstance(self.warm_start, (bool, np.bool_)):
-            raise ValueError(f"warm_start must be a bool, got {self.warm_start!r}")
-        if not isinstance(self.verbose, (int, np.integer)) or self.verbose < 0:
-            raise ValueError(f"verbose must be an integer >= 0, got {self.verbose!r}")
-        if self.n_partitions is not None and (
-                not isinstance(self.n_partitions, (int, np.integer))
-                or isinstance(self.n_partitions, bool) or self.n_partitions < 1):
-            raise ValueError(f"n_partitions must be None or an integer >= 1, "
-                             f"got {self.n_partitions!r}")
+        check_int(self.max_iter, "max_iter", low=1, allow_none=True)
+        check_bool(self.warm_start, "warm_start")
+        check_int(self.verbose, "verbose", low=0)
+        check_int(self.n_partitions, "n_partitions", low=1, allow_none=True)
         if self.scheduler is not None and self.solver != "auto" \
                 and not SOLVERS[self.solver].oracle_only:
             raise ValueError(f"solver={self.solver!r} cannot run with scheduler=: a Dask "
