@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""SDCA epoch kernels (MATH.md 7; Takac, Bijral, Richtarik & Srebro 2013, seed 002).
+"""SDCA epoch kernels (docs/math.md §7; Takac, Bijral, Richtarik & Srebro 2013).
 
 Dual variables ``u`` (one per row, ``u_i = -l'(f_i, y_i)`` at the optimum)
 and ``v = (1 / (lambda n)) sum_i c_i u_i x_i`` are updated in place; the
@@ -276,6 +276,157 @@ def dual_terms(const double[::1] y, const double[::1] sample_weight, const doubl
     return total
 
 
+cdef inline void batch_partial_scores(
+        const floating* data, const index_t* indices, const index_t* indptr, bint dense,
+        const int64_t* rows, Py_ssize_t nb, Py_ssize_t lo_col, Py_ssize_t hi_col,
+        Py_ssize_t D, Py_ssize_t d, double bias, double kappa, const double* v,
+        int64_t* ranges, double* partial) noexcept nogil:
+    """Phase 1, one block [lo_col, hi_col): each batch row's score over the block's
+    coordinates into partial[j], and the row's nonzero range in the block into ranges."""
+    cdef Py_ssize_t j, i, nnz, klo, khi
+    cdef const floating* val
+    cdef const index_t* idx
+    for j in range(nb):
+        i = rows[j]
+        val = &data[indptr[i]]
+        idx = &indices[0] if dense else &indices[indptr[i]]
+        nnz = indptr[i + 1] - indptr[i]
+        klo = lower_bound(idx, nnz, lo_col) if lo_col > 0 else 0
+        khi = lower_bound(idx, nnz, hi_col) if hi_col < D else nnz
+        ranges[2 * j] = klo
+        ranges[2 * j + 1] = khi
+        partial[j] = score(val + klo, idx + klo, khi - klo, v, d,
+                           bias if lo_col <= d < hi_col else 0.0, kappa)
+
+
+cdef inline double batch_deltas(
+        double loss_sum, bint count_loss, const int64_t* rows, Py_ssize_t nb,
+        const double* partial, int n_blocks, Py_ssize_t b, const double* c,
+        const double* sqnorm, const double* y, const double* u, double beta, double gamma,
+        double lam_n, fr_sdca_step_fn step, fr_loss_fn lossfn, double loss_param,
+        double* unew) noexcept nogil:
+    """Phase 2: the new duals of the batch from the scores summed in block order (every
+    thread computes the same ones); returns loss_sum plus, when ``count_loss``, the
+    batch's sum c_i l(f_i, y_i) (added row by row, in order)."""
+    cdef Py_ssize_t j, i
+    cdef int blk
+    cdef double ci, f, q, deriv
+    for j in range(nb):
+        i = rows[j]
+        ci = c[i] if c != NULL else 1.0
+        if ci == 0.0:
+            unew[j] = u[i]
+            continue
+        f = partial[j]
+        for blk in range(1, n_blocks):
+            f = f + partial[blk * b + j]
+        q = (beta * ci * sqnorm[i] + gamma / ci) / lam_n
+        unew[j] = step(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN)
+        if count_loss:
+            loss_sum = loss_sum + ci * lossfn(f, y[i], loss_param, &deriv)
+    return loss_sum
+
+
+cdef inline Py_ssize_t block_update(
+        const floating* data, const index_t* indices, const index_t* indptr, bint dense,
+        const int64_t* rows, Py_ssize_t nb, const int64_t* ranges, Py_ssize_t lo_col,
+        Py_ssize_t hi_col, Py_ssize_t d, double bias, const double* c, const double* u,
+        const double* unew, double lam_n, double* v, bint adaptive, unsigned char* seen,
+        int64_t* touched, double* old) noexcept nogil:
+    """Phase 3, one block: v += (c_i (unew_i - u_i) / (lambda n)) x_i on the block's
+    coordinates; the aggressive variant first records each touched coordinate's value
+    (touched/old, ``seen`` marks them).  Returns the number of touched coordinates."""
+    cdef Py_ssize_t j, i, k, klo, khi, col, cnt = 0
+    cdef bint has_bias = bias != 0.0 and lo_col <= d < hi_col
+    cdef double a
+    cdef const floating* val
+    cdef const index_t* idx
+    for j in range(nb):
+        i = rows[j]
+        a = (c[i] if c != NULL else 1.0) * (unew[j] - u[i]) / lam_n
+        if a == 0.0:
+            continue
+        val = &data[indptr[i]]
+        idx = &indices[0] if dense else &indices[indptr[i]]
+        klo = ranges[2 * j]
+        khi = ranges[2 * j + 1]
+        if adaptive:  # first touch of a coordinate in this batch: keep its value
+            for k in range(klo, khi + has_bias):
+                col = idx[k] if k < khi else d
+                if not seen[col]:
+                    seen[col] = 1
+                    touched[cnt] = col
+                    old[cnt] = v[col]
+                    cnt = cnt + 1
+        row_axpy(a, val + klo, idx + klo, khi - klo, v)
+        if has_bias:
+            v[d] += a * bias
+    return cnt
+
+
+cdef inline void block_change(const int64_t* touched, const double* old, Py_ssize_t cnt,
+                              unsigned char* seen, const double* v, double kappa,
+                              double* change) noexcept nogil:
+    """Aggressive variant, one block: ||v_new - v_old||^2 and the change of g*(v) over
+    the touched coordinates (and clears their ``seen`` marks)."""
+    cdef Py_ssize_t k, col
+    cdef double sq = 0.0, dg = 0.0
+    for k in range(cnt):
+        col = touched[k]
+        seen[col] = 0
+        sq = sq + (v[col] - old[k]) * (v[col] - old[k])
+        dg = dg + (dual_g(v[col], kappa) - dual_g(old[k], kappa))
+    change[0] = sq
+    change[1] = dg
+
+
+cdef inline bint aggressive_decision(
+        const double* change, int n_blocks, const int64_t* rows, Py_ssize_t nb,
+        const double* c, const double* sqnorm, const double* y, const double* u,
+        const double* unew, fr_conj_fn conj, double loss_param, double lam_n, double omega,
+        double* beta) noexcept nogil:
+    """Aggressive variant, after the second barrier: every thread adds the blocks' sums
+    in block order and takes the same decision.  beta follows the measured interaction
+    rho (raised at once, lowered geometrically); returns True when the batch lowered the
+    dual and must be undone: n (D(new) - D(old)) = sum c_i (-l*) changes
+    - lambda n (g*(v_new) - g*(v_old))."""
+    cdef Py_ssize_t j, i
+    cdef int blk
+    cdef double sq = 0.0, dg = 0.0, gain = 0.0, denom = 0.0, ci, rho
+    for blk in range(n_blocks):
+        sq = sq + change[2 * blk]
+        dg = dg + change[2 * blk + 1]
+    for j in range(nb):
+        i = rows[j]
+        ci = c[i] if c != NULL else 1.0
+        if ci == 0.0:
+            continue
+        gain = gain + ci * (conj(-u[i], y[i], loss_param) - conj(-unew[j], y[i], loss_param))
+        denom = denom + ci * ci * (unew[j] - u[i]) * (unew[j] - u[i]) * sqnorm[i]
+    if denom > 0.0:
+        rho = lam_n * lam_n * sq / denom
+        rho = 1.0 if rho < 1.0 else (<double>nb if rho > nb else rho)
+        if rho > beta[0]:
+            beta[0] = rho
+        else:
+            beta[0] = pow(beta[0], 1.0 - omega) * pow(rho, omega)
+    return gain - lam_n * dg < 0.0
+
+
+cdef inline double batch_dual_sum(double dual_sum, const int64_t* rows, Py_ssize_t nb,
+                                  const double* c, const double* y, const double* unew,
+                                  fr_conj_fn conj, double loss_param) noexcept nogil:
+    """dual_sum plus the batch's sum c_i (-l*(-u_i)) at its new duals (in row order)."""
+    cdef Py_ssize_t j, i
+    cdef double ci
+    for j in range(nb):
+        i = rows[j]
+        ci = c[i] if c != NULL else 1.0
+        if ci != 0.0:
+            dual_sum = dual_sum - ci * conj(-unew[j], y[i], loss_param)
+    return dual_sum
+
+
 def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
                          const index_t[::1] indptr, bint dense, double bias,
                          const double[::1] y, const double[::1] sample_weight,
@@ -290,7 +441,7 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
     ``index`` is shuffled first when ``rng`` (one uint64 state) is not empty.
     Every delta of a batch is computed from the same v, with curvature
     q_i = (beta c_i ||x_i||^2 + gamma / c_i) / (lambda n): naive beta = 1,
-    gamma = 0; safe (separable bound of the expected interaction, MATH.md 7)
+    gamma = 0; safe (separable bound of the expected interaction, docs/math.md §7)
     beta = 1 - theta, gamma = theta L with theta = (b - 1)/(n - 1),
     L = ||diag(c) X||_2^2.
 
@@ -305,6 +456,10 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
     on the number of blocks only; with one block every row is summed as in
     ``sdca_epoch`` (b = 1 gives its exact iterates).  Thread 0 writes u,
     one batch late (when no thread reads those rows any more).
+
+    The phases are the cdef inline functions above, in the order they run per batch:
+    batch_partial_scores, batch_deltas, block_update (+ block_change), then for the
+    aggressive variant aggressive_decision, and batch_dual_sum.
 
     ``adaptive`` (aggressive variant): gamma = 0 and beta is adapted after each
     batch from rho = ||sum_A c_i delta_i x_i||^2 / sum_A ||c_i delta_i x_i||^2
@@ -328,14 +483,10 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
     cdef fr_loss_fn lossfn = fr_loss_for(loss)
     cdef fr_conj_fn conj = fr_conj_for(loss)
     cdef Py_ssize_t blk
-    # per-thread variables of the parallel region (private because assigned in it: the rows
-    # are viewed by assignment, not through row_view's out-pointers, which would share them)
-    cdef int tid, nt
-    cdef Py_ssize_t k0, k0_prev, nb, nb_prev, j, i, k, klo, khi, nnz, col, cnt, lo_col, hi_col
-    cdef const floating* val
-    cdef const index_t* idx
-    cdef double ci, f, q, a, deriv, s, gain, denom, rho, sq, dg, beta_t
-    cdef double loss_sum, dual_sum, un
+    # per-thread variables of the parallel region (private because assigned in it)
+    cdef int tid, nt, slot
+    cdef Py_ssize_t k0, k0_prev, nb, nb_prev, j, k
+    cdef double s, beta_t, loss_sum, dual_sum
     cdef bint undo
     cdef Py_ssize_t undone_t
     if step == NULL:
@@ -363,7 +514,10 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
     cdef double[:, ::1] unew = unew_, change = change_
     cdef double[::1] out = out_
     cdef int64_t[::1] count = count_
-    cdef double bias_val = bias
+    cdef unsigned char* seen_p = &seen[0] if adaptive else NULL
+    cdef int64_t* touched_p = &touched[0, 0] if adaptive else NULL
+    cdef double* old_p = &old[0, 0] if adaptive else NULL
+    cdef Py_ssize_t cap = touched.shape[1] if adaptive else 0
     with nogil:
         if rng.shape[0] > 0:
             fr_shuffle(&index[0], n_order, &rng[0])
@@ -379,110 +533,44 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
             k0 = 0
             while k0 < n_order:
                 nb = b if k0 + b <= n_order else n_order - k0
+                slot = k0 // b % 2
                 # (1) partial scores over this thread's blocks
                 for blk in range(n_blocks):
                     if blk % nt != tid:  # block blk belongs to thread blk mod nt
                         continue
-                    lo_col = col_bounds[blk]
-                    hi_col = col_bounds[blk + 1]
-                    for j in range(nb):
-                        i = index[k0 + j]
-                        val = &data[indptr[i]]
-                        idx = &indices[0] if dense else &indices[indptr[i]]
-                        nnz = indptr[i + 1] - indptr[i]
-                        klo = lower_bound(idx, nnz, lo_col) if lo_col > 0 else 0
-                        khi = lower_bound(idx, nnz, hi_col) if hi_col < D else nnz
-                        ranges[blk, j, 0] = klo
-                        ranges[blk, j, 1] = khi
-                        s = score(val + klo, idx + klo, khi - klo, &v[0], d,
-                                  bias_val if lo_col <= d < hi_col else 0.0, kappa)
-                        partial[k0 // b % 2, blk, j] = s
+                    batch_partial_scores(&data[0], &indices[0], &indptr[0], dense, &index[k0],
+                                         nb, col_bounds[blk], col_bounds[blk + 1], D, d, bias,
+                                         kappa, &v[0], &ranges[blk, 0, 0],
+                                         &partial[slot, blk, 0])
                 fr_barrier()
                 # thread 0: the previous batch's u, read by no thread from here on
                 if tid == 0:
                     for j in range(nb_prev):
                         u[index[k0_prev + j]] = unew[0, j]
-                # (2) the same deltas in every thread, then v on this thread's blocks
-                for j in range(nb):
-                    i = index[k0 + j]
-                    ci = c[i] if c != NULL else 1.0
-                    if ci == 0.0:
-                        unew[tid, j] = u[i]
-                        continue
-                    f = partial[k0 // b % 2, 0, j]
-                    for blk in range(1, n_blocks):
-                        f = f + partial[k0 // b % 2, blk, j]
-                    q = (beta_t * ci * sqnorm[i] + gamma / ci) / lam_n
-                    un = step(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN)
-                    unew[tid, j] = un
-                    if tid == 0:
-                        loss_sum = loss_sum + ci * lossfn(f, y[i], loss_param, &deriv)
+                # (2) the same deltas in every thread, (3) then v on this thread's blocks
+                loss_sum = batch_deltas(loss_sum, tid == 0, &index[k0], nb,
+                                        &partial[slot, 0, 0], n_blocks, b, c, &sqnorm[0],
+                                        &y[0], &u[0], beta_t, gamma, lam_n, step, lossfn,
+                                        loss_param, &unew[tid, 0])
                 for blk in range(n_blocks):
                     if blk % nt != tid:  # block blk belongs to thread blk mod nt
                         continue
-                    lo_col = col_bounds[blk]
-                    hi_col = col_bounds[blk + 1]
-                    cnt = 0
-                    for j in range(nb):
-                        i = index[k0 + j]
-                        ci = c[i] if c != NULL else 1.0
-                        a = ci * (unew[tid, j] - u[i]) / lam_n
-                        if a == 0.0:
-                            continue
-                        val = &data[indptr[i]]
-                        idx = &indices[0] if dense else &indices[indptr[i]]
-                        klo = ranges[blk, j, 0]
-                        khi = ranges[blk, j, 1]
-                        if adaptive:  # first touch of a coordinate in this batch: keep its value
-                            for k in range(klo, khi + (bias != 0.0 and lo_col <= d < hi_col)):
-                                col = idx[k] if k < khi else d
-                                if not seen[col]:
-                                    seen[col] = 1
-                                    touched[blk, cnt] = col
-                                    old[blk, cnt] = v[col]
-                                    cnt = cnt + 1
-                        row_axpy(a, val + klo, idx + klo, khi - klo, &v[0])
-                        if bias != 0.0 and lo_col <= d < hi_col:
-                            v[d] += a * bias
+                    count[blk] = block_update(
+                        &data[0], &indices[0], &indptr[0], dense, &index[k0], nb,
+                        &ranges[blk, 0, 0], col_bounds[blk], col_bounds[blk + 1], d, bias, c,
+                        &u[0], &unew[tid, 0], lam_n, &v[0], adaptive, seen_p,
+                        touched_p + blk * cap if adaptive else NULL,
+                        old_p + blk * cap if adaptive else NULL)
                     if adaptive:
-                        count[blk] = cnt
-                        sq = 0.0
-                        dg = 0.0
-                        for k in range(cnt):
-                            col = touched[blk, k]
-                            seen[col] = 0
-                            sq = sq + (v[col] - old[blk, k]) * (v[col] - old[blk, k])
-                            dg = dg + (dual_g(v[col], kappa) - dual_g(old[blk, k], kappa))
-                        change[blk, 0] = sq
-                        change[blk, 1] = dg
-                undo = False
+                        block_change(touched_p + blk * cap, old_p + blk * cap, count[blk],
+                                     seen_p, &v[0], kappa, &change[blk, 0])
                 if adaptive:
+                    # (4) the batch's measured interaction sets beta; a batch that lowered
+                    # the dual is undone
                     fr_barrier()
-                    # every thread adds the blocks' sums in block order: the same decision
-                    sq = 0.0
-                    dg = 0.0
-                    for blk in range(n_blocks):
-                        sq = sq + change[blk, 0]
-                        dg = dg + change[blk, 1]
-                    gain = 0.0
-                    denom = 0.0
-                    for j in range(nb):
-                        i = index[k0 + j]
-                        ci = c[i] if c != NULL else 1.0
-                        if ci == 0.0:
-                            continue
-                        gain = gain + ci * (conj(-u[i], y[i], loss_param)
-                                            - conj(-unew[tid, j], y[i], loss_param))
-                        denom = denom + ci * ci * (unew[tid, j] - u[i]) * (unew[tid, j] - u[i]) * sqnorm[i]
-                    # n (D(new) - D(old)) = sum c_i (-l*) changes - lambda n (g*(v_new) - g*(v_old))
-                    undo = gain - lam_n * dg < 0.0
-                    if denom > 0.0:
-                        rho = lam_n * lam_n * sq / denom
-                        rho = 1.0 if rho < 1.0 else (<double>nb if rho > nb else rho)
-                        if rho > beta_t:
-                            beta_t = rho
-                        else:
-                            beta_t = pow(beta_t, 1.0 - omega) * pow(rho, omega)
+                    undo = aggressive_decision(&change[0, 0], n_blocks, &index[k0], nb, c,
+                                               &sqnorm[0], &y[0], &u[0], &unew[tid, 0], conj,
+                                               loss_param, lam_n, omega, &beta_t)
                     if undo:
                         undone_t = undone_t + 1
                         for blk in range(n_blocks):
@@ -493,11 +581,8 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
                         for j in range(nb):
                             unew[tid, j] = u[index[k0 + j]]
                 if tid == 0:
-                    for j in range(nb):
-                        i = index[k0 + j]
-                        ci = c[i] if c != NULL else 1.0
-                        if ci != 0.0:
-                            dual_sum = dual_sum - ci * conj(-unew[0, j], y[i], loss_param)
+                    dual_sum = batch_dual_sum(dual_sum, &index[k0], nb, c, &y[0], &unew[0, 0],
+                                              conj, loss_param)
                 k0_prev = k0
                 nb_prev = nb
                 k0 = k0 + nb
