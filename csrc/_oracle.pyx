@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Batched risk oracle (MATH.md section 3, BMRM section 4).
+"""Batched risk oracle (docs/math.md §3; Teo et al. 2007, section 4).
 
 One call computes, over the rows [start, stop) of one partition,
 ``f = X w``, ``sum_i c_i l(f_i, y_i)``, ``g_i = c_i l'(f_i, y_i)`` and

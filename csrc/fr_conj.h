@@ -1,4 +1,4 @@
-/* Closed-form conjugate (link) maps of the regularizers (MATH.md 5, 6).
+/* Closed-form conjugate (link) maps of the regularizers (docs/math.md §5, §6).
  *
  * Omega = ||w||_1, elastic net and ||w||_p^2 / (2(p-1)) enter the solvers
  * through three maps, each returning a norm of its output so that callers

@@ -1,4 +1,4 @@
-/* Scalar losses l(f, y) of MATH.md section 2 (BMRM Tables 1-2).
+/* Scalar losses l(f, y) of docs/math.md §2 (Teo et al. 2007, Tables 1-2).
  *
  * Each loss is one static inline function returning l(f, y) and writing a
  * subgradient l'(f, y), plus its Fenchel conjugate l*(a) = sup_f a f - l(f, y)

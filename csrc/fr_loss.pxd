@@ -1,4 +1,4 @@
-# Cython view of fr_loss.h (scalar losses, MATH.md section 2).
+# Cython view of fr_loss.h (scalar losses, docs/math.md §2).
 
 cdef extern from "fr_loss.h" nogil:
     enum:

@@ -1,4 +1,4 @@
-/* Dual coordinate steps of SDCA (MATH.md 7; Shalev-Shwartz & Zhang; seed 002).
+/* Dual coordinate steps of SDCA (docs/math.md §7; Shalev-Shwartz & Zhang 2013; Takac et al. 2013).
  *
  * Dual variables are kept in the "negative derivative" scale: at the optimum
  * u_i = -l'(<w, x_i>, y_i) and v = (1 / (lambda n)) sum_i c_i u_i x_i, with

@@ -19,7 +19,7 @@ measurements, see fastrisk/solvers/auto.py; the choice is in ``solver_``).
 * ``scheduler`` (a Dask scheduler address or a ``distributed.Client``) builds
   the problem with ``fastrisk.distributed.make_dask_problem``: the rows are
   cut into ``n_partitions`` partitions held by the Dask workers, and the risk
-  oracle runs there (Teo et al. 2010, section 4).  Only the solvers that need no
+  oracle runs there (Teo et al. 2007, section 4).  Only the solvers that need no
   more than the oracle (``SolverInfo.oracle_only``, listed by ``dask_solvers()``)
   run on such a problem; ``solver="auto"`` picks among them.  With the same partition sizes and
   threads per partition the Dask oracle returns the local oracle's bits, so

@@ -227,7 +227,7 @@ class Loss:
 
 
 def vector_loss(name, F, y, *, cost=None, beta=1.0, M=None):
-    """Vector losses on scores F (n x k) (docs/math.md §2; Teo et al. 2010, Table 2).
+    """Vector losses on scores F (n x k) (docs/math.md §2; Teo et al. 2007, Table 2).
 
     Returns (values (n,), G (n x k)) with G the gradient in F:
     softmax: log sum exp(F) - F_y, G = softmax(F) - e_y;

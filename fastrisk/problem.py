@@ -1,4 +1,4 @@
-"""Problem = data + loss + regularizer + alpha (MATH.md 1).
+"""Problem = data + loss + regularizer + alpha (docs/math.md §1).
 
 ``J(w) = alpha * Omega(w) + (1/m) sum_i c_i l(<w, x_i>, y_i)`` where alpha is
 lambda of the papers and means exactly what ``SGDClassifier(alpha=...)``

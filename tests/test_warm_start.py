@@ -102,3 +102,24 @@ def test_online_regression_divergence_is_reported():
     for solver in ("rda", "pgs"):
         with pytest.raises(FloatingPointError, match=r"standardize X .* batch solver .*lbfgs"):
             fr.LinearRegressor(solver=solver).partial_fit(X, y)
+
+
+def test_history_marks_estimates_and_plots_draw_only_exact_entries(tmp_path):
+    """SDCA logs an estimated objective between its exact checks; such entries are marked
+    exact=False (their values can be below J*, i.e. below the final certified lower bound
+    J(w) - gap), and the plot helper keeps only the exact ones."""
+    pytest.importorskip("matplotlib")
+    from fastrisk.cli import _exact_entries, plot_convergence
+
+    X, y = _data()
+    prob = fr.Problem(X, y, loss="hinge", alpha=1e-5)
+    res = fr.solve(prob, solver="sdca", tol=1e-9, max_iter=60, random_state=0)
+    h = res.history.as_arrays()
+    assert h["exact"].dtype == bool and h["exact"].any() and not h["exact"].all()
+    # every exact entry is J(w) of an iterate: never below the certified lower bound on J*
+    lower = res.objective - res.gap
+    assert (h["objective"][h["exact"]] >= lower - 1e-12).all()
+    kept = _exact_entries(res.history)
+    np.testing.assert_array_equal(kept["objective"], h["objective"][h["exact"]])
+    plot_convergence({"sdca": res.history}, tmp_path / "p.png", "t")
+    assert (tmp_path / "p.png").stat().st_size > 0

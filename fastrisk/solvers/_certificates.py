@@ -3,7 +3,7 @@
 Each function returns ``(J(w), bound)`` with ``bound >= J(w) - J*`` (NaN when
 the problem gives no such bound).  The stochastic solvers call one of them at
 their exact checks; the batch solvers carry their own certificates (BMRM's
-gamma_t, Teo et al. 2010, Lemma 1) and SDCA its duality gap from the kernel's
+gamma_t, Teo et al. 2007, Lemma 1) and SDCA its duality gap from the kernel's
 sums.  An exact duality gap for smooth losses lives in
 fastrisk/solvers/_dual_gap.py.
 """
@@ -16,7 +16,7 @@ from fastrisk.regularizers import soft_threshold
 
 
 def lemma5_bound(problem, w):
-    """Teo et al. (2010), Lemma 5, for J = alpha/2 ||w||^2 + R_emp:
+    """Teo et al. (2007), Lemma 5, for J = alpha/2 ||w||^2 + R_emp:
     ``J(w) - J* <= ||dJ(w)||^2 / (2 alpha)`` (any subgradient; alpha-strong convexity)."""
     objective, grad = problem.objective_gradient(w)
     return objective, float(grad @ grad) / (2.0 * problem.alpha)

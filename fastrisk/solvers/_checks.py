@@ -14,7 +14,8 @@ def check_int(value, name, low=None, high=None, *, allow_none=False):
     """An integer (not a bool) in [low, high] (None bounds are open), or None if allowed."""
     if allow_none and value is None:
         return None
-    if not isinstance(value, (numbers.Integral, np.integer)) or isinstance(value, (bool, np.bool_)) \
+    if not isinstance(value, (numbers.Integral, np.integer)) \
+            or isinstance(value, (bool, np.bool_)) \
             or (low is not None and value < low) or (high is not None and value > high):
         raise ValueError(f"{name} must be {'None or ' if allow_none else ''}an integer"
                          f"{_range(low, high, False, False)}, got {value!r}")

@@ -1,4 +1,4 @@
-"""L-BFGS on the risk oracle (seed 004 section 4.2; MATH.md 4, Lemma 5).
+"""L-BFGS on the risk oracle (Teo et al. 2007, section 4.2 and Lemma 5; docs/math.md §4).
 
 scipy's L-BFGS-B (Byrd, Lu, Nocedal, Zhu 1995) minimizes
 ``J(w) = alpha Omega(w) + R_emp(w)`` with the value and gradient from
@@ -84,5 +84,5 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
 SOLVER_INFO = SolverInfo(
     "lbfgs", solve_lbfgs, penalties=("l2", "lp", "elasticnet"), accepts_loss=lambda spec: True,
     loss_rule="every loss (no guarantee for nonsmooth ones)", start="w",
-    certificate="||dJ(w)||^2 / (2 alpha) (Teo et al. 2010, Lemma 5; penalty 'l2' only)",
+    certificate="||dJ(w)||^2 / (2 alpha) (Teo et al. 2007, Lemma 5; penalty 'l2' only)",
     oracle_only=True, differentiable=True)

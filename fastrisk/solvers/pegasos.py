@@ -321,7 +321,7 @@ def _lipschitz_nonnegative(spec):
 
 
 _COMMON = dict(penalties=("l2",), streams=True, start="state", threads=False, epochs=True,
-               certificate="||dJ(w)||^2 / (2 alpha) (Teo et al. 2010, Lemma 5)",
+               certificate="||dJ(w)||^2 / (2 alpha) (Teo et al. 2007, Lemma 5)",
                stream_options=(("average", "last"),))
 SOLVER_INFO = (
     SolverInfo("pegasos", solve_pegasos, accepts_loss=_scalar_nonnegative,

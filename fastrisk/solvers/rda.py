@@ -66,8 +66,9 @@ should hold many rows.
 Stopping: ``max_iter`` epochs / ``time_limit``.  A certified bound on
 J(w) - J* exists only when J is strongly convex (sigma > 0): by strong
 convexity ``J(w) - J* <= dist(0, dJ(w))^2 / (2 sigma)``, computed from one
-full oracle call (for penalty="l2" this is Lemma 5 of Teo et al. 2010, docs/math.md §4).  For pure l1
-there is no certificate: the bound is NaN and the solver stops on its budget.
+full oracle call (for penalty="l2" this is Lemma 5 of Teo et al. 2007, docs/math.md
+§4).  For pure l1 there is no certificate: the bound is NaN and the solver stops on
+its budget.
 """
 
 import math
