@@ -37,13 +37,21 @@ over the rows of the cut matrix with a non-zero multiplier, one pass over
 those rows in column blocks (``out`` written once, each row read once, four
 rows per sweep of a block).
 
-Both run without the GIL; H is read through its row stride (a leading block
+``sample_combination`` -- ``out = X^T v`` (plus ``bias * sum v`` in the
+intercept's slot) for cuts kept in the sample space (a = X^T g / m): one
+pass over the rows of X with v_i != 0, scattering into ``out``, which is
+written once to zero first (no temporary of length n_weights).
+
+These run without the GIL; H is read through its row stride (a leading block
 of a larger Gram matrix, no copy).
 """
 
 import numpy as np
+from cython cimport floating
 from libc.math cimport INFINITY, fabs, sqrt
 from libc.stdlib cimport free, malloc
+
+from fr_rows cimport index_t, row_view
 
 cdef enum:
     QP_CONVERGED = 0
@@ -378,3 +386,29 @@ def cut_combination(const double[:, ::1] A, const double[::1] beta, double scale
             j0 = j1
     free(support)
     free(coef)
+
+
+def sample_combination(const floating[::1] data, const index_t[::1] indices,
+                       const index_t[::1] indptr, bint dense, double bias,
+                       const double[::1] v, double[::1] out):
+    """out = X^T v, with out[-1] = bias * sum(v) when bias != 0 (X as in fr_rows.pxd)."""
+    cdef Py_ssize_t m = indptr.shape[0] - 1, D = out.shape[0], d = D - (bias != 0.0)
+    cdef Py_ssize_t i, kk, nnz, j
+    cdef double vi, total = 0.0
+    cdef const floating* val
+    cdef const index_t* idx
+    if v.shape[0] != m:
+        raise ValueError("sample_combination: v must have one entry per row of X")
+    with nogil:
+        for j in range(D):
+            out[j] = 0.0
+        for i in range(m):
+            vi = v[i]
+            total += vi
+            if vi == 0.0:
+                continue
+            nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+            for kk in range(nnz):
+                out[idx[kk]] += vi * val[kk]
+        if bias != 0.0:
+            out[d] = bias * total

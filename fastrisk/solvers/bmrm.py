@@ -70,7 +70,7 @@ import time
 import highspy
 import numpy as np
 
-from fastrisk._qp import cut_combination
+from fastrisk._qp import cut_combination, sample_combination
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
 
@@ -211,12 +211,9 @@ class SampleCuts:
         return (self.G[: i + 1] @ self.data.decision(a)) / self.m
 
     def combine(self, coef, scale, out):
-        v = coef @ self.G[: len(coef)]
+        v = (coef * (scale / self.m)) @ self.G[: len(coef)]
         d = self.data
-        out[: d.n_features] = d.X.T @ v
-        if d.bias:
-            out[-1] = d.bias * v.sum()
-        out *= scale / self.m
+        sample_combination(d.data, d.indices, d.indptr, d.dense, d.bias, v, out)
 
     def products(self, w, k):
         return (self.G[:k] @ self.data.decision(w)) / self.m

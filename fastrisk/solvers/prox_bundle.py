@@ -72,6 +72,7 @@ import math
 import time
 
 import numpy as np
+from scipy.linalg.blas import daxpy as axpy
 
 from fastrisk.solvers.bmrm import check_w0, make_bundle, risk_floor
 from fastrisk.solvers.qp import simplex_qp
@@ -151,11 +152,13 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             tau = 0.5 * (-base + math.sqrt(base * base + (lam * R + A_point) ** 2 / (R * R)))
             tau_sum += tau
             s = lam * t_phase + tau_sum
-            c += tau * point
+            axpy(point, c, a=tau)  # c += tau * point, in place
             Ac[:k] += tau * A_times_point
             beta, _ = simplex_qp((t_phase / s) * Q, b + Ac[:k] / s, bundle.beta[:k])
             bundle.beta[:k] = beta
-            w = (c - t_phase * bundle.combination()) / s
+            w = bundle.combination(-t_phase)  # w = (c - t A beta) / s, in place
+            w += c
+            w *= 1.0 / s
             Aw[:k] = (Ac[:k] - t_phase * (Q @ beta)) / s
             inner_seconds += time.perf_counter() - start
 
