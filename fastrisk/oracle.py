@@ -93,11 +93,12 @@ class LocalOracle(_Multiplexer):
         self.multipliers = np.zeros(self.n_samples)
         self.n_calls = 0
 
-    def partial(self, w, k):
-        """(sum_i c_i l_i, X^T g) over partition k, unnormalized."""
+    def partial(self, w, k, out=None):
+        """(sum_i c_i l_i, X^T g) over partition k, unnormalized; X^T g written into
+        ``out`` (a float64 vector of length n_weights) when given."""
         w = self._check_w(w)
         start, stop = self.partitions[k]
-        grad = np.empty(self.n_weights)
+        grad = np.empty(self.n_weights) if out is None else out
         d = self.data
         g = self.multipliers[start:stop]
         value, status = _oracle.risk_gradient(
