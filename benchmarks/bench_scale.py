@@ -258,16 +258,20 @@ def section_dask(rounds=15):
                                                          g_ref.view(np.uint64))
                 oracles[n, oracle.transport] = oracle
         times = {key: [] for key in ["local", *oracles]}
+        kernel = {key: [] for key in oracles}
         for _ in range(rounds):
             for key, oracle in [("local", local), *oracles.items()]:
                 start = time.perf_counter()
                 oracle(w)
                 times[key].append(time.perf_counter() - start)
+                if key != "local":
+                    kernel[key].append(max(oracle.last_timing[1]))
         T_local = np.median(times["local"])
         say(f"local oracle: {1e3 * T_local:.1f} ms (bit-identical results checked)")
         for (n, transport), oracle in oracles.items():
             T = np.median(times[n, transport])
             say(f"T({n}) {transport:13s}: {1e3 * T:7.1f} ms = {T / T_local:.2f} x local, "
+                f"slowest worker's kernel {1e3 * np.median(kernel[n, transport]):6.1f} ms, "
                 f"{oracle.last_bytes / 1e6:.1f} MB over the network per call")
         for transport in ("shared memory", "network"):
             T1, T2 = np.median(times[1, transport]), np.median(times[2, transport])
