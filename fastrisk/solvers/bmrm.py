@@ -70,7 +70,7 @@ import time
 import highspy
 import numpy as np
 
-from fastrisk._qp import cut_combination, sample_combination
+from fastrisk._qp import cut_combination, sample_combination, sample_products
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
 
@@ -165,9 +165,18 @@ class DenseCuts:
         """<a_j, a> for the slots j <= i (slot i already holds a)."""
         return self.A[: i + 1] @ a
 
-    def combine(self, coef, scale, out):
-        """out = scale * sum_i coef_i a_i over the slots i < len(coef) (coef_i = 0 not read)."""
+    def combine(self, coef, scale, out, accumulate=False):
+        """out = scale * sum_i coef_i a_i over the slots i < len(coef) (coef_i = 0 not read);
+        ``accumulate``: out += that sum instead."""
+        if accumulate:
+            out += self._combination(coef, scale)
+        else:
+            cut_combination(self.A, coef, scale, out)
+
+    def _combination(self, coef, scale):
+        out = np.empty(self.n_weights)
         cut_combination(self.A, coef, scale, out)
+        return out
 
     def products(self, w, k):
         """<a_i, w> for the slots i < k."""
@@ -207,16 +216,21 @@ class SampleCuts:
         """Slot i := the multipliers of the oracle call that returned a."""
         self.G[i] = self.oracle.multipliers
 
-    def gram_row(self, i, a):
-        return (self.G[: i + 1] @ self.data.decision(a)) / self.m
+    def _times_X(self, w):
+        d, out = self.data, np.empty(self.m)
+        sample_products(d.data, d.indices, d.indptr, d.dense, d.bias, w, out)
+        return out
 
-    def combine(self, coef, scale, out):
+    def gram_row(self, i, a):
+        return (self.G[: i + 1] @ self._times_X(a)) / self.m
+
+    def combine(self, coef, scale, out, accumulate=False):
         v = (coef * (scale / self.m)) @ self.G[: len(coef)]
         d = self.data
-        sample_combination(d.data, d.indices, d.indptr, d.dense, d.bias, v, out)
+        sample_combination(d.data, d.indices, d.indptr, d.dense, d.bias, v, out, accumulate)
 
     def products(self, w, k):
-        return (self.G[:k] @ self.data.decision(w)) / self.m
+        return (self.G[:k] @ self._times_X(np.ascontiguousarray(w, dtype=np.float64))) / self.m
 
     def move(self, src, dst):
         self.G[dst] = self.G[src]
@@ -367,16 +381,20 @@ class Bundle:
         self._remove(list(rest))
         self.n_aggregated += 1
 
-    def combination(self, scale=1.0, coef=None):
+    def combination(self, scale=1.0, coef=None, base=None, base_scale=1.0):
         """scale * sum_i coef_i a_i over the used slots (default coef = beta; the cuts
-        with coef_i = 0 are not read).
+        with coef_i = 0 are not read), plus ``base_scale * base`` when a base vector is
+        given (formed in the output, without a temporary).
 
         Its time accumulates in ``combination_seconds`` (a pass over the active cuts:
         with Gram rows, the memory-bound part of the bookkeeping when n_weights is large).
         """
         start = time.perf_counter()
         out = np.empty(self.cuts.n_weights)
-        self.cuts.combine(self.beta[: self.k] if coef is None else coef, scale, out)
+        if base is not None:
+            np.multiply(base, base_scale, out=out)
+        self.cuts.combine(self.beta[: self.k] if coef is None else coef, scale, out,
+                          accumulate=base is not None)
         self.combination_seconds += time.perf_counter() - start
         return out
 

@@ -156,9 +156,7 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             Ac[:k] += tau * A_times_point
             beta, _ = simplex_qp((t_phase / s) * Q, b + Ac[:k] / s, bundle.beta[:k])
             bundle.beta[:k] = beta
-            w = bundle.combination(-t_phase)  # w = (c - t A beta) / s, in place
-            w += c
-            w *= 1.0 / s
+            w = bundle.combination(-t_phase / s, base=c, base_scale=1.0 / s)  # (c - t A beta) / s
             Aw[:k] = (Ac[:k] - t_phase * (Q @ beta)) / s
             inner_seconds += time.perf_counter() - start
 
