@@ -229,7 +229,8 @@ def section_pegasos(seeds=5):
                for s in range(seeds)]
         ratios = [r.objective / J_lib for r in res]
         say(f"average={average}: J/J_lib per seed {np.round(ratios, 4).tolist()}, median "
-            f"{np.median(ratios):.4f}, worst {max(ratios):.4f}; R {[round(r.extra['R'], 1) for r in res]}")
+            f"{np.median(ratios):.4f}, worst {max(ratios):.4f}; "
+            f"R {[round(r.extra['R'], 1) for r in res]}")
 
 
 def section_dask(rounds=15):

@@ -10,9 +10,10 @@ not two dense vectors of the full width.  Workers on the client's host
 (a LocalCluster, or workers started next to the client) skip even that: w
 and each partition's gradient live in shared-memory blocks the client owns,
 so a call moves only the call messages (the client writes w once, each
-worker writes its full-width partial gradient, the client adds them).  The calls go straight from the
-client to one ``PartitionActor`` per partition, on the worker holding it (no
-scheduler and no task per call); the worker runs the compiled kernel
+worker writes its full-width partial gradient, the client adds them).  The
+calls go straight from the client to one ``PartitionActor`` per partition,
+on the worker holding it (no scheduler and no task per call); the worker
+runs the compiled kernel
 (``LocalOracle.partial``: GIL released, ``n_threads`` OpenMP threads, default
 the worker's thread count, and the partitions of one worker run one at a
 time, so the workers do not oversubscribe the cores).  The client adds the

@@ -24,8 +24,9 @@ Inner problems, by penalty:
   so Theorem 2's per-step decrease is lost only up to about that fraction.
 * ``l1``: the LP (11), solved in its dual form by one HiGHS (``highspy``) model
   that gains the new cut's column and loses the dropped cuts' columns at each
-  iteration, warm-started from its previous basis (``LinearProgram``); the certified lower bound is the
-  LP dual value at the HiGHS multipliers scaled back into the dual feasible set
+  iteration, warm-started from its previous basis (``LinearProgram``); the
+  certified lower bound is the LP dual value at the HiGHS multipliers scaled
+  back into the dual feasible set
   (``alpha >= 0, sum alpha <= 1, ||A alpha||_inf <= lambda``).  This is
   Kelley's cutting-plane method (no proximal term): on a9a, logistic,
   alpha = 3e-3 it needs ~600 iterations for a 2e-5 relative gap.  Without a
@@ -267,7 +268,8 @@ class Bundle:
     """Cutting planes (a_i, b_i) in slots 0..k-1, slot 0 the constant cut (0, b_0).
 
     ``cuts`` stores the a_i (``DenseCuts``, or what ``storage(capacity)`` makes,
-    e.g. ``SampleCuts``; ``A`` is the matrix of dense cuts), ``b``, the Gram matrix ``Q = A A^T`` (kept only when
+    e.g. ``SampleCuts``; ``A`` is the matrix of dense cuts), ``b``, the Gram
+    matrix ``Q = A A^T`` (kept only when
     ``gram``), the current multipliers ``beta`` (on the simplex, slot 0 is the
     slack) and, per cut, the last iteration it was active (``mark_active``);
     a cut not active at the last solve is "inactive" and dropped first.  ``extra`` names
