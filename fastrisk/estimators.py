@@ -295,7 +295,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
     fit_intercept, intercept_scaling : constant feature of this value (regularized).
     class_weight : None, "balanced" or {label: weight}; multiplies the sample weights.
     warm_start : continue from the previous fit (online solvers' state, SDCA's dual variables,
-        ``w0`` of solvers that accept one).
+        the previous weights: ``start=`` as each solver declares in its SolverInfo).
     random_state : seed of the stochastic solvers.
     n_threads : threads in total (None = all cores); with ``scheduler``, the OpenMP threads of
         each partition task on its Dask worker (None = 1).
