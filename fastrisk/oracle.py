@@ -87,8 +87,9 @@ class LocalOracle(_Multiplexer):
         self._workspace = np.empty((self.n_threads, 2 * self.n_weights))
         self.n_calls = 0
 
-    def partial(self, w, k):
-        """(sum_i c_i l_i, X^T g) over partition k, unnormalized."""
+    def partial(self, w, k, scores=None):
+        """(sum_i c_i l_i, X^T g) over partition k, unnormalized; ``scores`` (length
+        n_samples, optional) receives the partition's f_i = <w, x_i>."""
         w = self._check_w(w)
         start, stop = self.partitions[k]
         grad = np.empty(self.n_weights)
@@ -96,12 +97,24 @@ class LocalOracle(_Multiplexer):
         value, status = _oracle.risk_gradient(
             d.data, d.indices, d.indptr, d.dense, d.bias, w, self.loss.spec.kernel_id,
             self.loss.param, self.y, self.c, start, stop, grad,
-            self._workspace, self.n_threads)
+            self._workspace, self.n_threads, scores)
         if status != _oracle.STATUS_OK:
             raise FloatingPointError(
                 f"the {self.loss.name} loss overflowed (exp of a score above ~709); "
                 "scale X down or increase alpha")
         return value, grad
+
+    def with_scores(self, w):
+        """(R_emp(w), dR_emp(w), f) with the scores f_i = <w, x_i> of the same pass."""
+        w = self._check_w(w)
+        self.n_calls += 1
+        f = np.empty(self.n_samples)
+        value, grad = self.partial(w, 0, f)
+        for k in range(1, len(self.partitions)):
+            v, g = self.partial(w, k, f)
+            value += v
+            grad += g
+        return value / self.n_samples, grad / self.n_samples, f
 
 
 class VectorOracle(_Multiplexer):
