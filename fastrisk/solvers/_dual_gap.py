@@ -40,6 +40,8 @@ from fastrisk.regularizers import L2, ElasticNet
 # l*'(a) and l*''(a) of the smooth losses whose conjugate is twice differentiable inside
 # its domain (the values themselves come from csrc/fr_loss.h); a = l'(f) = -u.
 _TINY = 1e-12
+# the extrapolation runs when the gradient bound is within this factor of the target
+REACH = 30.0
 
 
 def _logistic(a, y, p):
@@ -105,10 +107,10 @@ class GapCertificate:
         self.n_evaluations = 0
 
     def evaluate(self, w):
-        """(J(w), grad J(w)) from one oracle pass; its scores are kept for ``gap``."""
+        """(J(w), grad J(w)) from one oracle pass; its scores are kept (``scores``)."""
         problem, reg = self.problem, self.problem.regularizer
         self.n_evaluations += 1
-        if self.derivatives is None:
+        if not hasattr(problem.oracle, "with_scores"):
             value, grad = problem.objective_gradient(w)
             self._last = None
             return value, grad
@@ -117,9 +119,17 @@ class GapCertificate:
         return (risk + problem.alpha * reg.value(w),
                 grad_risk + problem.alpha * reg.subgradient(w))
 
-    def gap(self, w, value, grad):
+    @property
+    def scores(self):
+        """f_i = <w, x_i> at the last evaluated w (None for oracles without rows)."""
+        return None if self._last is None else self._last[1]
+
+    def gap(self, w, value, grad, target=None):
         """Certified bound on J(w) - J* (see the module docstring); ``value`` and ``grad``
-        are J(w) and a subgradient of J at w."""
+        are J(w) and a subgradient of J at w.  ``target`` is the solver's stopping
+        threshold: the extrapolation runs only when the gradient bound is within REACH
+        times it (it costs several conjugate evaluations, O(K m) each) and stops
+        refining once the gap is at most ``target``; None: always, to the end."""
         if not self.certified:
             return math.nan
         # J is lambda-strongly convex: J(w) - J* <= ||g||^2 / (2 lambda) for any subgradient
@@ -133,7 +143,9 @@ class GapCertificate:
         spec = self.problem.loss.spec
         a = _oracle.loss_values(spec.kernel_id, self.problem.loss.param, f, self.problem.y)[1]
         self._push(a, -grad_risk / self.lam)
-        return min(bound, value - self._best_dual())
+        if target is not None and not target < bound <= REACH * target:
+            return bound
+        return min(bound, value - self._best_dual(value, 0.0 if target is None else target))
 
     # ---- dual extrapolation ------------------------------------------------------------------
 
@@ -158,7 +170,10 @@ class GapCertificate:
         total = -(conj.sum() if c is None else conj @ c)
         return total / p.n_samples - 0.5 * self.lam * vv if np.isfinite(total) else -math.inf
 
-    def _best_dual(self, max_newton=20):
+    def _best_dual(self, value, target, max_newton=20, max_halvings=10):
+        """max D over the affine hull of the kept dual points, by damped Newton from the
+        newest; it stops once ``value - D <= target`` or the predicted increase is below
+        1% of the gap."""
         a_last, v_last = self.A[-1], self.V[-1]
         d_last = self._dual(a_last, _soft_sq(v_last, self.kappa))
         K = len(self.A)
@@ -173,6 +188,8 @@ class GapCertificate:
         Q = G[:-1, :-1] - G[:-1, -1:] - G[-1:, :-1] + G[-1, -1]
         z, best = np.zeros(K - 1), d_last
         for _ in range(max_newton):
+            if value - best <= target:
+                break
             a = a_last + z @ dA
             d1, d2 = self.derivatives(a, y, p.loss.param)
             grad = -(dA @ (c * d1)) / m - lam * (b + Q @ z)
@@ -181,17 +198,15 @@ class GapCertificate:
                 step = np.linalg.solve(hess, -grad)
             except np.linalg.LinAlgError:
                 break
-            decrement = float(grad @ step)  # predicted increase, >= 0 for a concave model
-            if not decrement > 1e-3 * _TINY * max(abs(best), 1.0):
+            increase = 0.5 * float(grad @ step)  # of the quadratic model (concave: >= 0)
+            if not increase > 0.01 * (value - best):
                 break
-            t = 1.0
-            while t > 1e-8:
-                zt = z + t * step
+            for halving in range(max_halvings):
+                zt = z + 0.5 ** halving * step
                 dt = self._dual(a_last + zt @ dA, G[-1, -1] + 2 * zt @ b + zt @ Q @ zt)
                 if dt > best:
                     z, best = zt, dt
                     break
-                t *= 0.5
             else:
                 break
         return best

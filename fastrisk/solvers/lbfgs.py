@@ -54,7 +54,8 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
             value, grad = last["value"], last["grad"]
         else:
             value, grad = fun(w)
-        return mon.check(iteration, np.array(w), value, cert.gap(w, value, grad))
+        return mon.check(iteration, np.array(w), value, 
+                         cert.gap(w, value, grad, max(tol * abs(value), abs_tol)))
 
     state = {"status": None, "it": 0}
 

@@ -1,0 +1,200 @@
+"""Trust-region Newton-CG on the compiled oracle (Lin, Weng & Keerthi 2008; LIBLINEAR's primal solver).
+
+For ``J(w) = alpha/2 ||w||^2 + (1/m) sum_i c_i l(<w, x_i>, y_i)`` with a loss
+whose derivative l' is differentiable almost everywhere (logistic, squared
+hinge, squared, Huber, smoothed hinge, exponential, Poisson), each outer
+iteration of Lin, Weng & Keerthi (2008), Algorithm 1, is:
+
+1. D_ii = c_i l''(f_i) from the scores of the current w (the oracle pass that
+   gave J and grad J also wrote f; csrc/_hessian.pyx, the generalized Hessian
+   of Mangasarian (2002) where l' has a kink);
+2. the trust-region subproblem ``min_s g^T s + 0.5 s^T H s, ||s|| <= delta``
+   with ``H s = alpha s + (1/m) X^T (D (X s))`` is solved approximately by
+   conjugate gradient (Steihaug 1983; the paper's Algorithm 2), stopped at
+   ``||r|| <= cg_tol ||g||`` or on the boundary of the region;
+3. the step is accepted when the actual reduction of J is at least ETA0 of the
+   reduction the quadratic model predicts; delta is updated from the ratio by
+   the rules of the paper's eq. (2.5) (Lin & More 1999 for the step estimate
+   ``alpha_s``), the constants of LIBLINEAR's tron.
+
+Certificate: the duality gap of the extrapolated dual point of the last
+iterates, never looser than ``||g||^2 / (2 alpha)`` (fastrisk/solvers/_dual_gap.py);
+``tol`` stops the run on it.  Newton's quadratic convergence makes the gap
+shrink by orders of magnitude per step near the optimum, so the run stops
+within about one step of meeting ``tol``.
+"""
+
+import math
+
+import numpy as np
+
+from fastrisk import _hessian
+from fastrisk.solvers._dual_gap import GapCertificate
+from fastrisk.solvers._info import SolverInfo
+from fastrisk.stopping import Monitor
+
+# acceptance and radius-update constants (LIBLINEAR tron: eta0, eta1, eta2; sigma1-3)
+ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
+SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
+
+
+def _check_start(problem, start):
+    if start is None:
+        return np.zeros(problem.n_weights)
+    w = np.array(getattr(start, "w", start), dtype=np.float64).ravel()
+    if w.shape != (problem.n_weights,) or not np.isfinite(w).all():
+        raise ValueError(f"start must be a finite vector of length {problem.n_weights} "
+                         "(or a Result)")
+    return w
+
+
+class _Hessian:
+    """v -> H v = alpha v + (1/m) X^T (D (X v)) at the curvature D of the last ``update``."""
+
+    def __init__(self, problem):
+        data, oracle = problem.data, problem.oracle
+        self.problem, self.data = problem, data
+        self.rows = (data.data, data.indices, data.indptr, data.dense, data.bias)
+        self.D = np.empty(problem.n_samples)
+        self.c = np.empty(0) if problem.sample_weight is None else problem.sample_weight
+        self.n_threads = oracle.n_threads
+        # the oracle's per-thread buffers have the same shape; calls never overlap
+        self.workspace = oracle._workspace
+        self.out = np.empty(problem.n_weights)
+        self.n_products = 0
+
+    def update(self, scores):
+        """D_ii = c_i l''(f_i); returns the number of rows with D_ii != 0."""
+        p = self.problem
+        return _hessian.curvature(p.loss.spec.kernel_id, p.loss.param, scores, p.y, self.c,
+                                  self.D)
+
+    def __call__(self, v):
+        self.n_products += 1
+        _hessian.hess_vec(*self.rows, self.D, v, self.out, self.workspace, self.n_threads)
+        return self.problem.alpha * v + self.out / self.problem.n_samples
+
+
+def _steihaug_cg(hess, g, delta, cg_tol, max_cg):
+    """Approximate argmin_s g.s + 0.5 s.H s over ||s|| <= delta (the paper's Algorithm 2).
+
+    Returns (s, r, n_cg) with r = -g - H s the final residual.
+    """
+    s = np.zeros_like(g)
+    r = -g
+    d = r.copy()
+    rr = float(r @ r)
+    stop = cg_tol * math.sqrt(rr)
+    for n_cg in range(1, max_cg + 1):
+        if math.sqrt(rr) <= stop:
+            return s, r, n_cg - 1
+        Hd = hess(d)
+        step = rr / float(d @ Hd)
+        s += step * d
+        if float(s @ s) > delta * delta:
+            # back to the previous s, then to the boundary along d: ||s + tau d|| = delta
+            s -= step * d
+            sd, ss, dd = float(s @ d), float(s @ s), float(d @ d)
+            rad = math.sqrt(sd * sd + dd * (delta * delta - ss))
+            tau = (delta * delta - ss) / (sd + rad) if sd >= 0 else (rad - sd) / dd
+            s += tau * d
+            r -= tau * Hd
+            return s, r, n_cg
+        r -= step * Hd
+        rr_new = float(r @ r)
+        d *= rr_new / rr
+        d += r
+        rr = rr_new
+    return s, r, max_cg
+
+
+def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=None,
+                 callback=None, verbose=0, start=None, random_state=None, cg_tol=0.1,
+                 max_cg=500):
+    """Minimize ``problem`` by trust-region Newton-CG; see the module docstring.
+
+    max_iter counts Newton (outer) iterations.  start: a weight vector or a
+    Result (warm start).  cg_tol: relative residual at which conjugate
+    gradient stops (the paper's xi).  max_cg: conjugate-gradient iterations
+    per Newton step.  random_state is accepted for the common signature; the
+    method is deterministic.  ``result.extra``: ``n_cg`` (Hessian-vector
+    products in all), ``n_evaluations`` (oracle passes), ``n_active`` (rows
+    with nonzero curvature at the end).
+    """
+    reason = SOLVER_INFO.why_not(problem)
+    if reason is not None:
+        raise ValueError(reason)
+    if not isinstance(cg_tol, (int, float, np.number)) or not 0 < cg_tol < 1:
+        raise ValueError(f"cg_tol must be a number in (0, 1), got {cg_tol!r}")
+    if not isinstance(max_cg, (int, np.integer)) or isinstance(max_cg, bool) or max_cg < 1:
+        raise ValueError(f"max_cg must be an integer >= 1, got {max_cg!r}")
+    mon = Monitor(problem, "newton", tol=tol, max_iter=max_iter, time_limit=time_limit,
+                  callback=callback, verbose=verbose, abs_tol=abs_tol)
+    cert = GapCertificate(problem)
+    hess = _Hessian(problem)
+
+    w = _check_start(problem, start)
+    with mon.interruptible():
+        J, g = cert.evaluate(w)
+        n_active = hess.update(cert.scores)
+        bound = cert.gap(w, J, g, _target(mon, J))
+        status = mon.check(0, w, J, bound)
+        delta = math.sqrt(float(g @ g))
+        it = 0
+        while status is None:
+            it += 1
+            s, r, _ = _steihaug_cg(hess, g, delta, cg_tol, int(max_cg))
+            gs = float(g @ s)
+            predicted = -0.5 * (gs - float(s @ r))
+            w_new = w + s
+            J_new, g_new = cert.evaluate(w_new)
+            actual = J - J_new
+            snorm = math.sqrt(float(s @ s))
+            if it == 1:
+                delta = min(delta, snorm)
+            # minimizer of the 1-D quadratic through J, g.s and J_new (Lin & More 1999)
+            curv = J_new - J - gs
+            step = SIGMA3 if curv <= 0 else max(SIGMA1, -0.5 * gs / curv)
+            if actual < ETA0 * predicted:
+                delta = min(max(step, SIGMA1) * snorm, SIGMA2 * delta)
+            elif actual < ETA1 * predicted:
+                delta = max(SIGMA1 * delta, min(step * snorm, SIGMA2 * delta))
+            elif actual < ETA2 * predicted:
+                delta = max(SIGMA1 * delta, min(step * snorm, SIGMA3 * delta))
+            else:
+                delta = max(delta, min(step * snorm, SIGMA3 * delta))
+            if actual > ETA0 * predicted:
+                w, J, g = w_new, J_new, g_new
+                n_active = hess.update(cert.scores)
+                bound = cert.gap(w, J, g, _target(mon, J))
+            status = mon.check(it, w, J, bound)
+            if status is None and (predicted <= 0 or abs(actual) <= 1e-12 * abs(J)
+                                   and abs(predicted) <= 1e-12 * abs(J)):
+                # the model's decrease is below the precision of J: no further progress
+                status = "stalled"
+    status = "interrupted" if mon.interrupted else status
+    return mon.result(status, it, w=w, objective=J, bound=bound, n_cg=hess.n_products,
+                      n_evaluations=cert.n_evaluations, n_active=n_active)
+
+
+def _target(mon, J):
+    """The bound at which the Monitor stops (tol relative to J, or abs_tol)."""
+    return max(mon.tol * abs(J), mon.abs_tol)
+
+
+def _twice_differentiable(spec):
+    return spec.smooth and not spec.vector and _hessian.has_curvature(spec.kernel_id)
+
+
+SOLVER_INFO = SolverInfo(
+    name="newton",
+    func=solve_newton,
+    penalties=("l2",),
+    accepts_loss=_twice_differentiable,
+    loss_rule="losses with a (generalized) second derivative: logistic, squared_hinge, "
+              "squared_zero_margin, squared, huber, smoothed_hinge, exponential, poisson",
+    start="w",
+    certificate="duality gap of the extrapolated dual point of the last iterates",
+    threads=True,
+    strongly_convex=True,
+)
