@@ -36,6 +36,20 @@ def resolve_n_threads(n_threads):
     return n if OPENMP else 1
 
 
+def single_threaded_blas():
+    """Context in which the BLAS pools of the process (OpenBLAS, MKL, ...) use one thread.
+
+    The solvers' own parallel work runs in fastrisk's OpenMP kernels with
+    ``n_threads``; the BLAS calls around them (scipy's L-BFGS-B, vector updates
+    of length n_weights) are too small to gain from threads, and a BLAS pool
+    of its own competing with the OpenMP threads for the same cores
+    oversubscribes them.
+    """
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def show_config(file=None):
     """Print version, OpenMP status, thread count and compiler flags."""
     from fastrisk import __version__

@@ -41,7 +41,7 @@ from fastrisk.regularizers import L2, ElasticNet
 # its domain (the values themselves come from csrc/fr_loss.h); a = l'(f) = -u.
 _TINY = 1e-12
 # the extrapolation runs when the gradient bound is within this factor of the target
-REACH = 30.0
+REACH = 10.0
 
 
 def _logistic(a, y, p):
@@ -127,9 +127,10 @@ class GapCertificate:
     def gap(self, w, value, grad, target=None):
         """Certified bound on J(w) - J* (see the module docstring); ``value`` and ``grad``
         are J(w) and a subgradient of J at w.  ``target`` is the solver's stopping
-        threshold: the extrapolation runs only when the gradient bound is within REACH
-        times it (it costs several conjugate evaluations, O(K m) each) and stops
-        refining once the gap is at most ``target``; None: always, to the end."""
+        threshold: the dual points are kept and extrapolated only when the gradient
+        bound is within REACH times it (an extrapolation costs several conjugate
+        evaluations, O(K m) each; far from the target it cannot stop the run) and the
+        refinement stops once the gap is at most ``target``; None: always, to the end."""
         if not self.certified:
             return math.nan
         # J is lambda-strongly convex: J(w) - J* <= ||g||^2 / (2 lambda) for any subgradient
@@ -137,14 +138,14 @@ class GapCertificate:
         bound = float(grad @ grad) / (2.0 * self.lam)
         if self.derivatives is None:
             return bound
+        if target is not None and not target < bound <= REACH * target:
+            return bound
         if self._last is None or not np.array_equal(self._last[0], w):
             self.evaluate(w)
         _, f, grad_risk = self._last
         spec = self.problem.loss.spec
         a = _oracle.loss_values(spec.kernel_id, self.problem.loss.param, f, self.problem.y)[1]
         self._push(a, -grad_risk / self.lam)
-        if target is not None and not target < bound <= REACH * target:
-            return bound
         return min(bound, value - self._best_dual(value, 0.0 if target is None else target))
 
     # ---- dual extrapolation ------------------------------------------------------------------

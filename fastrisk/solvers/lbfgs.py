@@ -21,6 +21,7 @@ the run with status "stalled" (or "converged" if the bound is met).
 import numpy as np
 from scipy.optimize import minimize
 
+from fastrisk.config import single_threaded_blas
 from fastrisk.solvers._dual_gap import GapCertificate
 from fastrisk.solvers.bmrm import check_w0
 from fastrisk.stopping import Monitor
@@ -66,7 +67,7 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
             raise StopIteration
 
     w = check_w0(problem, w0)
-    with mon.interruptible():
+    with mon.interruptible(), single_threaded_blas():
         state["status"] = check(0, w)
         if state["status"] is None:
             res = minimize(fun, w, jac=True, method="L-BFGS-B", callback=on_iteration,

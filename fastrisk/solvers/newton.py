@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from fastrisk import _hessian
+from fastrisk.config import single_threaded_blas
 from fastrisk.solvers._dual_gap import GapCertificate
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
@@ -134,7 +135,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
     hess = _Hessian(problem)
 
     w = _check_start(problem, start)
-    with mon.interruptible():
+    with mon.interruptible(), single_threaded_blas():
         J, g = cert.evaluate(w)
         n_active = hess.update(cert.scores)
         bound = cert.gap(w, J, g, _target(mon, J))
