@@ -43,11 +43,18 @@ def single_threaded_blas():
     ``n_threads``; the BLAS calls around them (scipy's L-BFGS-B, vector updates
     of length n_weights) are too small to gain from threads, and a BLAS pool
     of its own competing with the OpenMP threads for the same cores
-    oversubscribes them.
+    oversubscribes them.  The pools are looked up once per process (the
+    lookup scans the loaded libraries).
     """
-    from threadpoolctl import threadpool_limits
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
 
-    return threadpool_limits(limits=1, user_api="blas")
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+
+
+_BLAS_CONTROLLER = None
 
 
 def show_config(file=None):

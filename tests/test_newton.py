@@ -174,3 +174,26 @@ def test_real_data_squared_hinge_matches_liblinear_primal(libsvm):
     problem = Problem(X, y, loss="squared_hinge", alpha=alpha)
     res = solve_newton(problem, tol=1e-6)
     assert_matches_liblinear(res, problem.objective(est.coef_.ravel()))
+
+
+@pytest.mark.parametrize("solver", ["newton", "lbfgs"])
+def test_blas_pools_run_single_threaded_inside_the_solver(solver):
+    """n_threads counts fastrisk's OpenMP threads; BLAS pools (OpenBLAS under scipy's
+    L-BFGS-B and NumPy's vector operations) run one thread during the solve and are
+    restored after it."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpoolctl.threadpool_info()
+                if p["user_api"] == "blas"]
+
+    if not blas_threads():
+        pytest.skip("no BLAS pool loaded")
+    seen = []
+    X, y = random_problem(25)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        solve(Problem(X, y, loss="logistic", alpha=0.01, n_threads=1), solver=solver,
+              tol=1e-8, callback=lambda r: seen.append(blas_threads()))
+        assert blas_threads() == before
+    assert seen and all(threads == [1] * len(threads) for threads in seen)
