@@ -119,7 +119,7 @@ def test_no_certificate_without_strong_convexity():
     assert np.isnan(cert.gap(np.zeros(X.shape[1]), J, g))
 
 
-def test_lbfgs_stops_on_the_tighter_certificate():
+def test_lbfgs_certificate_bounds_the_true_suboptimality():
     """L-BFGS at tol 1e-3 on an ill-conditioned problem returns a certified gap within tol and
     a true suboptimality at most that gap."""
     X, y = ill_conditioned(5)

@@ -84,14 +84,16 @@ def _soft_sq(v, kappa):
 class GapCertificate:
     """Evaluates J with the oracle and certifies J(w) - J* for smooth losses.
 
-    ``evaluate(w)`` -> (J(w), grad J(w)), keeping the scores of that pass;
+    ``evaluate(w)`` -> (J(w), grad J(w)), keeping the scores of that pass
+    (when dual points are kept or ``need_scores``);
     ``gap(w, value, grad)`` -> a certified upper bound on J(w) - J* (NaN when
     the problem has none: a penalty that is not strongly convex or a loss
     that is not smooth).  ``memory``: K, the dual points kept for the
-    extrapolation (0 or 1: the single dual point u = -l'(Xw)).
+    extrapolation (1: the single dual point u = -l'(Xw); 0: the gradient
+    bound alone, from the oracle's (risk, gradient) without scores).
     """
 
-    def __init__(self, problem, memory=4):
+    def __init__(self, problem, memory=4, need_scores=False):
         self.problem = problem
         split = penalty_split(problem)
         spec = getattr(problem.loss, "spec", None)
@@ -101,7 +103,11 @@ class GapCertificate:
         # dual points need the rows' scores: a compiled oracle over the data
         self.derivatives = CONJUGATE_DERIVATIVES.get(problem.loss.name) \
             if smooth and hasattr(problem.oracle, "with_scores") else None
+        if int(memory) < 1:
+            self.derivatives = None
         self.memory = int(memory) if self.derivatives is not None else 0
+        self._scored = (self.memory > 0 or need_scores) and hasattr(problem.oracle,
+                                                                    "with_scores")
         self.A, self.V, self.G = [], [], np.zeros((0, 0))  # a_k = l'(f_k), v_k, V^T V
         self._last = None
         self.n_evaluations = 0
@@ -110,7 +116,7 @@ class GapCertificate:
         """(J(w), grad J(w)) from one oracle pass; its scores are kept (``scores``)."""
         problem, reg = self.problem, self.problem.regularizer
         self.n_evaluations += 1
-        if not hasattr(problem.oracle, "with_scores"):
+        if not self._scored:
             value, grad = problem.objective_gradient(w)
             self._last = None
             return value, grad

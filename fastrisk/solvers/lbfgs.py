@@ -9,10 +9,11 @@ on any RiskOracle.  It needs a differentiable Omega: ``l2``, ``lp``
 are accepted, as in the paper, but L-BFGS has no guarantee there.
 
 Certificate (strongly convex penalties), Lemma 5 / eq. (16): with ``g`` the
-gradient of J, ``J_-(w) = J(w) - ||g||^2 / (2 lambda) <= J*``; for smooth
-losses the duality gap of the extrapolated dual point of the last iterates
-(fastrisk/solvers/_dual_gap.py) is tighter, and the smaller of the two
-drives ``tol``.  Other penalties have no certificate (bound NaN): the run
+gradient of J, ``J_-(w) = J(w) - ||g||^2 / (2 lambda) <= J*``; for l2 and a
+smooth loss this is exactly the duality gap of the dual point u = -l'(Xw)
+(fastrisk/solvers/_dual_gap.py).  The extrapolated dual point is not used
+here: the iterates it would save were measured to cost as much as it does,
+and the bound stays the same on a Dask oracle, which gives no scores.  Other penalties have no certificate (bound NaN): the run
 stops on its budget or when L-BFGS-B stalls.  scipy's own stopping tests are switched off
 (``ftol = gtol = 0``); a line search that fails at the precision limit ends
 the run with status "stalled" (or "converged" if the bound is met).
@@ -42,7 +43,7 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
         raise ValueError(f"memory must be an integer >= 1, got {memory!r}")
     mon = Monitor(problem, "lbfgs", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
-    cert = GapCertificate(problem)
+    cert = GapCertificate(problem, memory=0)
     last = {"n_evaluations": 0}
 
     def fun(w):
