@@ -100,14 +100,16 @@ def huber_optimum(X, y, alpha, delta):
 @pytest.mark.parametrize("loss,task", [("logistic", "binary"), ("squared_hinge", "binary"),
                                        ("squared", "regression"), ("poisson", "counts"),
                                        ("huber", "regression")])
-@pytest.mark.parametrize("dense", [True, False])
-def test_matches_reference_optimum(loss, task, dense):
+@pytest.mark.parametrize("dense,globalization", [(True, "line_search"), (False, "line_search"),
+                                                 (False, "trust_region")])
+def test_matches_reference_optimum(loss, task, dense, globalization):
     X, y = random_problem(21, m=80, d=7, task=task)
     alpha = 0.01
     J_ref = (huber_optimum(X, y, alpha, 1.0) if loss == "huber"
              else ref.l2_smooth_optimum(X, y, loss, alpha))
     data = X if dense else sp.csr_matrix(X)
-    res = solve_newton(Problem(data, y, loss=loss, alpha=alpha, n_threads=1), tol=1e-10)
+    res = solve_newton(Problem(data, y, loss=loss, alpha=alpha, n_threads=1), tol=1e-10,
+                       globalization=globalization)
     assert res.status == "converged"
     assert abs(res.objective - J_ref) <= REL * abs(J_ref)
     assert res.objective - res.gap <= J_ref + SLACK * abs(J_ref)
@@ -144,7 +146,8 @@ def test_warm_start_and_validation():
         solve_newton(Problem(X, y, loss="hinge", n_threads=1))
     with pytest.raises(ValueError, match="penalty"):
         solve_newton(Problem(X, y, loss="logistic", penalty="l1", n_threads=1))
-    for bad in [dict(start=[1.0]), dict(cg_tol=1.5), dict(max_cg=0), dict(tol=-1.0)]:
+    for bad in [dict(start=[1.0]), dict(cg_tol=1.5), dict(max_cg=0), dict(tol=-1.0),
+                dict(globalization="dogleg")]:
         with pytest.raises(ValueError):
             solve_newton(problem, **bad)
     assert SOLVER_INFO.why_not(problem) is None
