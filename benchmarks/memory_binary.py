@@ -52,7 +52,8 @@ def main(argv=None):
     lines = ["# Extra peak memory on IMDB bigrams (logistic, alpha 1e-4, tol 1e-3, 1 thread)", "",
              "Command: `python benchmarks/memory_binary.py " + " ".join(sys.argv[1:]) + "`", "",
              "| solver | data MiB | Problem build peak MiB (x data) | solve peak MiB (x data) | "
-             "total (x data) | status | iterations | seconds |", "|---|---|---|---|---|---|---|---|"]
+             "total (x data) | status | iterations | seconds |",
+             "|---|---|---|---|---|---|---|---|"]
     for solver in args.solvers.split(","):
         code = CHILD.format(root=str(ROOT), tests=str(ROOT / "tests"), solver=solver,
                             limit=args.time_limit)

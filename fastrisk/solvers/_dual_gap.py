@@ -37,8 +37,6 @@ import numpy as np
 from fastrisk import _oracle
 from fastrisk.regularizers import L2, ElasticNet
 
-# l*'(a) and l*''(a) of the smooth losses whose conjugate is twice differentiable inside
-# its domain (the values themselves come from csrc/fr_loss.h); a = l'(f) = -u.
 _TINY = 1e-12
 # the extrapolation runs when the gradient bound is within this factor of the target
 REACH = 10.0
@@ -49,15 +47,17 @@ def _logistic(a, y, p):
     return -y * np.log(s / (1.0 - s)), 1.0 / (s * (1.0 - s))
 
 
-def _quadratic(scale):
-    return lambda a, y, p: (y + scale(p) * a, np.full_like(a, scale(p)))
+def _shifted_quadratic(a, y, p):  # l*(a) = a y + a^2 / 2 on its domain
+    return y + a, np.ones_like(a)
 
 
+# (l*'(a), l*''(a)) of the smooth losses whose conjugate is twice differentiable inside its
+# domain (the values themselves come from csrc/fr_loss.h); a = l'(f) = -u.
 CONJUGATE_DERIVATIVES = {
     "logistic": _logistic,
-    "squared_hinge": _quadratic(lambda p: 1.0),
-    "squared": _quadratic(lambda p: 1.0),
-    "huber": _quadratic(lambda p: 1.0),
+    "squared_hinge": _shifted_quadratic,
+    "squared": _shifted_quadratic,
+    "huber": _shifted_quadratic,
     "smoothed_hinge": lambda a, y, p: (y + p * a, np.full_like(a, p)),
     "squared_zero_margin": lambda a, y, p: (a, np.ones_like(a)),
 }

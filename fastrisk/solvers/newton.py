@@ -124,16 +124,17 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg):
 def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=None,
                  callback=None, verbose=0, start=None, random_state=None, cg_tol=0.1,
                  max_cg=500, globalization="line_search"):
-    """Minimize ``problem`` by trust-region Newton-CG; see the module docstring.
+    """Minimize ``problem`` by truncated Newton-CG; see the module docstring.
 
     max_iter counts Newton (outer) iterations.  start: a weight vector or a
     Result (warm start).  cg_tol: relative residual at which conjugate
     gradient stops (the paper's xi).  max_cg: conjugate-gradient iterations
     per Newton step.  globalization: "line_search" (backtracking on the
-    untruncated CG step) or "trust_region" (the 2008 paper's).  random_state is accepted for the common signature; the
-    method is deterministic.  ``result.extra``: ``n_cg`` (Hessian-vector
-    products in all), ``n_evaluations`` (oracle passes), ``n_active`` (rows
-    with nonzero curvature at the end).
+    untruncated CG step) or "trust_region" (the 2008 paper's).  random_state
+    is accepted for the common signature; the method is deterministic.
+    ``result.extra``: ``n_cg`` (Hessian-vector products in all),
+    ``n_evaluations`` (oracle passes), ``n_active`` (rows with nonzero
+    curvature at the end).
     """
     reason = SOLVER_INFO.why_not(problem)
     if reason is not None:
