@@ -32,7 +32,7 @@ hinge, SDCA at alpha 1e-4 (a9a 0.12 s against Newton 0.17, Reuters 0.036 against
 sets (a9a 0.43 s against SDCA 9.0, phishing 0.22 against 0.87); at 1e-6 the rule's
 Newton loses to SDCA on Reuters (0.54 s against 0.41) and mushrooms (0.64 s
 against 0.12; separable, J* ~ 1e-5).
-IMDB bigrams stays with SDCA (rule 4): Newton's vectors are 1.5x the data there
+IMDB bigrams stays with SDCA (rule 4): Newton's extra memory is 1.3x the data there
 (benchmarks/memory_binary.py), SDCA's 0.5x.
 
 Measurements behind the other rules (benchmarks/RESULTS.md, "solver='auto'" section,
