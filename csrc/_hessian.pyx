@@ -132,3 +132,50 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
             for t in range(1, n_threads):
                 s = s + workspace[t, 2 * j + 1]
             out[j] = s
+
+
+def hess_diag(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+              bint dense, double bias, const double[::1] D, double[::1] out,
+              double[:, ::1] workspace, int n_threads):
+    """out_j = sum_i D_ii x_ij^2: the diagonal of X^T D X (the bias column included), for
+    the diagonal preconditioner of conjugate gradient (Hsia, Chiang & Lin 2018).
+
+    Threads and buffers as in ``hess_vec`` (the odd slots of each workspace row).
+    """
+    cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = out.shape[0], d = Dn - (bias != 0)
+    cdef Py_ssize_t i, j, k, t, lo, hi, nnz
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double* vg
+    cdef double s
+    if D.shape[0] != n:
+        raise ValueError("D must have n_samples entries")
+    if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] != 2 * Dn:
+        raise ValueError("workspace must have shape (n_threads, 2 len(out))")
+    if n <= 0:
+        out[:] = 0.0
+        return
+    if n_threads > n:
+        n_threads = <int>n
+    cdef Py_ssize_t[::1] bounds = np.empty(n_threads + 1, dtype=np.intp)
+    with nogil:
+        block_bounds(&indptr[0], 0, n, n_threads, &bounds[0])
+        for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
+            vg = &workspace[t, 0]
+            for j in range(Dn):
+                vg[2 * j + 1] = 0.0
+            lo = bounds[t]
+            hi = bounds[t + 1]
+            for i in range(lo, hi):
+                if D[i] == 0.0:
+                    continue
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                for k in range(nnz):
+                    vg[2 * idx[k] + 1] += D[i] * val[k] * val[k]
+                if bias != 0.0:
+                    vg[2 * d + 1] += D[i] * bias * bias
+        for j in prange(Dn, num_threads=n_threads, schedule="static"):
+            s = workspace[0, 2 * j + 1]
+            for t in range(1, n_threads):
+                s = s + workspace[t, 2 * j + 1]
+            out[j] = s

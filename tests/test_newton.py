@@ -60,6 +60,12 @@ def test_hess_vec_matches_numpy(dense, dtype, itype, bias):
         np.testing.assert_allclose(outs[0], expected, rtol=1e-5 if dtype == np.float32 else 1e-12,
                                    atol=1e-12)
         assert np.array_equal(outs[0], outs[1])  # fixed-order reduction: same bits
+        diag = np.empty(len(v))
+        _hessian.hess_diag(*rows, bias, D, diag, np.empty((n_threads, 2 * len(v))), n_threads)
+        Xb = X.toarray().astype(np.float64)
+        Xb = np.hstack([Xb, np.full((57, 1), bias)]) if bias else Xb
+        np.testing.assert_allclose(diag, (D[:, None] * Xb * Xb).sum(axis=0),
+                                   rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("loss,param", [("logistic", 0.0), ("squared_hinge", 0.0),
@@ -100,16 +106,16 @@ def huber_optimum(X, y, alpha, delta):
 @pytest.mark.parametrize("loss,task", [("logistic", "binary"), ("squared_hinge", "binary"),
                                        ("squared", "regression"), ("poisson", "counts"),
                                        ("huber", "regression")])
-@pytest.mark.parametrize("dense,globalization", [(True, "line_search"), (False, "line_search"),
-                                                 (False, "trust_region")])
-def test_matches_reference_optimum(loss, task, dense, globalization):
+@pytest.mark.parametrize("dense,globalization,precondition", [
+    (True, "line_search", False), (False, "line_search", True), (False, "trust_region", False)])
+def test_matches_reference_optimum(loss, task, dense, globalization, precondition):
     X, y = random_problem(21, m=80, d=7, task=task)
     alpha = 0.01
     J_ref = (huber_optimum(X, y, alpha, 1.0) if loss == "huber"
              else ref.l2_smooth_optimum(X, y, loss, alpha))
     data = X if dense else sp.csr_matrix(X)
     res = solve_newton(Problem(data, y, loss=loss, alpha=alpha, n_threads=1), tol=1e-10,
-                       globalization=globalization)
+                       globalization=globalization, precondition=precondition)
     assert res.status == "converged"
     assert abs(res.objective - J_ref) <= REL * abs(J_ref)
     assert res.objective - res.gap <= J_ref + SLACK * abs(J_ref)
