@@ -43,7 +43,7 @@ from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classi
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from fastrisk.config import resolve_n_threads
-from fastrisk.data import encode_labels
+from fastrisk.data import check_sparse_structure, encode_labels
 from fastrisk.losses import LOSSES
 from fastrisk.model import LinearModel, scores_to_proba
 from fastrisk.problem import Problem
@@ -54,7 +54,14 @@ REGRESSOR_TASKS = ("regression", "counts")
 BINARY_CLASSES = np.array([-1.0, 1.0])
 
 
+def _check_structure(X):
+    """Check a sparse X's index arrays before scikit-learn's or scipy's routines read them."""
+    if sp.issparse(X):
+        check_sparse_structure(X, "X")
+
+
 def _check_X(est, X, reset):
+    _check_structure(X)
     X = validate_data(est, X, reset=reset, accept_sparse="csr", dtype=[np.float64, np.float32],
                       order="C")
     return _canonical(X)
@@ -328,6 +335,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d) dense or sparse, labels y; ``sample_weight`` rescaled to mean 1."""
         self._validate_params()
+        _check_structure(X)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C")
         check_classification_targets(y)
@@ -361,6 +369,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         """
         self._validate_params()
         first = _check_partial_fit_first_call(self, classes)
+        _check_structure(X)
         X, y = validate_data(self, X, y, reset=first, accept_sparse="csr",
                              dtype=[np.float64, np.float32], order="C")
         check_classification_targets(y)
@@ -475,6 +484,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d) dense or sparse, real targets y; ``sample_weight`` rescaled to mean 1."""
         self._validate_params()
+        _check_structure(X)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", y_numeric=True)
         c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
@@ -491,6 +501,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         (see LinearClassifier.partial_fit)."""
         self._validate_params()
         first = not hasattr(self, "coef_")
+        _check_structure(X)
         X, y = validate_data(self, X, y, reset=first, accept_sparse="csr",
                              dtype=[np.float64, np.float32], order="C", y_numeric=True)
         c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
