@@ -497,6 +497,9 @@ def main(argv=None, out=None):
             raise
         print(f"fastrisk: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
+    except MemoryError as exc:  # e.g. an .npz whose shape claims 2**40 features
+        print(f"fastrisk: error: not enough memory for this problem ({exc})", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # output piped into a command that stopped reading (head)
         sys.stdout = open(os.devnull, "w")
         return 0

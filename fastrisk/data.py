@@ -272,8 +272,8 @@ class Dataset:
 
     def __init__(self, X, *, intercept_scaling=0.0, name="X"):
         X = check_X(X, name)
-        if not isinstance(intercept_scaling, numbers.Real) or not np.isfinite(intercept_scaling) \
-                or intercept_scaling < 0:
+        if not isinstance(intercept_scaling, numbers.Real) or isinstance(intercept_scaling, bool) \
+                or not np.isfinite(intercept_scaling) or intercept_scaling < 0:
             raise ValueError(f"intercept_scaling must be a finite number >= 0, got {intercept_scaling!r}")
         self.X = X
         self.n_samples, self.n_features = X.shape

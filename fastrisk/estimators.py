@@ -55,9 +55,12 @@ BINARY_CLASSES = np.array([-1.0, 1.0])
 
 
 def _check_structure(X):
-    """Check a sparse X's index arrays before scikit-learn's or scipy's routines read them."""
+    """Check a sparse X's index arrays before scikit-learn's or scipy's routines read them,
+    and refuse complex values by name."""
     if sp.issparse(X):
         check_sparse_structure(X, "X")
+    if getattr(getattr(X, "dtype", None), "kind", None) == "c":
+        raise ValueError("X: Complex data not supported (X must be real)")
 
 
 def _check_X(est, X, reset):
