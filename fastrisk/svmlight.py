@@ -10,7 +10,6 @@ import bz2
 import gzip
 import lzma
 import os
-import re
 import warnings
 
 import numpy as np
@@ -19,9 +18,6 @@ import scipy.sparse as sp
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 MAX_INDEX = 2**31 - 1  # largest index read without an explicit n_features
 _CHUNK_BYTES = 8 << 20  # lines are parsed in blocks of about this size
-_TWO_COLONS = re.compile(rb":\S*:")
-_WHITESPACE = np.zeros(256, dtype=bool)
-_WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True  # what bytes.split() and strtod skip
 
 
 def _open(path, mode):
@@ -81,11 +77,17 @@ class _Chunk:
         """(index, value) of every feature: each token is exactly ``number:number``."""
         feats = b" ".join(rests)
         n_colons = int(self.counts.sum())
-        ws = _WHITESPACE[np.frombuffer(feats, dtype=np.uint8)]
+        # every token holds one colon: as many tokens as colons, and a separator between
+        # any two consecutive colons.  Bytes up to 32 count as separators here; the control
+        # characters among them that are not whitespace make the number parsing fail.
+        raw = np.frombuffer(feats, dtype=np.uint8)
+        ws = raw <= 32
         n_tokens = int(np.count_nonzero(ws[:-1] & ~ws[1:])) + bool(ws.size and not ws[0])
-        del ws
+        separated = (np.diff(np.searchsorted(np.flatnonzero(ws), np.flatnonzero(raw == 58)))
+                     > 0).all()
+        del ws, raw
         flat = None
-        if n_tokens == n_colons and not _TWO_COLONS.search(feats):
+        if n_tokens == n_colons and separated:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", DeprecationWarning)  # a token that is no number
                 try:

@@ -152,11 +152,12 @@ def matrices(draw, mode="any", min_rows=1, min_cols=1):
     dense = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.6)
     specials = ["nan", "inf", "-inf"] if defect == "special" else ["none"] * 4 + ["huge", "tiny"]
     special = draw(st.sampled_from(specials))
-    if SPECIAL[special] is not None and dense.size:
-        dense.flat[rng.integers(dense.size)] = SPECIAL[special]
     dtypes = ["object", "complex"] if defect == "dtype" else ["float64", "float32", "float16",
                                                                "int64", "bool"]
     dtype = draw(st.sampled_from(dtypes))
+    if SPECIAL[special] is not None and dense.size:  # float16: huge is its largest value
+        huge = dtype == "float16" and special == "huge"
+        dense.flat[rng.integers(dense.size)] = 6e4 if huge else SPECIAL[special]
     if dtype in ("int64", "bool"):
         dense = np.nan_to_num(dense, posinf=0, neginf=0).round().clip(-3, 3)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
