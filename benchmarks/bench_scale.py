@@ -188,7 +188,7 @@ def section_rda(repeats=3):
             for p in times:
                 for epochs, bucket in ((1, 0), (3, 1)):
                     start = time.perf_counter()
-                    res = solve_rda(prob, max_iter=epochs, random_state=0, eval_every=0,
+                    res = solve_rda(prob, max_iter=epochs, random_state=0, check_every=0,
                                     p_norm=p)
                     times[p][bucket].append(time.perf_counter() - start)
                 nnz[p] = int(np.count_nonzero(res.extra["w_last"]))

@@ -56,11 +56,16 @@ class _Registry(Mapping):
 SOLVERS = _Registry()
 
 
-def get_solver(name):
+def solver_info(name):
     """The SolverInfo registered under ``name``."""
     if not isinstance(name, str) or name not in SOLVERS:
         raise ValueError(f"solver must be 'auto' or one of {sorted(SOLVERS)}, got {name!r}")
     return SOLVERS[name]
+
+
+def get_solver(name):
+    """The solve function registered under ``name``."""
+    return solver_info(name).func
 
 
 def solvers_for(problem):
@@ -84,6 +89,6 @@ def solve(problem, solver="auto", **options):
         from fastrisk.solvers.auto import default_budget
 
         solver, options = choose_solver(problem), default_budget(options)
-    info = get_solver(solver)
+    info = solver_info(solver)
     info.check(problem)
     return info.func(problem, **options)

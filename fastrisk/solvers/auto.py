@@ -5,15 +5,43 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 1. vector losses (softmax, multiclass_hinge): ``lbfgs`` when the loss is
    smooth and the penalty differentiable ("l2", "lp"), else ``bmrm`` (the
    solvers for a weight matrix);
-2. a smooth loss with a differentiable penalty on data with fewer features than
+2. a binary loss with a second derivative (logistic, squared hinge, smoothed
+   hinge, ...), penalty "l2", and Newton's working vectors (about
+   NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
+   when SDCA's dual is a box it can shrink (squared and smoothed hinge) and
+   ``alpha * n_samples >= SDCA_ALPHA_M`` (SDCA needs about
+   1 + 1/(alpha m gamma) epochs, Shalev-Shwartz & Zhang 2013, Theorem 1),
+   else ``newton``;
+3. a smooth loss with a differentiable penalty on data with fewer features than
    samples: ``lbfgs``;
-3. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
+4. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
    "elasticnet" with l1_ratio < 1): ``sdca``;
-4. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
+5. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
    loss derivatives);
-5. smooth losses with a differentiable penalty (no l1 term): ``lbfgs``;
-6. everything else (an l1 term, non-smooth losses without a dual step, ...):
+6. smooth losses with a differentiable penalty (no l1 term): ``lbfgs``;
+7. everything else (an l1 term, non-smooth losses without a dual step, ...):
    ``bmrm``, which handles every loss and penalty with a certificate.
+
+Rule 2 (benchmarks/compare_binary.py, 1 thread, time to a certified 1e-3, no
+intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha
+1e-4 and 1e-6): for logistic, Newton was the fastest fastrisk solver on every
+row measured (a9a 0.27 / 0.36 s at 1e-4 / 1e-6 against L-BFGS 0.59 / 1.10 and
+SDCA 0.41 / 18.0; Reuters 0.28 / 0.86 against SDCA 0.35 / 5.8); for squared
+hinge, SDCA at alpha 1e-4 (a9a 0.12 s against Newton 0.17, Reuters 0.036 against
+0.11, phishing 0.051 against 0.13) and Newton at 1e-6 on the low-dimensional
+sets (a9a 0.43 s against SDCA 9.0, phishing 0.22 against 0.87); at 1e-6 the rule's
+Newton loses to SDCA on Reuters (0.54 s against 0.41) and mushrooms (0.64 s
+against 0.12; separable, J* ~ 1e-5).
+IMDB bigrams stays with SDCA (rule 4): Newton's extra memory is 1.3x the data there
+(benchmarks/memory_binary.py), SDCA's 0.5x.
+
+Measurements behind the other rules: benchmarks/RESULTS.md ("solver='auto'",
+produced by benchmarks/compare_peers.py): SDCA is the fastest fastrisk solver
+for hinge and logistic with l2 when there are more features than samples;
+L-BFGS for smooth losses with fewer features than samples; for an l1 term the
+solvers with a certificate are the batch ones.  Hinge keeps SDCA: L-BFGS
+sometimes gets there first, but for a nonsmooth loss it has no certificate to
+honour ``tol``.
 
 Budget: without ``max_iter``, "auto" runs until ``tol`` is certified, for at most
 AUTO_TIME_LIMIT seconds (``default_budget``): an epoch count that suits one data set
@@ -21,23 +49,29 @@ stops another short of ``tol``.
 
 A candidate is skipped when its registry record (``SOLVER_INFO``) does not
 accept the problem, e.g. on a Dask problem, which has only its risk oracle.
-
-The measurements behind the order are in benchmarks/RESULTS.md ("solver='auto'",
-produced by benchmarks/compare_peers.py): SDCA is the fastest fastrisk solver
-for hinge and logistic with l2 when there are more features than samples;
-L-BFGS for smooth losses with fewer features than samples; for an l1 term
-the solvers with a certificate are the batch ones.  Hinge keeps SDCA: L-BFGS
-sometimes gets there first, but for a nonsmooth loss it has no certificate to
-honour ``tol``.
 """
 
+from fastrisk import _hessian
 from fastrisk.solvers import SOLVERS
 
+# measured extra memory of solve_newton in vectors of n_weights float64 (IMDB bigrams)
+NEWTON_VECTORS = 13
+# alpha * n_samples from which SDCA beats Newton on box-dual smooth losses (squared hinge)
+SDCA_ALPHA_M = 0.1
 # The default budget of solver="auto" when max_iter is not given: an iteration count that
 # does not stop a run short of tol (SDCA on a hinge loss with a small alpha needs
 # O(1 / (alpha tol)) epochs, thousands on the data sets in benchmarks/), guarded by time.
 AUTO_MAX_ITER = 1_000_000
 AUTO_TIME_LIMIT = 3600.0
+
+
+def _newton_fits(problem):
+    """A loss with a second derivative and Newton's vectors within half the bytes of X."""
+    spec, data = problem.loss.spec, problem.data
+    if not (spec.smooth and _hessian.has_curvature(spec.kernel_id)):
+        return False
+    data_bytes = data.data.nbytes + (0 if data.dense else data.indices.nbytes + data.indptr.nbytes)
+    return NEWTON_VECTORS * 8 * problem.n_weights <= 0.5 * data_bytes
 
 
 def _preferences(problem):
@@ -46,6 +80,11 @@ def _preferences(problem):
     if spec.vector:
         return ["lbfgs", "bmrm"] if spec.smooth and reg.differentiable else ["bmrm"]
     order = []
+    if spec.task == "binary" and problem.penalty == "l2" and data is not None \
+            and _newton_fits(problem):
+        if spec.dual_box and problem.alpha * data.n_samples >= SDCA_ALPHA_M:
+            order.append("sdca")
+        order.append("newton")
     if spec.smooth and reg.differentiable and data is not None \
             and data.n_features < data.n_samples:
         order.append("lbfgs")

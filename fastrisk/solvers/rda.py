@@ -56,8 +56,8 @@ Baselines of section 6 (same framework, same lazy O(nnz) steps):
 both with the paper's constant step ``eta = sqrt(2/T) / gamma`` by default
 (T = total number of steps, Xiao 2010, eq. (19)).
 
-Streaming: every solver here takes ``state=`` (``result.extra["state"]`` of
-the previous call) and continues exactly where it stopped, so feeding chunks
+Streaming: every solver here takes ``start=`` (the Result of the previous call,
+or its ``extra["state"]``) and continues exactly where it stopped, so feeding chunks
 one after another (``shuffle=False``) gives the iterates of one pass over
 their concatenation.  ``max_iter`` counts epochs over the given Problem.
 Each call (and each epoch) also costs O(d) once -- copying the state,
