@@ -95,7 +95,8 @@ class Progress:
 
     def __call__(self, res):
         bound = "n/a" if math.isnan(res.gap) else f"{res.gap:.2e}"
-        exact = not res.history.exact or res.history.exact[-1]   # "~": an estimate
+        history = getattr(res, "history", None)
+        exact = history is None or not history.exact or history.exact[-1]   # "~": an estimate
         line = (f"{self.label}: it {res.n_iter:4d}  J(w) {'=' if exact else '~'} "
                 f"{res.objective:.8f}  bound = {bound}")
         if self.live:
