@@ -28,8 +28,8 @@ from fastrisk.datasets import load_a9a
 
 from _common import QUICK, figure, save
 
-SIZES = (1000, 8000, 32561) if QUICK else (500, 1000, 2000, 4000, 8000, 16000, 32561)
-SIGMAS = (1e-1, 1e-2) if QUICK else (1e-1, 3e-2, 1e-2, 3e-3, 1e-3)
+SIZES = (1000, 32561) if QUICK else (500, 1000, 2000, 4000, 8000, 16000, 32561)
+SIGMAS = (1e-2,) if QUICK else (1e-1, 3e-2, 1e-2, 3e-3, 1e-3)
 TARGETS = (0.835, 0.84, 0.845)
 RUNS = 1 if QUICK else 7
 CHUNK = 250
@@ -89,7 +89,8 @@ def main():
         values = [counts[m, target][0] for m in SIZES]
         ax.plot(SIZES, [v if np.isfinite(v) else np.nan for v in values], marker="o",
                 label=f"test accuracy {target}")
-    ax.set(xscale="log", yscale="log", xlabel="training-set size m",
+    reached = any(np.isfinite(v[0]) for v in counts.values())
+    ax.set(xscale="log", yscale="log" if reached else "linear", xlabel="training-set size m",
            ylabel="examples processed", title="a9a, PGS (logistic, l2)")
     ax.legend()
     save(fig, __file__)
