@@ -6,7 +6,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "_ext"))
 
 project = "fastrisk"
 author = "the fastrisk developers"
@@ -19,11 +19,12 @@ extensions = [
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",
+    "fastrisk_docs",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "_generated_*"]
+exclude_patterns = ["_build"]
 
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
@@ -36,5 +37,6 @@ numpydoc_validation_checks = set()
 numpydoc_xref_param_type = False
 nitpicky = False
 
+templates_path = ["_templates"]
 html_theme = "alabaster"
 html_title = "fastrisk"
