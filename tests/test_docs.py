@@ -1,4 +1,5 @@
-"""The documentation builds with Sphinx, warnings as errors (a broken reference fails).
+"""The documentation builds with Sphinx, warnings as errors (a broken reference fails),
+and the benchmark report it includes is regenerated, not appended to.
 
 The sources (docs/, with the files they include from examples/ and
 benchmarks/) are copied to a temporary directory first, so the build writes
@@ -14,13 +15,12 @@ from pathlib import Path
 
 import pytest
 
-for module in ("sphinx", "numpydoc", "myst_parser"):
-    pytest.importorskip(module, reason=f"{module} is not installed (the docs extra)")
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_docs_build_without_warnings(tmp_path):
+    for module in ("sphinx", "numpydoc", "myst_parser"):
+        pytest.importorskip(module, reason=f"{module} is not installed (the docs extra)")
     src = tmp_path / "src"
     shutil.copytree(ROOT / "docs", src / "docs",
                     ignore=shutil.ignore_patterns("_build", "generated"))
@@ -37,3 +37,30 @@ def test_docs_build_without_warnings(tmp_path):
     for section in range(1, 8):           # the code cites docs/math.md sections 1 to 7
         assert f'id="math-{section}"' in math
     assert (out / "generated" / "fastrisk.Problem.html").exists()
+
+
+def test_benchmark_report_is_regenerated_not_appended(tmp_path):
+    """benchmarks/report.py rewrites RESULTS.md from the latest result of each problem:
+    a second result of the same problem replaces the first, and the ratios are the
+    times divided by the best peer's (checked against hand-computed values)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import report
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    base = dict(dataset="a9a", setting="hinge-l2-1e-4", shape=[10, 3], loss="hinge",
+                J_best=0.5, peers=["LinearSVC"], auto="sdca", budget=1.0,
+                machine="test machine", load=0.0, date="today", command="cmd")
+    out = tmp_path / "RESULTS.md"
+    report.write_result(tmp_path, dict(base, times={"sdca": [9.0, 9.0, None],
+                                                    "LinearSVC": [1.0, 2.0, 4.0]}))
+    report.write_report(tmp_path, out)
+    report.write_result(tmp_path, dict(base, times={"sdca": [0.5, 1.0, None],
+                                                    "LinearSVC": [1.0, 2.0, 4.0]}))
+    assert report.write_report(tmp_path, out) == 1
+    text = out.read_text()
+    assert text.count("### a9a (10 x 3), hinge-l2-1e-4") == 1
+    assert "| sdca | 0.500 | 0.50 | 1.000 | 0.50 | - | - |" in text
+    assert "| a9a | hinge-l2-1e-4 | sdca | sdca | 0.50 | 0.50 | sdca | 0.50 | 0.50 | - | - | - |" \
+        in text
+    assert "9.000" not in text
