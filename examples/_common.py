@@ -64,5 +64,5 @@ def save(fig, script):
     """Write the figure and say where."""
     path = output_path(script)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=90, bbox_inches="tight")
     print(f"figure written to {path}")

@@ -129,7 +129,7 @@ def main():
     ax2.set(xscale="log", xlabel="lambda", ylabel="test error of w_T")
     ax3.set(yscale="log", xlabel="step t", ylabel="nonzeros of w_t")
     ax1.legend(fontsize="small")
-    ax3.legend(fontsize="x-small")
+    ax3.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     save(fig, __file__)
 
 
