@@ -36,6 +36,8 @@ numpydoc_show_class_members = False
 numpydoc_validation_checks = set()
 numpydoc_xref_param_type = False
 nitpicky = False
+# benchmarks/RESULTS.md embeds the reports of several scripts: their heading levels may skip
+suppress_warnings = ["myst.header"]
 
 templates_path = ["_templates"]
 html_theme = "alabaster"

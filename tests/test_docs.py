@@ -41,8 +41,9 @@ def test_docs_build_without_warnings(tmp_path):
 
 def test_benchmark_report_is_regenerated_not_appended(tmp_path):
     """benchmarks/report.py rewrites RESULTS.md from the latest result of each problem:
-    a second result of the same problem replaces the first, and the ratios are the
-    times divided by the best peer's (checked against hand-computed values)."""
+    a second result of the same problem replaces the first, the ratios are the times
+    divided by the best peer's (checked against hand-computed values), and another
+    script's report in the results directory appears once, as a section."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import report
@@ -52,6 +53,7 @@ def test_benchmark_report_is_regenerated_not_appended(tmp_path):
                 J_best=0.5, peers=["LinearSVC"], auto="sdca", budget=1.0,
                 machine="test machine", load=0.0, date="today", command="cmd")
     out = tmp_path / "RESULTS.md"
+    (tmp_path / "other.md").write_text("# Another script\n\n| x |\n|---|\n| 1 |\n")
     report.write_result(tmp_path, dict(base, times={"sdca": [9.0, 9.0, None],
                                                     "LinearSVC": [1.0, 2.0, 4.0]}))
     report.write_report(tmp_path, out)
@@ -64,3 +66,4 @@ def test_benchmark_report_is_regenerated_not_appended(tmp_path):
     assert "| a9a | hinge-l2-1e-4 | sdca | sdca | 0.50 | 0.50 | sdca | 0.50 | 0.50 | - | - | - |" \
         in text
     assert "9.000" not in text
+    assert text.count("### Another script") == 1        # another script's report, once
