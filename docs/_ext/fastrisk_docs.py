@@ -19,7 +19,6 @@ import io
 import re
 
 import docutils.core
-
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util import logging
@@ -37,6 +36,8 @@ class AutoRule(SphinxDirective):
         from fastrisk.solvers import auto
 
         text = inspect.cleandoc(auto.__doc__ or "")
+        if not _clean_rest(text):            # plain text: show it as written
+            return [nodes.literal_block(text, text)]
         container = nodes.container()
         self.state.nested_parse(StringList(text.splitlines(), source="fastrisk/solvers/auto.py"),
                                 self.content_offset, container)
