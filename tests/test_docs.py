@@ -8,6 +8,7 @@ sources).  Skipped, with the reason, when Sphinx or one of the extensions of
 docs/conf.py is not installed (``pip install -e ".[docs]"``).
 """
 
+import re
 import shutil
 import subprocess
 import sys
@@ -67,3 +68,19 @@ def test_benchmark_report_is_regenerated_not_appended(tmp_path):
         in text
     assert "9.000" not in text
     assert text.count("### Another script") == 1        # another script's report, once
+
+
+def test_cited_math_sections_exist():
+    """Every ``docs/math.md §N`` cited in the code, tests, benchmarks and examples is a
+    section heading ``## §N ...`` of docs/math.md (sections 1 to 7 at least)."""
+    headings = set(re.findall(r"^## §(\d+) ", (ROOT / "docs" / "math.md").read_text(
+        encoding="utf-8"), re.M))
+    assert {str(n) for n in range(1, 8)} <= headings
+    cited = {}
+    for folder in ("fastrisk", "csrc", "tests", "benchmarks", "examples", "docs"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in (".py", ".pyx", ".pxd", ".h", ".md", ".rst") and path.is_file():
+                for n in re.findall(r"docs/math\.md §(\d+)", path.read_text(errors="replace")):
+                    cited.setdefault(n, path.relative_to(ROOT))
+    missing = {n: str(p) for n, p in cited.items() if n not in headings}
+    assert not missing, f"cited sections absent from docs/math.md: {missing}"
