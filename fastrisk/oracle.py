@@ -49,12 +49,32 @@ def partition_rows(n_samples, n_partitions):
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
-def check_weights(w, n_weights):
-    """w as a contiguous float64 vector of length n_weights (ValueError otherwise)."""
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    if w.shape != (n_weights,):
-        raise ValueError(f"w has shape {w.shape}, expected ({n_weights},)")
-    return w
+def check_weights(w, n_weights, name="w"):
+    """w as a contiguous float64 vector of length n_weights (TypeError / ValueError otherwise)."""
+    a = np.asarray(w)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real numeric vector, got dtype {a.dtype}")
+    if a.shape != (n_weights,):
+        raise ValueError(f"{name} has shape {a.shape}, expected ({n_weights},)")
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def _check_rows(data, y, sample_weight, *, classes=None):
+    """The arrays an oracle's kernel indexes by row: y (and class indices) and weights."""
+    from fastrisk.data import Dataset
+
+    if not isinstance(data, Dataset):
+        raise TypeError(f"data must be a fastrisk.Dataset, got {type(data).__name__}")
+    m = data.n_samples
+    y = np.asarray(y)
+    if y.dtype.kind not in "biuf" or y.shape != (m,):
+        raise ValueError(f"y must be a numeric vector of length {m}, got {y.dtype} {y.shape}")
+    if classes is not None and m and (y.min() < 0 or y.max() >= classes):
+        raise ValueError(f"y must hold class indices in [0, {classes})")
+    if sample_weight is not None:
+        c = np.asarray(sample_weight)
+        if c.dtype != np.float64 or c.shape != (m,):
+            raise ValueError(f"sample_weight must be a float64 vector of length {m} or None")
 
 
 class _Multiplexer:
@@ -62,6 +82,12 @@ class _Multiplexer:
 
     def _check_w(self, w):
         return check_weights(w, self.n_weights)
+
+    def _bounds(self, k):
+        if not isinstance(k, (int, np.integer)) or not 0 <= k < len(self.partitions):
+            raise ValueError(f"k must be a partition number in [0, {len(self.partitions)}), "
+                             f"got {k!r}")
+        return self.partitions[k]
 
     def __call__(self, w):
         w = self._check_w(w)
@@ -83,9 +109,12 @@ class LocalOracle(_Multiplexer):
     """
 
     def __init__(self, data, loss, y, sample_weight=None, *, n_partitions=1, n_threads=None):
+        _check_rows(data, y, sample_weight)
+        if not hasattr(loss, "spec") or loss.spec.vector:
+            raise TypeError(f"loss must be a scalar fastrisk.Loss, got {loss!r}")
         self.data, self.loss = data, loss
         self.y = np.ascontiguousarray(y, dtype=np.float64)
-        self.c = np.empty(0) if sample_weight is None else sample_weight
+        self.c = np.empty(0) if sample_weight is None else np.ascontiguousarray(sample_weight)
         self.n_samples, self.n_weights = data.n_samples, data.n_weights
         self.n_threads = resolve_n_threads(n_threads)
         self.partitions = partition_rows(self.n_samples, n_partitions)
@@ -98,7 +127,12 @@ class LocalOracle(_Multiplexer):
         ``out`` (a float64 vector of length n_weights) when given; ``scores`` (length
         n_samples, optional) receives the partition's f_i = <w, x_i>."""
         w = self._check_w(w)
-        start, stop = self.partitions[k]
+        start, stop = self._bounds(k)
+        if out is not None and not (isinstance(out, np.ndarray) and out.dtype == np.float64
+                                    and out.shape == (self.n_weights,)
+                                    and out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError(f"out must be a writeable contiguous float64 vector of length "
+                             f"{self.n_weights}")
         grad = np.empty(self.n_weights) if out is None else out
         d = self.data
         g = self.multipliers[start:stop]
@@ -129,6 +163,7 @@ class VectorOracle(_Multiplexer):
     """Multiclass oracle: w is W (k x n_weights) flattened; F = X W^T, NumPy/scipy inside."""
 
     def __init__(self, data, loss_name, y_index, n_classes, sample_weight=None, *, n_partitions=1):
+        _check_rows(data, y_index, sample_weight, classes=n_classes)
         self.data, self.loss_name = data, loss_name
         self.y = np.asarray(y_index, dtype=np.intp)
         self.c = sample_weight
@@ -142,7 +177,7 @@ class VectorOracle(_Multiplexer):
         """(sum_i c_i l_i, gradient in W flattened) over partition k, unnormalized."""
         d = self.data
         W = self._check_w(w).reshape(self.n_classes, d.n_weights)
-        start, stop = self.partitions[k]
+        start, stop = self._bounds(k)
         X = d.X[start:stop]
         F = np.asarray(X @ W[:, : d.n_features].T)
         if d.bias:
