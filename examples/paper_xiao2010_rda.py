@@ -77,7 +77,7 @@ def step_size(options, n_steps):
 def one_pass(solver, options, X, y, lam, start=None):
     """One pass over the rows in order; ``start`` continues a previous pass."""
     return fr.solve(problem(X, y, lam), solver=solver, max_iter=1, shuffle=False,
-                    eval_every=0, state=start, **options)
+                    check_every=0, start=start, **options)
 
 
 def main():

@@ -45,7 +45,7 @@ def accuracy_curve(X, y, X_test, y_test, rows, sigma, rng):
         part = stream[lo:lo + CHUNK]
         problem = fr.Problem(X[part], y[part], loss="logistic", penalty="l2", alpha=sigma,
                              classes=[-1.0, 1.0])
-        res = fr.solve(problem, solver="pgs", max_iter=1, shuffle=False, state=state, tol=0.0)
+        res = fr.solve(problem, solver="pgs", max_iter=1, shuffle=False, start=state, tol=0.0)
         state = res.extra["state"]
         accuracy.append(np.mean(np.sign(X_test @ res.coef_.ravel()) == y_test))
     return np.array(accuracy)
