@@ -72,7 +72,8 @@ class Problem:
                 raise ValueError(f"y must be non-negative for the {loss} loss")
         if self.loss.spec.vector:
             self.oracle = VectorOracle(self.data, loss, self.y, self.n_classes,
-                                       self.sample_weight, n_partitions=n_partitions)
+                                       self.sample_weight, n_partitions=n_partitions,
+                                       n_threads=n_threads)
         else:
             self.oracle = LocalOracle(self.data, self.loss, self.y, self.sample_weight,
                                       n_partitions=n_partitions, n_threads=n_threads)
