@@ -13,6 +13,7 @@ SOLVERS = {
     "prox_bundle": ("fastrisk.solvers.prox_bundle", "solve_prox_bundle"),
     "lbfgs": ("fastrisk.solvers.lbfgs", "solve_lbfgs"),
     "sdca": ("fastrisk.solvers.sdca", "solve_sdca"),
+    "msdca": ("fastrisk.solvers.msdca", "solve_msdca"),
     "pegasos": ("fastrisk.solvers.pegasos", "solve_pegasos"),
     "adaptive": ("fastrisk.solvers.pegasos", "solve_adaptive"),
     "proximal": ("fastrisk.solvers.pegasos", "solve_proximal"),
