@@ -22,9 +22,9 @@ and the step is the Euclidean projection of ``p_old + (s + 1 - e_y)/a`` onto
 the simplex (the sub-problem of Keerthi et al. 2008, solved exactly by
 sorting).  For softmax the optimality conditions are
 ``log p_c + a p_c = s_c + a p_old,c - 1 - nu`` with nu the multiplier of
-sum p = 1; they are solved by Newton's method in (log p, nu) to machine
-precision (the dual coordinate step of Yu, Huang & Lin 2011 over all k
-coordinates of the row at once).
+sum p = 1, i.e. ``p_c = W0(a e^{r_c - nu}) / a`` (Lambert's W); Newton's
+method on nu solves them to machine precision (the dual coordinate step of
+Yu, Huang & Lin 2011, over all k coordinates of the row at once).
 """
 
 import numpy as np
@@ -65,70 +65,84 @@ cdef void project_simplex(double* v, Py_ssize_t k, double* work) noexcept nogil:
         v[c] = v[c] - tau if v[c] > tau else 0.0
 
 
+cdef double lambert_w_exp(double L) noexcept nogil:
+    """W0(e^L), the w >= 0 with w e^w = e^L, to rounding level.
+
+    Newton from a side where it converges monotonically: for e^L < 1/e on
+    w e^w - x (convex increasing) from x >= W(x); otherwise on
+    w + log w - L (concave increasing) from a lower bound (0.2 <= W(1/e), and
+    L - log L <= W(e^L) for L > 1, Hoorfar & Hassani 2008).
+    """
+    cdef double x, w, dw, ew
+    cdef int it
+    if L < -1.0:
+        x = exp(L)
+        w = x
+        for it in range(NEWTON_MAX_ITER):
+            ew = exp(w)
+            dw = (w * ew - x) / (ew * (1.0 + w))
+            w -= dw
+            if fabs(dw) <= 1e-16 * w:
+                break
+        return w
+    w = 0.2 if L <= 1.0 else L - log(L)
+    for it in range(NEWTON_MAX_ITER):
+        dw = (w + log(w) - L) * w / (w + 1.0)
+        w -= dw
+        if fabs(dw) <= 1e-16 * w:
+            break
+    return w
+
+
 cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, double a,
-                         double* p, double* z) noexcept nogil:
+                         double* p, double* r) noexcept nogil:
     """p <- the softmax dual step (module docstring); returns H(p).
 
-    Newton on F_c = z_c + a e^{z_c} - r_c + nu = 0, sum_c e^{z_c} = 1, with
-    r = s + a p_old - 1, eliminating dz: with h_c = p_c / (1 + a p_c),
-    dnu = (G - sum h_c F_c) / sum h_c, dz_c = -(F_c + dnu) / (1 + a p_c).
-    Start: the a = 0 solution z = r - logsumexp(r).  Upward moves of z are
-    capped at 1 per iteration (the exponential makes long upward steps
-    overshoot); the iteration stops when the residuals reach rounding level
-    (or after NEWTON_MAX_ITER iterations: p is then normalized onto the
-    simplex anyway, so the dual stays feasible and the gap stays certified).
+    The conditions log p_c + a p_c = r_c - nu, r = s + a p_old - 1, give
+    p_c(nu) = W0(a e^{r_c - nu}) / a (Lambert's W), and nu solves
+    phi(nu) = sum_c p_c(nu) - 1 = 0.  phi is convex and decreasing
+    (phi' = -sum_c p_c / (1 + a p_c)), so Newton's method converges from any
+    start, monotonically after its first step; it starts at nu = logsumexp(r),
+    the a = 0 solution, and stops at rounding level (or after NEWTON_MAX_ITER
+    steps: p is normalized onto the simplex anyway, so the dual stays feasible
+    and the gap stays certified).
     """
-    cdef Py_ssize_t c, it
-    cdef double mx, tot, nu, G, sh, shf, dnu, F, dz, res, H, tol
+    cdef Py_ssize_t c
+    cdef int it
+    cdef double mx, tot, nu, dnu, phi, dphi, loga, H
     mx = -INFINITY
     for c in range(k):
-        z[c] = s[c] + a * p_old[c] - 1.0
-        if z[c] > mx:
-            mx = z[c]
+        r[c] = s[c] + a * p_old[c] - 1.0
+        if r[c] > mx:
+            mx = r[c]
     tot = 0.0
     for c in range(k):
-        tot += exp(z[c] - mx)
+        tot += exp(r[c] - mx)
     nu = mx + log(tot)
-    tol = 0.0
-    for c in range(k):  # p holds r during the iteration
-        p[c] = z[c]
-        z[c] = z[c] - nu
-        tol = max(tol, fabs(p[c]))
-    # residuals at rounding level of the terms of F (r, a p, nu)
-    tol = 4e-16 * (1.0 + tol + a + fabs(nu))
     if a > 0.0:
+        loga = log(a)
         for it in range(NEWTON_MAX_ITER):
-            G = -1.0
-            sh = 0.0
-            shf = 0.0
-            res = 0.0
+            phi = -1.0
+            dphi = 0.0
             for c in range(k):
-                F = exp(z[c])
-                G += F
-                F = z[c] + a * F - p[c] + nu
-                res = max(res, fabs(F))
-                mx = exp(z[c])
-                mx = mx / (1.0 + a * mx)
-                sh += mx
-                shf += mx * F
-            if res <= tol and fabs(G) <= 1e-15 * k:
-                break
-            dnu = (G - shf) / sh
+                p[c] = lambert_w_exp(loga + r[c] - nu) / a
+                phi += p[c]
+                dphi -= p[c] / (1.0 + a * p[c])
+            dnu = -phi / dphi
             nu += dnu
-            for c in range(k):
-                mx = exp(z[c])
-                F = z[c] + a * mx - p[c] + (nu - dnu)
-                dz = -(F + dnu) / (1.0 + a * mx)
-                z[c] += dz if dz < 1.0 else 1.0
+            if fabs(phi) <= 1e-15 or fabs(dnu) <= 1e-16 * (1.0 + fabs(nu)):
+                break
+    else:
+        for c in range(k):
+            p[c] = exp(r[c] - nu)
     tot = 0.0
     for c in range(k):
-        p[c] = exp(z[c])
         tot += p[c]
     H = 0.0
     for c in range(k):
         p[c] = p[c] / tot
         if p[c] > 0.0:
-            H -= p[c] * (z[c] - log(tot))
+            H -= p[c] * log(p[c])
     return H
 
 

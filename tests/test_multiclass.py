@@ -129,3 +129,22 @@ def test_rejects_what_it_cannot_solve():
         solve(prob, "msdca", start=np.ones((3, 3)))
     with pytest.raises(ValueError, match="check_every"):
         solve(prob, "msdca", check_every=0)
+
+
+def test_one_vs_rest_validates_once_and_equals_separate_fits(monkeypatch):
+    """OvR: X is checked once for all classes, and each class's coef_ equals a separate
+    binary fit of the same problem (same solver, seed; deterministic kernels: 1e-12)."""
+    import fastrisk.data as frdata
+
+    X, y = data(m=150, d=10, k=4, seed=5, layout="csr")
+    calls = []
+    real = frdata.check_X
+    monkeypatch.setattr(frdata, "check_X", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    est = fr.LinearClassifier(loss="logistic", alpha=1e-2, solver="sdca", tol=1e-10,
+                              random_state=0, n_threads=2).fit(X, y)
+    assert len(calls) == 1
+    monkeypatch.setattr(frdata, "check_X", real)
+    for j in range(4):
+        single = fr.LinearClassifier(loss="logistic", alpha=1e-2, solver="sdca", tol=1e-10,
+                                     random_state=0, n_threads=1).fit(X, np.where(y == j, 1, 0))
+        np.testing.assert_allclose(est.coef_[j], single.coef_[0], rtol=1e-12, atol=1e-14)

@@ -2,9 +2,15 @@
 
 The rule (first match wins; estimators show the choice in ``solver_``):
 
-1. vector losses (softmax, multiclass_hinge): ``lbfgs`` when the loss is
-   smooth and the penalty differentiable ("l2", "lp"), else ``bmrm`` (the
-   solvers for a weight matrix);
+1. vector losses (softmax, multiclass_hinge): ``lbfgs`` for softmax with a
+   differentiable penalty on data with fewer features than samples; else
+   ``msdca`` (multiclass SDCA) with a strongly convex penalty on data (X, y);
+   otherwise ``lbfgs`` when the loss is smooth and the penalty differentiable
+   ("l2", "lp"), else ``bmrm``.  Measured (benchmarks/compare_multiclass.py,
+   1 thread, machine load ~9 on 2 cores): 20 Newsgroups softmax alpha 1e-4
+   (130108 features > 11314 rows), msdca certified 1e-6 in 4.2 s where lbfgs
+   was at 1.3e-4 after 23 s; MNIST softmax alpha 1e-4 (778 features), lbfgs
+   certified 1e-6 in 33 s where msdca was at 6e-4 after 54 s;
 2. a smooth loss with a differentiable penalty on data with fewer features than
    samples: ``lbfgs``;
 3. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
@@ -42,6 +48,11 @@ def choose(problem):
     spec = problem.loss.spec
     differentiable = problem.penalty in ("l2", "lp")
     if spec.vector:
+        data = problem.data
+        if spec.name in ("softmax", "multiclass_hinge") and data is not None \
+                and _strongly_convex(problem) and not (
+                    spec.smooth and differentiable and data.n_features < data.n_samples):
+            return "msdca"
         return "lbfgs" if spec.smooth and differentiable else "bmrm"
     data = problem.data
     if spec.smooth and differentiable and data is not None \

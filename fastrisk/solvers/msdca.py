@@ -129,7 +129,10 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
             status = mon.check(epoch, w, P_obj, max(P_obj - D, 0.0), keep_best=False)
             next_exact = epoch + check_every
         else:
-            status = mon.check(epoch, w, P_est, np.nan, keep_best=False)
+            # O(1): the Monitor gets the last certified iterate (the current one, transposed,
+            # only for a callback)
+            status = mon.check(epoch, class_major(W) if callback is not None else w, P_est,
+                               np.nan, keep_best=False)
             if status is not None:
                 (w, P_obj), D = certify((w, P_obj))
     return mon.result(status, epoch, w=w, objective=P_obj, bound=max(P_obj - D, 0.0), dual=P,
