@@ -22,9 +22,10 @@ and the step is the Euclidean projection of ``p_old + (s + 1 - e_y)/a`` onto
 the simplex (the sub-problem of Keerthi et al. 2008, solved exactly by
 sorting).  For softmax the optimality conditions are
 ``log p_c + a p_c = s_c + a p_old,c - 1 - nu`` with nu the multiplier of
-sum p = 1, i.e. ``p_c = W0(a e^{r_c - nu}) / a`` (Lambert's W); Newton's
-method on nu solves them to machine precision (the dual coordinate step of
-Yu, Huang & Lin 2011, over all k coordinates of the row at once).
+sum p = 1; Newton's method solves them to machine precision (in (log p, nu),
+or, where that crawls, in nu alone with ``p_c = W0(a e^{r_c - nu}) / a``,
+Lambert's W): the dual coordinate step of Yu, Huang & Lin 2011, over all k
+coordinates of the row at once.
 """
 
 import numpy as np
@@ -39,6 +40,7 @@ from fr_vec cimport *
 
 cdef enum:
     NEWTON_MAX_ITER = 100
+    JOINT_MAX_ITER = 12
 
 
 cdef inline double soft(double v, double t) noexcept nogil:
@@ -65,47 +67,96 @@ cdef void project_simplex(double* v, Py_ssize_t k, double* work) noexcept nogil:
         v[c] = v[c] - tau if v[c] > tau else 0.0
 
 
-cdef double lambert_w_exp(double L) noexcept nogil:
-    """W0(e^L), the w >= 0 with w e^w = e^L, to rounding level.
+cdef double lambert_w_exp(double L, double w) noexcept nogil:
+    """W0(e^L), the w >= 0 with w e^w = e^L, to rounding level; ``w`` > 0 is a start
+    (a recent value, see softmax_step) or 0 for the cold start.
 
-    Newton from a side where it converges monotonically: for e^L < 1/e on
-    w e^w - x (convex increasing) from x >= W(x); otherwise on
-    w + log w - L (concave increasing) from a lower bound (0.2 <= W(1/e), and
-    L - log L <= W(e^L) for L > 1, Hoorfar & Hassani 2008).
+    Newton on w e^w - x (convex increasing) for e^L < 1/e, from x >= W(x),
+    else on w + log w - L (concave increasing) from a lower bound: 0.2 <= W(1/e),
+    and L - log L <= W(e^L) for L > 1 (Hoorfar & Hassani 2008).  From those
+    sides the iterates converge monotonically.
     """
-    cdef double x, w, dw, ew
+    cdef double x, dw, ew
     cdef int it
     if L < -1.0:
         x = exp(L)
-        w = x
+        if w <= 0.0:
+            w = x
         for it in range(NEWTON_MAX_ITER):
             ew = exp(w)
             dw = (w * ew - x) / (ew * (1.0 + w))
             w -= dw
-            if fabs(dw) <= 1e-16 * w:
+            if fabs(dw) <= 4e-16 * w:
                 break
         return w
-    w = 0.2 if L <= 1.0 else L - log(L)
+    if w <= 0.0:
+        w = 0.2 if L <= 1.0 else L - log(L)
     for it in range(NEWTON_MAX_ITER):
         dw = (w + log(w) - L) * w / (w + 1.0)
         w -= dw
-        if fabs(dw) <= 1e-16 * w:
+        if fabs(dw) <= 4e-16 * w:
             break
     return w
 
 
+cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, double* z,
+                       double* e) noexcept nogil:
+    """Newton in (z = log p, nu) on z_c + a e^{z_c} = r_c - nu, sum e^{z_c} = 1, from
+    z = r - nu (the a = 0 solution when nu = logsumexp(r)); True when the residuals
+    reach rounding level within JOINT_MAX_ITER iterations (z then holds log p).
+
+    Eliminating dz: with h_c = p_c / (1 + a p_c), F_c the residuals and
+    G = sum p - 1, dnu = (G - sum h_c F_c) / sum h_c and
+    dz_c = -(F_c + dnu) / (1 + a p_c).  Cheap (k exponentials an iteration) and
+    quadratically convergent near the solution; from far away (large a, where
+    p stays near p_old) it can crawl, hence the bounded iteration count.
+    """
+    cdef Py_ssize_t c
+    cdef int it
+    cdef double G, sh, shf, F, res, tol = 0.0, dnu
+    for c in range(k):
+        z[c] = r[c] - nu
+        tol = max(tol, fabs(r[c]))
+    tol = 4e-16 * (1.0 + tol + a + fabs(nu))
+    for it in range(JOINT_MAX_ITER):
+        G = -1.0
+        sh = 0.0
+        shf = 0.0
+        res = 0.0
+        for c in range(k):
+            e[c] = exp(z[c])
+            G += e[c]
+            F = z[c] + a * e[c] - r[c] + nu
+            res = max(res, fabs(F))
+            sh += e[c] / (1.0 + a * e[c])
+            shf += F * e[c] / (1.0 + a * e[c])
+        if res <= tol and fabs(G) <= 4e-16 * k:
+            return True
+        dnu = (G - shf) / sh
+        for c in range(k):
+            F = z[c] + a * e[c] - r[c] + nu
+            z[c] -= (F + dnu) / (1.0 + a * e[c])
+        nu += dnu
+    return False
+
+
 cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, double a,
-                         double* p, double* r) noexcept nogil:
+                         double* p, double* r, double* z) noexcept nogil:
     """p <- the softmax dual step (module docstring); returns H(p).
 
-    The conditions log p_c + a p_c = r_c - nu, r = s + a p_old - 1, give
-    p_c(nu) = W0(a e^{r_c - nu}) / a (Lambert's W), and nu solves
-    phi(nu) = sum_c p_c(nu) - 1 = 0.  phi is convex and decreasing
-    (phi' = -sum_c p_c / (1 + a p_c)), so Newton's method converges from any
-    start, monotonically after its first step; it starts at nu = logsumexp(r),
-    the a = 0 solution, and stops at rounding level (or after NEWTON_MAX_ITER
-    steps: p is normalized onto the simplex anyway, so the dual stays feasible
-    and the gap stays certified).
+    With r = s + a p_old - 1: first the cheap joint Newton (joint_newton);
+    when it does not converge quickly, the conditions are solved in nu alone:
+    p_c(nu) = W0(a e^{r_c - nu}) / a (Lambert's W) and
+    phi(nu) = sum_c p_c(nu) - 1 is convex and decreasing
+    (phi' = -sum_c p_c / (1 + a p_c)), so Newton's method on nu converges from
+    any start, monotonically after its first step.  Both start at
+    nu = logsumexp(r), the a = 0 solution, and stop at rounding level (or after
+    NEWTON_MAX_ITER steps: p is normalized onto the simplex anyway, so the dual
+    stays feasible and the gap stays certified).  Each W starts from its value
+    at the previous nu: nu first moves down, then up by ever smaller steps, so
+    these starts lie below the new W or above it by less than a step of nu,
+    where Newton on the concave form cannot leave w > 0 while the step is
+    below 1 (a cold start otherwise).
     """
     cdef Py_ssize_t c
     cdef int it
@@ -119,18 +170,22 @@ cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, dou
     for c in range(k):
         tot += exp(r[c] - mx)
     nu = mx + log(tot)
-    if a > 0.0:
+    if a > 0.0 and joint_newton(r, nu, k, a, z, p):
+        for c in range(k):
+            p[c] = exp(z[c])
+    elif a > 0.0:
         loga = log(a)
+        dnu = INFINITY  # cold starts in the first iteration
         for it in range(NEWTON_MAX_ITER):
             phi = -1.0
             dphi = 0.0
             for c in range(k):
-                p[c] = lambert_w_exp(loga + r[c] - nu) / a
+                p[c] = lambert_w_exp(loga + r[c] - nu, a * p[c] if dnu < 1.0 else 0.0) / a
                 phi += p[c]
                 dphi -= p[c] / (1.0 + a * p[c])
             dnu = -phi / dphi
             nu += dnu
-            if fabs(phi) <= 1e-15 or fabs(dnu) <= 1e-16 * (1.0 + fabs(nu)):
+            if fabs(phi) <= 4e-16 * k or fabs(dnu) <= 4e-16 * (1.0 + fabs(nu)):
                 break
     else:
         for c in range(k):
@@ -190,8 +245,8 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
     buf = <double*>malloc(6 * k * sizeof(double))
     if buf == NULL:
         raise MemoryError()
-    s, g, pn, z = buf, buf + k, buf + 2 * k, buf + 3 * k
-    active = <int*>(buf + 4 * k)
+    s, g, pn, z = buf, buf + k, buf + 2 * k, buf + 3 * k  # z: 2k scratch doubles
+    active = <int*>(buf + 5 * k)
     with nogil:
         for t in range(order.shape[0]):
             i = order[t]
@@ -206,7 +261,7 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                 continue
             a = ci * sqnorm[i] / lam_n
             if loss == FR_VEC_SOFTMAX:
-                new = ci * softmax_step(s, &P[i, 0], k, a, pn, z)
+                new = ci * softmax_step(s, &P[i, 0], k, a, pn, z, z + k)
             else:
                 for c in range(k):
                     pn[c] = P[i, c] + (s[c] + (0.0 if c == y[i] else 1.0)) / a
@@ -226,17 +281,14 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
             if n_active == 0:
                 continue
             if same:
-                # W = V: keep ||W||^2 and ||W||_1 by differences on the touched entries
-                for q in range(nnz + (bias != 0)):
-                    j = idx[q] if q < nnz else d
-                    xv = val[q] if q < nnz else bias
-                    for c in range(k):
-                        if g[c] != 0.0:
-                            old = V[j, c]
-                            new = old + xv * g[c]
-                            V[j, c] = new
-                            sums[2] += new * new - old * old
-                            sums[3] += fabs(new) - fabs(old)
+                # W = V: ||W + x g^T||^2 - ||W||^2 = 2 <g, s> + ||x||^2 ||g||^2 with s = W^T x
+                # the scores (||W||_1 is not needed without an l1 term)
+                for c in range(k):
+                    sums[2] += g[c] * (2.0 * s[c] + sqnorm[i] * g[c])
+                for q in range(nnz):
+                    fr_axpy_k(val[q], g, &V[idx[q], 0], k)
+                if bias != 0.0:
+                    fr_axpy_k(bias, g, &V[d, 0], k)
             else:
                 for q in range(nnz + (bias != 0)):
                     j = idx[q] if q < nnz else d

@@ -148,3 +148,30 @@ def test_one_vs_rest_validates_once_and_equals_separate_fits(monkeypatch):
         single = fr.LinearClassifier(loss="logistic", alpha=1e-2, solver="sdca", tol=1e-10,
                                      random_state=0, n_threads=1).fit(X, np.where(y == j, 1, 0))
         np.testing.assert_allclose(est.coef_[j], single.coef_[0], rtol=1e-12, atol=1e-14)
+
+
+def test_softmax_step_with_large_curvature_matches_sklearn():
+    """Rows of squared norm 25 at alpha 1e-3: the step's a = ||x||^2 / (lambda n) is 125,
+    where p moves little from a vertex of the simplex (the regime of MNIST at alpha 1e-4)."""
+    X, y = data(m=200, d=12, k=3, seed=6)
+    X = X * 5.0
+    alpha = 1e-3
+    prob = Problem(X, y, loss="softmax", alpha=alpha)
+    ref = prob.objective(sklearn_softmax(X, y, alpha).ravel())
+    r = solve(prob, "msdca", tol=1e-9, max_iter=200000, random_state=0)
+    assert r.status == "converged"
+    assert r.objective == pytest.approx(ref, rel=1e-6)
+
+
+def test_auto_choice():
+    """solver='auto' (fastrisk/solvers/auto.py): msdca for the multiclass hinge and for
+    softmax with more features than samples, lbfgs for softmax on fewer features."""
+    from fastrisk.solvers import choose_solver
+
+    X, y = data(m=50, d=80, k=3)
+    assert choose_solver(Problem(X, y, loss="softmax")) == "msdca"
+    assert choose_solver(Problem(X, y, loss="multiclass_hinge")) == "msdca"
+    assert choose_solver(Problem(X, y, loss="softmax", penalty="l1")) == "bmrm"
+    X, y = data(m=100, d=10, k=3)
+    assert choose_solver(Problem(X, y, loss="softmax")) == "lbfgs"
+    assert choose_solver(Problem(X, y, loss="multiclass_hinge")) == "msdca"
