@@ -217,20 +217,28 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                 bint dense, double bias, const int64_t[::1] y, const double[::1] sample_weight,
                 const double[::1] sqnorm, const int64_t[::1] order, int loss, double lam_n,
                 double kappa, double[:, ::1] P, double[:, ::1] V, double[:, ::1] W,
-                double[::1] row_loss, double[::1] row_dual, double[::1] sums):
+                double[::1] row_loss, double[::1] row_dual, double[::1] sums,
+                unsigned char[::1] shrink):
     """One epoch of coordinate steps over the rows in ``order``, in place.
+
+    ``shrink[i]`` is set to 1 for a hinge row whose dual point is the vertex
+    e_y and whose margin s_y - max_{c != y} s_c exceeds 1: its step leaves it
+    there (the projection of e_y + (s + 1 - e_y)/a is e_y exactly when the
+    margin is at least 1), so the solver may skip it (shrinking, as LIBLINEAR
+    does for Crammer-Singer); 0 otherwise.
 
     ``P`` (n, k) holds the dual points, ``V`` and ``W`` (D, k) the dual sum and
     the primal iterate (the same array when kappa = 0).  ``row_loss[i]`` gets
     c_i phi_i at the scores before the step, ``row_dual[i]`` c_i times the new
     dual term; ``sums`` = [sum row_loss, sum row_dual, ||W||^2, ||W||_1] is
-    updated by differences, so the estimated gap costs O(1).
+    updated by differences, so the estimated gap costs O(1) (||W||_1 only when
+    kappa > 0, the only case that uses it).
     """
     cdef Py_ssize_t k = P.shape[1], D = V.shape[0], d = D - (bias != 0)
     cdef Py_ssize_t t, i, c, nnz, n_active, q, j
     cdef const floating* val
     cdef const index_t* idx
-    cdef double ci, a, scale, old, new, xv
+    cdef double ci, a, scale, old, new, xv, margin
     cdef double* buf
     cdef double* s
     cdef double* g
@@ -242,6 +250,9 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
         raise ValueError("msdca_epoch supports the softmax and multiclass_hinge losses")
     if V.shape[1] != k or W.shape[0] != D or W.shape[1] != k or (kappa != 0.0 and same):
         raise ValueError("V and W must be distinct (D, k) arrays unless kappa = 0")
+    if shrink.shape[0] != P.shape[0] or row_loss.shape[0] != P.shape[0] \
+            or row_dual.shape[0] != P.shape[0] or y.shape[0] != P.shape[0]:
+        raise ValueError("shrink, row_loss, row_dual and y must have one entry per row")
     buf = <double*>malloc(6 * k * sizeof(double))
     if buf == NULL:
         raise MemoryError()
@@ -257,6 +268,15 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
             row_loss[i] = vector_loss_row(loss, s, k, y[i], NULL, NULL, NULL, ci, g, active,
                                           &n_active)
             sums[0] += row_loss[i] - old
+            shrink[i] = 0
+            if loss == FR_VEC_MULTICLASS_HINGE and P[i, y[i]] == 1.0:
+                margin = INFINITY
+                for c in range(k):
+                    if c != y[i] and s[y[i]] - s[c] < margin:
+                        margin = s[y[i]] - s[c]
+                if margin > 1.0:
+                    shrink[i] = 1
+                    continue
             if ci == 0.0 or sqnorm[i] == 0.0:
                 continue
             a = ci * sqnorm[i] / lam_n

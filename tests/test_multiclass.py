@@ -175,3 +175,14 @@ def test_auto_choice():
     X, y = data(m=100, d=10, k=3)
     assert choose_solver(Problem(X, y, loss="softmax")) == "lbfgs"
     assert choose_solver(Problem(X, y, loss="multiclass_hinge")) == "msdca"
+
+
+def test_crammer_singer_shrinking_same_optimum_fewer_visits():
+    """Shrinking skips rows at e_y with margin > 1; the certified optimum is the same."""
+    X, y = data(m=300, d=10, k=3, seed=7, layout="csr")
+    prob = Problem(X, y, loss="multiclass_hinge", alpha=1e-2)
+    full = solve(prob, "msdca", tol=1e-8, max_iter=50000, random_state=0, shrinking=False)
+    shrunk = solve(prob, "msdca", tol=1e-8, max_iter=50000, random_state=0)
+    assert full.status == shrunk.status == "converged"
+    assert shrunk.objective == pytest.approx(full.objective, rel=2e-8)
+    assert shrunk.extra["row_visits"] < full.extra["row_visits"]

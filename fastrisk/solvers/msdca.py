@@ -66,14 +66,17 @@ def _dual_sum(problem, P, lam_n):
 
 def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
                 callback=None, verbose=0, start=None, check_every=10, random_state=None,
-                n_threads=None):
+                n_threads=None, shrinking=True):
     """Minimize a softmax or multiclass_hinge ``problem`` by multiclass SDCA.
 
     ``max_iter`` counts epochs; ``check_every``: the most epochs between two exact
     gap computations; ``n_threads``: threads of the exact primal pass (the epochs are
-    sequential); ``start``: a previous Result (its ``extra["dual"]``) or dual points.
+    sequential); ``start``: a previous Result (its ``extra["dual"]``) or dual points;
+    ``shrinking`` (multiclass hinge): skip the rows at the vertex e_y with a margin above
+    1 (their step would not move them) until the next exact gap computation, then visit
+    all rows again (the exact gap is always over all rows).
     ``result.extra``: ``dual`` (the dual points p_i, (n, k)), ``dual_objective``
-    (D), ``gap_estimates`` (per epoch), ``row_visits``.
+    (D), ``gap_estimates`` (per epoch), ``row_visits``, ``n_active`` (rows not shrunk).
     """
     spec = problem.loss.spec
     if problem.data is None or spec.name not in LOSS_IDS:
@@ -81,6 +84,9 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
                          f"got {getattr(problem.loss, 'name', problem.loss)!r}")
     lam, kappa = _penalty_split(problem)
     check_every = _check_int(check_every, "check_every", 1)
+    if not isinstance(shrinking, (bool, np.bool_)):
+        raise ValueError(f"shrinking must be a bool, got {shrinking!r}")
+    shrinking = shrinking and spec.name == "multiclass_hinge"
     n_threads = resolve_n_threads(n_threads)
     mon = Monitor(problem, "msdca", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
@@ -114,20 +120,29 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
 
     (w, P_obj), D = certify((None, np.inf))
     status = mon.check(0, w, P_obj, max(P_obj - D, 0.0), keep_best=False)
-    epoch, gap_estimates, next_exact = 0, [], check_every
+    epoch, gap_estimates, next_exact, row_visits = 0, [], check_every, 0
+    active = np.arange(n, dtype=np.int64)  # rows not shrunk (shrinking: the hinge only)
+    shrunk = np.zeros(n, dtype=np.uint8)
     while status is None:
         epoch += 1
-        order = rng.permutation(n).astype(np.int64)
+        order = rng.permutation(active)
+        row_visits += len(order)
         _msdca.msdca_epoch(*rows, y, c_arg, sqnorm, order, loss, lam_n, kappa, P, V, W,
-                           row_loss, row_dual, sums)
+                           row_loss, row_dual, sums, shrunk)
+        if shrinking:
+            active = active[shrunk[active] == 0]
         P_est = sums[0] / n + lam * (0.5 * sums[2] + kappa * sums[3])
         D_est = sums[1] / n - 0.5 * lam * sums[2]
         gap_estimates.append(P_est - D_est)
-        if P_est - D_est <= max(mon.tol * abs(P_est), mon.abs_tol) or epoch >= next_exact \
-                or epoch >= mon.max_iter:
+        triggered = P_est - D_est <= max(mon.tol * abs(P_est), mon.abs_tol)
+        if triggered or epoch >= next_exact or epoch >= mon.max_iter or not len(active):
             (w, P_obj), D = certify((w, P_obj))
             status = mon.check(epoch, w, P_obj, max(P_obj - D, 0.0), keep_best=False)
             next_exact = epoch + check_every
+            if len(active) < n:
+                # not converged with shrunk rows (whose terms the exact pass has just
+                # refreshed): all rows back
+                active = np.arange(n, dtype=np.int64)
         else:
             # O(1): the Monitor gets the last certified iterate (the current one, transposed,
             # only for a callback)
@@ -137,7 +152,7 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
                 (w, P_obj), D = certify((w, P_obj))
     return mon.result(status, epoch, w=w, objective=P_obj, bound=max(P_obj - D, 0.0), dual=P,
                       dual_objective=D, gap_estimates=np.array(gap_estimates),
-                      row_visits=epoch * n)
+                      row_visits=row_visits, n_active=len(active))
 
 
 SOLVER_INFO = SolverInfo(
