@@ -19,7 +19,7 @@ from cython cimport floating
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-from fr_rows cimport index_t, row_view
+from fr_rows cimport index_t, row_view, block_bounds
 from fr_vec cimport *
 
 LOSS_IDS = {
@@ -28,19 +28,6 @@ LOSS_IDS = {
     "scaled_soft_margin": FR_VEC_SCALED_SOFT_MARGIN,
     "multivariate_regression": FR_VEC_MULTIVARIATE_REGRESSION,
 }
-
-
-cdef void block_bounds(const index_t* indptr, Py_ssize_t start, Py_ssize_t stop,
-                       int n_blocks, Py_ssize_t* bounds) noexcept nogil:
-    """bounds[t]..bounds[t+1] are the rows of block t, balanced by nnz."""
-    cdef Py_ssize_t r = start, t
-    cdef double total = <double>(indptr[stop] - indptr[start])
-    bounds[0] = start
-    for t in range(1, n_blocks):
-        while r < stop and indptr[r] - indptr[start] < total * t / n_blocks:
-            r += 1
-        bounds[t] = r
-    bounds[n_blocks] = stop
 
 
 cdef double risk_block(const floating* data, const index_t* indices, const index_t* indptr,
