@@ -68,34 +68,9 @@ MULTICLASS_LOSS = {"hinge": "multiclass_hinge", "logistic": "softmax"}
 
 def load_news20():
     """20 Newsgroups 'bydate' train split as tf-idf (11314 x ~130k, 20 classes), cached."""
-    import tarfile
+    from conftest import load_20news
 
-    import scipy.sparse as sp
-
-    from conftest import IMDB_CACHE, SHARED_DATA
-
-    cache = IMDB_CACHE / "news20_train.npz"
-    if cache.exists():
-        with np.load(cache, allow_pickle=False) as z:
-            return sp.csr_matrix((z["data"], z["indices"], z["indptr"]),
-                                 shape=tuple(z["shape"])), z["y"]
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    docs = []
-    with tarfile.open(SHARED_DATA / "20news-bydate.tar.xz") as tar:
-        for member in tar:
-            parts = member.name.split("/")
-            if member.isfile() and len(parts) == 3 and parts[0] == "20news-bydate-train":
-                docs.append((member.name, parts[1],
-                             tar.extractfile(member).read().decode("latin-1")))
-    docs.sort()
-    groups = sorted({g for _, g, _ in docs})
-    y = np.array([groups.index(g) for _, g, _ in docs])
-    X = TfidfVectorizer().fit_transform([t for _, _, t in docs]).tocsr()
-    X.sort_indices()
-    IMDB_CACHE.mkdir(parents=True, exist_ok=True)
-    np.savez(cache, data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape), y=y)
-    return X, y
+    return load_20news()
 
 
 def load_dataset(name):

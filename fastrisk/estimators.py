@@ -43,7 +43,7 @@ from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classi
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from fastrisk.config import resolve_n_threads
-from fastrisk.data import check_sparse_structure, encode_labels
+from fastrisk.data import Dataset, check_sparse_structure, encode_labels
 from fastrisk.losses import LOSSES
 from fastrisk.model import LinearModel, scores_to_proba
 from fastrisk.problem import Problem
@@ -433,11 +433,14 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
                 # on Dask the workers hold the parallelism: one problem after another
                 n_parallel = 1 if client is not None else min(k, n_threads)
                 threads_each = n_threads if client is not None else max(1, n_threads // n_parallel)
+                # locally X is validated and laid out once; every class's problem reads it
+                shared = X if client is not None else Dataset(
+                    X, intercept_scaling=self.intercept_scaling if self.fit_intercept else 0.0)
 
                 stop = threading.Event()
 
                 def fit_one(j):
-                    problem = self._problem(X, np.where(y_index == j, 1.0, -1.0), c,
+                    problem = self._problem(shared, np.where(y_index == j, 1.0, -1.0), c,
                                             threads_each, classes=BINARY_CLASSES, client=client)
                     return self._solve(problem, seed, previous[j], stop, **overrides)
 

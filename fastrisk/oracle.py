@@ -13,9 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
-from fastrisk import _oracle
+from fastrisk import _oracle, _voracle
 from fastrisk.config import resolve_n_threads
-from fastrisk.losses import vector_loss
 
 
 class RiskOracle(Protocol):
@@ -160,34 +159,70 @@ class LocalOracle(_Multiplexer):
 
 
 class VectorOracle(_Multiplexer):
-    """Multiclass oracle: w is W (k x n_weights) flattened; F = X W^T, NumPy/scipy inside."""
+    """Vector-loss oracle: w is W (k x n_weights) flattened, compiled kernel inside.
 
-    def __init__(self, data, loss_name, y_index, n_classes, sample_weight=None, *, n_partitions=1):
-        _check_rows(data, y_index, sample_weight, classes=n_classes)
+    ``F = X W^T``; the loss acts on each row of F (``losses.vector_loss`` is
+    its NumPy statement).  ``y_index`` holds class indices, or the (m, k)
+    target matrix for ``multivariate_regression``.  ``cost`` and ``beta``
+    (scaled_soft_margin: Delta, default 0/1, and its exponent) and ``M``
+    (multivariate_regression) are the losses' parameters.  The kernel
+    (csrc/_voracle.pyx) reads W feature-major and runs ``n_threads`` OpenMP
+    threads with fixed-order sums.
+    """
+
+    def __init__(self, data, loss_name, y_index, n_classes, sample_weight=None, *, n_partitions=1,
+                 n_threads=None, cost=None, beta=1.0, M=None):
+        if loss_name not in _voracle.LOSS_IDS:
+            raise ValueError(f"loss_name must be one of {sorted(_voracle.LOSS_IDS)}, "
+                             f"got {loss_name!r}")
         self.data, self.loss_name = data, loss_name
-        self.y = np.asarray(y_index, dtype=np.intp)
-        self.c = sample_weight
-        self.n_classes = n_classes
+        self.kernel_id = _voracle.LOSS_IDS[loss_name]
+        k = int(n_classes)
+        empty = np.empty((0, 0))
+        self._Y, self._P, self._S = empty, empty, empty
+        if loss_name == "multivariate_regression":
+            self._Y = np.ascontiguousarray(y_index, dtype=np.float64)
+            if self._Y.shape != (data.n_samples, k):
+                raise ValueError(f"y must be a target matrix of shape {(data.n_samples, k)}, "
+                                 f"got {self._Y.shape}")
+            self._P = np.ascontiguousarray(M, dtype=np.float64)
+            if self._P.shape != (k, k) or not np.allclose(self._P, self._P.T):
+                raise ValueError(f"M must be a symmetric ({k}, {k}) matrix")
+            self.y = np.empty(0, dtype=np.int64)
+        else:
+            _check_rows(data, y_index, sample_weight, classes=k)
+            self.y = np.ascontiguousarray(y_index, dtype=np.int64)
+        if loss_name == "scaled_soft_margin":
+            cost = 1.0 - np.eye(k) if cost is None else np.asarray(cost, dtype=np.float64)
+            if cost.shape != (k, k) or (np.diag(cost) != 0).any() or (cost < 0).any():
+                raise ValueError(f"cost must be a non-negative ({k}, {k}) matrix with zero diagonal")
+            if not isinstance(beta, (int, float, np.number)) or not beta >= 0:
+                raise ValueError(f"beta must be a number >= 0, got {beta!r}")
+            self._P = np.ascontiguousarray(cost)
+            self._S = np.ascontiguousarray(cost ** beta)
+        self.c = np.empty(0) if sample_weight is None else sample_weight
+        self.n_classes = k
         self.n_samples = data.n_samples
-        self.n_weights = n_classes * data.n_weights
+        self.n_weights = k * data.n_weights
+        self.n_threads = resolve_n_threads(n_threads)
         self.partitions = partition_rows(self.n_samples, n_partitions)
+        self._workspace = np.empty((self.n_threads, k * (2 * data.n_weights + 3)))
         self.n_calls = 0
 
-    def partial(self, w, k):
-        """(sum_i c_i l_i, gradient in W flattened) over partition k, unnormalized."""
-        d = self.data
-        W = self._check_w(w).reshape(self.n_classes, d.n_weights)
+    def __call__(self, w):
+        if len(self.partitions) > 1:
+            return super().__call__(w)
+        self.n_calls += 1
+        return self.partial(w, 0, 1.0 / self.n_samples)
+
+    def partial(self, w, k, scale=1.0):
+        """(sum_i c_i l_i, gradient in W flattened) over partition k, times ``scale``."""
+        w = self._check_w(w)
         start, stop = self._bounds(k)
-        X = d.X[start:stop]
-        F = np.asarray(X @ W[:, : d.n_features].T)
-        if d.bias:
-            F += d.bias * W[:, -1]
-        values, G = vector_loss(self.loss_name, F, self.y[start:stop])
-        if self.c is not None:
-            values = values * self.c[start:stop]
-            G *= self.c[start:stop, None]
-        grad = np.empty((self.n_classes, d.n_weights))
-        grad[:, : d.n_features] = np.asarray(X.T @ G).T
-        if d.bias:
-            grad[:, -1] = d.bias * G.sum(axis=0)
-        return float(values.sum()), grad.ravel()
+        grad = np.empty(self.n_weights)
+        d = self.data
+        value = _voracle.vector_risk_gradient(
+            d.data, d.indices, d.indptr, d.dense, d.bias, w, self.n_classes, self.kernel_id,
+            self.y, self._Y, self._P, self._S, self.c, start, stop, scale, grad,
+            self._workspace, self.n_threads)
+        return value, grad
