@@ -28,7 +28,8 @@ import numpy as np
 from fastrisk import _msdca
 from fastrisk.config import resolve_n_threads
 from fastrisk.solvers._info import SolverInfo
-from fastrisk.solvers.sdca import _check_int, _penalty_split
+from fastrisk.solvers._checks import check_int
+from fastrisk.solvers.sdca import _penalty_split
 from fastrisk.stopping import Monitor
 
 LOSS_IDS = {"softmax": 0, "multiclass_hinge": 1}  # fr_vec.pxd's FR_VEC_* ids
@@ -83,7 +84,7 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
         raise ValueError(f"solver 'msdca' takes the losses {sorted(LOSS_IDS)} on data (X, y), "
                          f"got {getattr(problem.loss, 'name', problem.loss)!r}")
     lam, kappa = _penalty_split(problem)
-    check_every = _check_int(check_every, "check_every", 1)
+    check_every = check_int(check_every, "check_every", low=1)
     if not isinstance(shrinking, (bool, np.bool_)):
         raise ValueError(f"shrinking must be a bool, got {shrinking!r}")
     shrinking = shrinking and spec.name == "multiclass_hinge"
