@@ -21,6 +21,7 @@ SOLVERS = {
     "rda": ("fastrisk.solvers.rda", "solve_rda"),
     "sgd_l1": ("fastrisk.solvers.rda", "solve_sgd_l1"),
     "truncated_gradient": ("fastrisk.solvers.rda", "solve_truncated_gradient"),
+    "cd": ("fastrisk.solvers.cd", "solve_cd"),
 }
 
 

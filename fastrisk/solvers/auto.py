@@ -12,7 +12,8 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 4. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
    loss derivatives);
 5. smooth losses with a differentiable penalty: ``lbfgs``;
-6. everything else (an l1 term, non-smooth losses without a dual step, ...):
+6. (before 3) an l1 or elastic-net penalty with a smooth loss: ``cd``;
+7. everything else (an l1 term, non-smooth losses without a dual step, ...):
    ``bmrm``, which handles every loss and penalty with a certificate.
 
 Measurements behind it (benchmarks/RESULTS.md, "solver='auto'" section,
@@ -47,6 +48,8 @@ def choose(problem):
     if spec.smooth and differentiable and data is not None \
             and data.n_features < data.n_samples:
         return "lbfgs"
+    if spec.smooth and problem.penalty in ("l1", "elasticnet") and data is not None:
+        return "cd"  # proximal Newton-CD with a duality gap (benchmarks/compare_l1.py)
     if spec.dual_step and _strongly_convex(problem):
         return "sdca"
     if problem.penalty == "lp" and spec.lipschitz is not None:
