@@ -21,6 +21,7 @@ from fastrisk.losses import LOSSES, Loss
 from fastrisk.model import LinearModel, load
 from fastrisk.oracle import LocalOracle, RiskOracle
 from fastrisk.problem import Problem
+from fastrisk.regpath import Path, alpha_max, path
 from fastrisk.regularizers import PENALTIES, make_regularizer
 from fastrisk.solvers import SOLVERS, solve
 from fastrisk.stopping import History, Result
@@ -36,15 +37,18 @@ __all__ = [
     "LinearModel",
     "LinearRegressor",
     "LocalOracle",
+    "Path",
     "Loss",
     "Problem",
     "Result",
     "RiskOracle",
     "__version__",
+    "alpha_max",
     "dump_svmlight",
     "load",
     "load_svmlight",
     "make_regularizer",
+    "path",
     "show_config",
     "solve",
 ]

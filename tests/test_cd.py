@@ -231,3 +231,42 @@ def test_objective_matches_liblinear_on_reuters(libsvm):
     assert res.status == "converged" and res.solver == "cd"
     assert res.objective <= J_ll * (1 + 1e-6)
     assert J_ll <= res.objective + res.gap + 1e-12
+
+
+# ---- regularization paths (fastrisk/regpath.py) ---------------------------------------------
+
+
+@pytest.mark.parametrize("loss, penalty, l1_ratio", [("logistic", "l1", 1.0),
+                                                     ("squared", "elasticnet", 0.5)])
+def test_path_starts_at_alpha_max_and_matches_cold_solves(loss, penalty, l1_ratio):
+    X, y = _classification() if loss == "logistic" else _regression()
+    p = fr.path(X, y, loss=loss, penalty=penalty, l1_ratio=l1_ratio, n_alphas=8, eps=1e-2,
+                tol=1e-8, fit_intercept=True)
+    assert p.alphas.shape == (8,) and (np.diff(p.alphas) < 0).all()
+    # w = 0 at alpha_max, not at the next alpha; alpha_max = ||[X 1]^T l'(0, y)||_inf / (m r)
+    # (the optimality condition of w = 0), computed here with NumPy
+    assert not p.coefs[0].any() and p.coefs[1].any()
+    prob0 = fr.Problem(X, y, loss=loss, fit_intercept=True)
+    _, d0 = prob0.loss.values(np.zeros(X.shape[0]), prob0.y)
+    top = np.abs(np.append(X.T @ d0, d0.sum())).max() / X.shape[0] / l1_ratio
+    assert p.alphas[0] == pytest.approx(top, rel=1e-12)
+    for k, alpha in enumerate(p.alphas):
+        prob = fr.Problem(X, y, loss=loss, penalty=penalty, l1_ratio=l1_ratio, alpha=alpha,
+                          fit_intercept=True)
+        cold = solve_cd(prob, tol=1e-8)
+        # both certified to 1e-8 J: their objectives differ by at most the two gaps
+        assert abs(p.objectives[k] - cold.objective) <= p.gaps[k] + cold.gap + 1e-14
+        assert p.gaps[k] <= 1e-8 * p.objectives[k]
+        assert p.objectives[k] == pytest.approx(prob.objective(p.coefs[k]), rel=1e-12)
+
+
+def test_path_validates_its_arguments():
+    X, y = _classification()
+    with pytest.raises(ValueError, match="penalty"):
+        fr.path(X, y, penalty="l2")
+    with pytest.raises(ValueError, match="n_alphas"):
+        fr.path(X, y, n_alphas=0)
+    with pytest.raises(ValueError, match="eps"):
+        fr.path(X, y, eps=2.0)
+    with pytest.raises(ValueError, match="alphas"):
+        fr.path(X, y, alphas=[0.1, -1.0])
