@@ -15,6 +15,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from fastrisk.config import show_config
+from fastrisk.cv import LinearClassifierCV, LinearRegressorCV
 from fastrisk.data import Dataset
 from fastrisk.estimators import LinearClassifier, LinearRegressor
 from fastrisk.losses import LOSSES, Loss
@@ -34,8 +35,10 @@ __all__ = [
     "Dataset",
     "History",
     "LinearClassifier",
+    "LinearClassifierCV",
     "LinearModel",
     "LinearRegressor",
+    "LinearRegressorCV",
     "LocalOracle",
     "Path",
     "Loss",

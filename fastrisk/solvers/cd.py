@@ -94,7 +94,8 @@ def penalty_split(problem):
         return alpha * reg.l1_ratio, alpha * (1.0 - reg.l1_ratio)
     if reg.name == "l2":
         return 0.0, alpha
-    raise ValueError(f"solver 'cd' takes penalty 'l1', 'elasticnet' or 'l2', got {problem.penalty!r}")
+    raise ValueError(f"solver 'cd' takes penalty 'l1', 'elasticnet' or 'l2', "
+                     f"got {problem.penalty!r}")
 
 
 def _check_problem(problem):
@@ -200,7 +201,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                     D_best, u_best = D_now, s * deriv
                 bound = gap = max(P - D_best, 0.0)
                 if screen:  # Gap Safe sphere test around v = s g
-                    radius = math.sqrt(radius_scale * (max(P - D_now, 0.0) + SCREEN_MARGIN * abs(P)))
+                    radius = math.sqrt(radius_scale
+                                       * (max(P - D_now, 0.0) + SCREEN_MARGIN * abs(P)))
                     out = s * np.abs(xg) + colnorm[kept] * radius < lam1 * (1.0 - SCREEN_MARGIN)
                     if out.any():
                         kept, xg, wk, moved = kept[~out], xg[~out], wk[~out], kept[out & (wk != 0)]
@@ -225,8 +227,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             grad[kept] = G
             wpd[working] = w[working]
             xtd[:] = 0.0
+            stop = min(inner_eps * gnorm1_init, FORCING * gnorm1)
             passes = _cd.inner_cd(*cols, h, working, n_working, grad, hdiag, w, wpd, xtd, lam1,
-                                  lam2, NU, min(inner_eps * gnorm1_init, FORCING * gnorm1), MAX_INNER_PASSES, inv_m, rng)
+                                  lam2, NU, stop, MAX_INNER_PASSES, inv_m, rng)
             n_passes += passes
             if passes == 1:
                 inner_eps *= 0.25
