@@ -244,7 +244,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     # the reported objective and gap are recomputed from X w (f accumulated updates)
     P = problem.objective(w)
     gap = max(P - D_best, 0.0)
-    screened = np.setdiff1d(np.arange(n_weights), kept)
+    screened = np.ones(n_weights, dtype=bool)
+    screened[kept] = False
+    screened = np.flatnonzero(screened)
     return mon.result(status, it, w=w, objective=P, bound=gap, dual=u_best, dual_objective=D_best,
                       n_screened=int(screened.shape[0]), screened=screened,
                       n_working=int(n_working), n_inner_passes=int(n_passes))
