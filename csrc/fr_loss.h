@@ -2,7 +2,10 @@
  *
  * Each loss is one static inline function returning l(f, y) and writing a
  * subgradient l'(f, y), plus its Fenchel conjugate l*(a) = sup_f a f - l(f, y)
- * (+inf outside the domain).  `p` is the loss parameter (quantile tau,
+ * (+inf outside the domain), and l''(f, y) (`_curv`: the second derivative where
+ * it exists, 0 on the flat pieces of piecewise-linear losses, the generalized
+ * second derivative at the kinks of squared-hinge-type and Huber losses; the
+ * curvature the proximal Newton solver of csrc/_cd.pyx uses).  `p` is the loss parameter (quantile tau,
  * epsilon, huber delta, smoothed-hinge gamma); unused losses ignore it.
  * Batch loops pick the loss once per call (FR_LOSS_SWITCH), never per element.
  */
@@ -68,6 +71,8 @@ static inline double fr_hinge_conj(double a, double y, double p)
     double s = -a * y;
     return (s >= 0.0 && s <= 1.0) ? -s : INFINITY;
 }
+/* l'' = 0 where it exists (piecewise linear) */
+static inline double fr_hinge_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 0.0; }
 
 /* 0.5 max(0, 1 - y f)^2 */
 static inline double fr_squared_hinge(double f, double y, double p, double *d)
@@ -83,6 +88,8 @@ static inline double fr_squared_hinge_conj(double a, double y, double p)
     double s = -a * y;
     return s >= 0.0 ? -s + 0.5 * a * a : INFINITY;
 }
+/* generalized l'' (Mangasarian 2002): 1 on the margin violators */
+static inline double fr_squared_hinge_curv(double f, double y, double p) { (void)p; return y * f < 1.0 ? 1.0 : 0.0; }
 
 /* max(0, -y f) */
 static inline double fr_zero_margin(double f, double y, double p, double *d)
@@ -98,6 +105,7 @@ static inline double fr_zero_margin_conj(double a, double y, double p)
     double s = -a * y;
     return (s >= 0.0 && s <= 1.0) ? 0.0 : INFINITY;
 }
+static inline double fr_zero_margin_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 0.0; }
 
 /* 0.5 max(0, -y f)^2 */
 static inline double fr_squared_zero_margin(double f, double y, double p, double *d)
@@ -112,6 +120,7 @@ static inline double fr_squared_zero_margin_conj(double a, double y, double p)
     (void)p;
     return -a * y >= 0.0 ? 0.5 * a * a : INFINITY;
 }
+static inline double fr_squared_zero_margin_curv(double f, double y, double p) { (void)p; return y * f < 0.0 ? 1.0 : 0.0; }
 
 /* log(1 + exp(-y f)), stable for any |f| */
 static inline double fr_logistic(double f, double y, double p, double *d)
@@ -129,6 +138,13 @@ static inline double fr_logistic_conj(double a, double y, double p)
     double s = -a * y;
     return (s >= 0.0 && s <= 1.0) ? fr_xlogx(s) + fr_xlogx(1.0 - s) : INFINITY;
 }
+/* sigma(z) (1 - sigma(z)) = e / (1 + e)^2 with e = exp(-|z|) */
+static inline double fr_logistic_curv(double f, double y, double p)
+{
+    (void)p;
+    double e = exp(-fabs(y * f));
+    return e / ((1.0 + e) * (1.0 + e));
+}
 
 /* exp(-y f): overflow gives inf, reported by the batch loop */
 static inline double fr_exponential(double f, double y, double p, double *d)
@@ -144,6 +160,7 @@ static inline double fr_exponential_conj(double a, double y, double p)
     double s = -a * y;
     return s >= 0.0 ? fr_xlogx(s) - s : INFINITY;
 }
+static inline double fr_exponential_curv(double f, double y, double p) { (void)p; return exp(-y * f); }
 
 /* max(0, 1 - f): one-class novelty detection, y unused */
 static inline double fr_novelty(double f, double y, double p, double *d)
@@ -157,6 +174,7 @@ static inline double fr_novelty_conj(double a, double y, double p)
     (void)p; (void)y;
     return (a >= -1.0 && a <= 0.0) ? a : INFINITY;
 }
+static inline double fr_novelty_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 0.0; }
 
 /* 0.5 (f - y)^2 */
 static inline double fr_squared(double f, double y, double p, double *d)
@@ -171,6 +189,7 @@ static inline double fr_squared_conj(double a, double y, double p)
     (void)p;
     return a * y + 0.5 * a * a;
 }
+static inline double fr_squared_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 1.0; }
 
 /* |f - y| */
 static inline double fr_absolute(double f, double y, double p, double *d)
@@ -185,6 +204,7 @@ static inline double fr_absolute_conj(double a, double y, double p)
     (void)p;
     return fabs(a) <= 1.0 ? a * y : INFINITY;
 }
+static inline double fr_absolute_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 0.0; }
 
 /* max(tau (f - y), (1 - tau)(y - f)), p = tau in (0, 1) */
 static inline double fr_quantile(double f, double y, double p, double *d)
@@ -197,6 +217,7 @@ static inline double fr_quantile_conj(double a, double y, double p)
 {
     return (a >= p - 1.0 && a <= p) ? a * y : INFINITY;
 }
+static inline double fr_quantile_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 0.0; }
 
 /* max(0, |f - y| - eps), p = eps >= 0 */
 static inline double fr_epsilon_insensitive(double f, double y, double p, double *d)
@@ -209,6 +230,7 @@ static inline double fr_epsilon_insensitive_conj(double a, double y, double p)
 {
     return fabs(a) <= 1.0 ? a * y + p * fabs(a) : INFINITY;
 }
+static inline double fr_epsilon_insensitive_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 0.0; }
 
 /* 0.5 r^2 if |r| <= delta else delta (|r| - delta / 2), r = f - y, p = delta > 0 */
 static inline double fr_huber(double f, double y, double p, double *d)
@@ -221,6 +243,7 @@ static inline double fr_huber_conj(double a, double y, double p)
 {
     return fabs(a) <= p ? a * y + 0.5 * a * a : INFINITY;
 }
+static inline double fr_huber_curv(double f, double y, double p) { return fabs(f - y) <= p ? 1.0 : 0.0; }
 
 /* exp(f) - y f, y >= 0 */
 static inline double fr_poisson(double f, double y, double p, double *d)
@@ -236,6 +259,7 @@ static inline double fr_poisson_conj(double a, double y, double p)
     double s = a + y;
     return s >= 0.0 ? fr_xlogx(s) - s : INFINITY;
 }
+static inline double fr_poisson_curv(double f, double y, double p) { (void)y; (void)p; return exp(f); }
 
 /* Smoothed hinge (Shalev-Shwartz & Zhang), p = gamma > 0:
  * 0 if z >= 1, 1 - z - gamma/2 if z <= 1 - gamma, (1 - z)^2 / (2 gamma) otherwise. */
@@ -251,6 +275,11 @@ static inline double fr_smoothed_hinge_conj(double a, double y, double p)
 {
     double s = -a * y;
     return (s >= 0.0 && s <= 1.0) ? -s + 0.5 * p * s * s : INFINITY;
+}
+static inline double fr_smoothed_hinge_curv(double f, double y, double p)
+{
+    double z = y * f;
+    return (z < 1.0 && z > 1.0 - p) ? 1.0 / p : 0.0;
 }
 
 /* Sum of c_i l(f_i, y_i) over i < n and g_i = c_i l'(f_i, y_i); c may be NULL
@@ -296,6 +325,49 @@ static inline int fr_loss_conj_batch(int kind, double p, ptrdiff_t n, const doub
         return FR_ERR_BAD_LOSS;
     }
     return FR_OK;
+}
+
+/* First and second derivatives for the Newton-type solvers: value = s sum c_i l(f_i, y_i),
+ * d_i = l'(f_i, y_i) (unweighted: the dual point), g_i = s c_i l'(f_i, y_i) and
+ * h_i = s c_i l''(f_i, y_i); c may be NULL (all weights 1). */
+static inline int fr_loss_derivs_batch(int kind, double p, ptrdiff_t n, const double *f,
+                                       const double *y, const double *c, double s,
+                                       double *d, double *g, double *h, double *value)
+{
+    double total = 0.0;
+    ptrdiff_t i;
+    switch (kind) {
+#define FR_DERIVS_CASE(ID, FN) \
+    case ID: \
+        for (i = 0; i < n; ++i) { \
+            double di, v = FN(f[i], y[i], p, &di); \
+            double w = c ? s * c[i] : s; \
+            total += w * v; \
+            d[i] = di; \
+            g[i] = w * di; \
+            h[i] = w * FN##_curv(f[i], y[i], p); \
+        } \
+        break;
+    FR_ALL_LOSSES(FR_DERIVS_CASE)
+#undef FR_DERIVS_CASE
+    default:
+        return FR_ERR_BAD_LOSS;
+    }
+    *value = total;
+    return isfinite(total) ? FR_OK : FR_ERR_OVERFLOW;
+}
+
+/* sup over f of l''(f, y) for |y| <= 1 (the Lipschitz constant of l'), INFINITY
+ * when unbounded (exponential, Poisson) and for the nonsmooth losses. */
+static inline double fr_loss_curvature_bound(int kind, double p)
+{
+    switch (kind) {
+    case FR_LOGISTIC: return 0.25;
+    case FR_SQUARED: case FR_SQUARED_HINGE: case FR_SQUARED_ZERO_MARGIN: case FR_HUBER:
+        return 1.0;
+    case FR_SMOOTHED_HINGE: return 1.0 / p;
+    default: return INFINITY;
+    }
 }
 
 #endif

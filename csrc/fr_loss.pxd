@@ -28,3 +28,7 @@ cdef extern from "fr_loss.h" nogil:
                       const double* c, double* g, double* value)
     int fr_loss_conj_batch(int kind, double p, Py_ssize_t n, const double* a, const double* y,
                            double* out)
+    int fr_loss_derivs_batch(int kind, double p, Py_ssize_t n, const double* f, const double* y,
+                             const double* c, double s, double* d, double* g, double* h,
+                             double* value)
+    double fr_loss_curvature_bound(int kind, double p)

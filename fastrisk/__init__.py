@@ -14,12 +14,14 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from fastrisk.config import show_config
+from fastrisk.cv import LinearClassifierCV, LinearRegressorCV
 from fastrisk.data import Dataset
 from fastrisk.estimators import LinearClassifier, LinearRegressor, estimator_from_model
 from fastrisk.losses import LOSSES, Loss
 from fastrisk.model import LinearModel, load
 from fastrisk.oracle import LocalOracle, RiskOracle
 from fastrisk.problem import Problem
+from fastrisk.regpath import Path, alpha_max, path
 from fastrisk.regularizers import PENALTIES, make_regularizer
 from fastrisk.solvers import SOLVERS, solve
 from fastrisk.stopping import History, Result
@@ -32,19 +34,24 @@ __all__ = [
     "Dataset",
     "History",
     "LinearClassifier",
+    "LinearClassifierCV",
     "LinearModel",
     "LinearRegressor",
+    "LinearRegressorCV",
     "LocalOracle",
+    "Path",
     "Loss",
     "Problem",
     "Result",
     "RiskOracle",
     "__version__",
+    "alpha_max",
     "dump_svmlight",
     "estimator_from_model",
     "load",
     "load_svmlight",
     "make_regularizer",
+    "path",
     "show_config",
     "solve",
 ]

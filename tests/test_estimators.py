@@ -147,7 +147,7 @@ def test_auto_choice_is_visible():
     X, y = _binary()
     assert LinearClassifier(loss="hinge").fit(X, y).solver_ == "sdca"
     assert LinearClassifier(loss="logistic").fit(X, y).solver_ == "newton"  # small d
-    assert LinearClassifier(loss="logistic", penalty="l1").fit(X, y).solver_ == "bmrm"
+    assert LinearClassifier(loss="logistic", penalty="l1").fit(X, y).solver_ == "cd"
     assert LinearClassifier(loss="softmax").fit(X, y).solver_ == "lbfgs"
 
 

@@ -23,12 +23,16 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    else ``newton``;
 3. a smooth loss with a differentiable penalty on data with fewer features than
    samples: ``lbfgs``;
-4. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
+4. an l1 or elastic-net penalty with a smooth loss on data (X, y): ``cd``
+   (proximal Newton with coordinate-descent inner solves and a duality gap;
+   measured by benchmarks/compare_l1.py against LIBLINEAR, saga, snapml,
+   skglm and cyanure; BMRM's LP stays for the non-smooth losses);
+5. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
    "elasticnet" with l1_ratio < 1): ``sdca``;
-5. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
+6. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
    loss derivatives);
-6. smooth losses with a differentiable penalty (no l1 term): ``lbfgs``;
-7. everything else (an l1 term, non-smooth losses without a dual step, ...):
+7. smooth losses with a differentiable penalty (no l1 term): ``lbfgs``;
+8. everything else (an l1 term, non-smooth losses without a dual step, ...):
    ``bmrm``, which handles every loss and penalty with a certificate.
 
 Rule 2 (benchmarks/compare_binary.py, 1 thread, time to a certified 1e-3, no
@@ -101,6 +105,8 @@ def _preferences(problem):
     if spec.smooth and reg.differentiable and data is not None \
             and data.n_features < data.n_samples:
         order.append("lbfgs")
+    if spec.smooth and problem.penalty in ("l1", "elasticnet"):
+        order.append("cd")
     if spec.dual_step and reg.strongly_convex:
         order.append("sdca")
     if problem.penalty == "lp" and spec.lipschitz is not None:

@@ -1,0 +1,246 @@
+# cython: language_level=3
+"""Column kernels of the l1 / elastic-net proximal Newton solver (fastrisk/solvers/cd.py).
+
+newGLMNET (Yuan, Ho & Lin 2012, Algorithm 3): at w, with per-example first and
+second derivatives g_i = c_i l'(f_i) / m and h_i = c_i l''(f_i) / m, coordinate
+descent minimizes the quadratic model
+
+    q(d) = G^T d + 0.5 d^T (X^T diag(h) X + (lam2 + nu) I) d + lam1 ||w + d||_1,
+    G = X^T g + lam2 w,
+
+over a working set of columns, keeping X d in ``xtd``; a backtracking line
+search along d then gives the next w.  X is read by columns: ``(data,
+indices, indptr, dense)`` is the CSC view made once by the solver (for a dense
+matrix: the column-major copy, ``indices = arange(m)`` shared by every
+column, ``indptr[j] = j m``), the intercept's constant column included.
+Every function runs without the GIL; status codes of fr_loss.h are returned.
+"""
+
+import numpy as np
+from cython cimport floating
+from cython.parallel cimport prange
+from libc.math cimport INFINITY, fabs, sqrt
+from libc.stdint cimport int64_t, uint64_t
+
+from fr_rows cimport index_t
+from fr_loss cimport FR_OK, fr_loss_batch, fr_loss_derivs_batch, fr_loss_curvature_bound
+
+cdef extern from "fr_sdca.h" nogil:
+    void fr_shuffle(int64_t* a, int64_t n, uint64_t* state)
+
+STATUS_OK = FR_OK
+
+
+def curvature_bound(int loss, double loss_param):
+    """sup_f l''(f, y) for |y| <= 1 (inf when unbounded): the dual's strong concavity."""
+    return fr_loss_curvature_bound(loss, loss_param)
+
+
+def derivatives(int loss, double loss_param, const double[::1] f, const double[::1] y,
+                const double[::1] c, double inv_m, double[::1] d, double[::1] g,
+                double[::1] h):
+    """(inv_m sum c_i l(f_i), status); d = l'(f), g = inv_m c l'(f), h = inv_m c l''(f)."""
+    cdef double value = 0.0
+    cdef int status
+    cdef const double* cp = &c[0] if c.shape[0] else NULL
+    with nogil:
+        status = fr_loss_derivs_batch(loss, loss_param, f.shape[0], &f[0], &y[0], cp, inv_m,
+                                      &d[0], &g[0], &h[0], &value)
+    return value, status
+
+
+cdef inline void column(const floating* data, const index_t* indices, const int64_t* indptr,
+                        bint dense, Py_ssize_t j, const floating** val,
+                        const index_t** idx, Py_ssize_t* nnz) noexcept nogil:
+    cdef int64_t start = indptr[j]
+    val[0] = data + start
+    idx[0] = indices if dense else indices + start
+    nnz[0] = indptr[j + 1] - start
+
+
+def column_stats(const floating[::1] data, const index_t[::1] indices,
+                 const int64_t[::1] indptr, bint dense, const double[::1] g,
+                 const double[::1] h, const int64_t[::1] cols, double[::1] grad,
+                 double[::1] hdiag, int n_threads):
+    """grad[j] = sum_i x_ij g_i and hdiag[j] = sum_i x_ij^2 h_i for j in cols.
+
+    Columns are independent, each summed in row order: the bits do not depend on
+    n_threads.
+    """
+    cdef Py_ssize_t s, k, j, nnz, n = cols.shape[0]
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double a, b, x
+    for s in prange(n, nogil=True, num_threads=n_threads, schedule="static"):
+        j = cols[s]
+        column(&data[0], &indices[0], &indptr[0], dense, j, &val, &idx, &nnz)
+        a = 0.0
+        b = 0.0
+        for k in range(nnz):
+            x = val[k]
+            a = a + x * g[idx[k]]
+            b = b + x * x * h[idx[k]]
+        grad[j] = a
+        hdiag[j] = b
+
+
+def column_sqnorms(const floating[::1] data, const index_t[::1] indices,
+                   const int64_t[::1] indptr, bint dense, double[::1] out):
+    """out[j] = ||x_j||^2 over every column (the Gap Safe sphere test)."""
+    cdef Py_ssize_t j, k, nnz
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double s
+    with nogil:
+        for j in range(out.shape[0]):
+            column(&data[0], &indices[0], &indptr[0], dense, j, &val, &idx, &nnz)
+            s = 0.0
+            for k in range(nnz):
+                s += <double>val[k] * val[k]
+            out[j] = s
+
+
+def column_axpy(const floating[::1] data, const index_t[::1] indices,
+                const int64_t[::1] indptr, bint dense, Py_ssize_t j, double a,
+                double[::1] f):
+    """f += a x_j."""
+    cdef Py_ssize_t k, nnz
+    cdef const floating* val
+    cdef const index_t* idx
+    with nogil:
+        column(&data[0], &indices[0], &indptr[0], dense, j, &val, &idx, &nnz)
+        for k in range(nnz):
+            f[idx[k]] += a * val[k]
+
+
+def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t[::1] indptr,
+             bint dense, const double[::1] h, int64_t[::1] active, Py_ssize_t n_active,
+             const double[::1] grad, const double[::1] hdiag, const double[::1] w,
+             double[::1] wpd, double[::1] xtd, double lam1, double lam2, double nu,
+             double stop, Py_ssize_t max_passes, double shrink_scale, uint64_t[::1] rng):
+    """Coordinate descent on the quadratic model q (newGLMNET's inner loop); returns passes.
+
+    ``wpd`` = w + d on the working set ``active[:n_active]`` (read and updated),
+    ``xtd`` = X d (updated); ``grad`` = G and ``hdiag`` = diag of the model's Hessian
+    without lam2 + nu.  Each pass visits the working columns in a shuffled order
+    (splitmix64 stream ``rng``), takes the exact minimizer of q along the
+    coordinate (the soft-thresholded Newton step, clipped to [-10, 10] as
+    LIBLINEAR does), and skips for the following passes a zero coordinate whose
+    model gradient lies strictly inside (-lam1, lam1) by more than the previous
+    pass's largest violation times ``shrink_scale`` (inner shrinking).  Stops when
+    the sum of the violations (minimum-norm subgradient of q) is at most ``stop``
+    over the whole working set.
+    """
+    cdef Py_ssize_t p, s, k, j, nnz, n_qp = n_active
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double G, H, Gp, Gn, z, viol, gnorm1, gmax, gmax_old = INFINITY, t
+    cdef double lam2nu = lam2 + nu
+    with nogil:
+        p = 0
+        while p < max_passes:
+            p += 1
+            gnorm1 = 0.0
+            gmax = 0.0
+            fr_shuffle(&active[0], n_qp, &rng[0])
+            s = 0
+            while s < n_qp:
+                j = active[s]
+                column(&data[0], &indices[0], &indptr[0], dense, j, &val, &idx, &nnz)
+                G = 0.0
+                for k in range(nnz):
+                    G += val[k] * h[idx[k]] * xtd[idx[k]]
+                G += grad[j] + (wpd[j] - w[j]) * lam2nu
+                H = hdiag[j] + lam2nu
+                Gp = G + lam1
+                Gn = G - lam1
+                viol = 0.0
+                if wpd[j] == 0.0:
+                    if Gp < 0.0:
+                        viol = -Gp
+                    elif Gn > 0.0:
+                        viol = Gn
+                    elif Gp > gmax_old * shrink_scale and Gn < -gmax_old * shrink_scale:
+                        n_qp -= 1
+                        active[s] = active[n_qp]
+                        active[n_qp] = j
+                        continue
+                elif wpd[j] > 0.0:
+                    viol = fabs(Gp)
+                else:
+                    viol = fabs(Gn)
+                gmax = viol if viol > gmax else gmax
+                gnorm1 += viol
+                if Gp < H * wpd[j]:
+                    z = -Gp / H
+                elif Gn > H * wpd[j]:
+                    z = -Gn / H
+                else:
+                    z = -wpd[j]
+                s += 1
+                if fabs(z) < 1e-12:
+                    continue
+                z = 10.0 if z > 10.0 else (-10.0 if z < -10.0 else z)
+                wpd[j] += z
+                for k in range(nnz):
+                    xtd[idx[k]] += z * val[k]
+            if gnorm1 <= stop:
+                if n_qp == n_active:
+                    break
+                n_qp = n_active
+                gmax_old = INFINITY
+            else:
+                gmax_old = gmax
+    return p
+
+
+def line_search(int loss, double loss_param, double[::1] f, const double[::1] xtd,
+                const double[::1] y, const double[::1] c, double inv_m,
+                const int64_t[::1] active, Py_ssize_t n_active, double[::1] w,
+                const double[::1] wpd, const double[::1] grad, double lam1, double lam2,
+                double loss_value, double sigma, int max_steps, double slack, double[::1] work):
+    """Armijo backtracking along d = wpd - w (Yuan, Ho & Lin 2012, eq. (19)-(20)).
+
+    Accepts the first t in 1, 1/2, 1/4, ... with F(w + t d) - F(w) <= sigma t Delta + slack
+    (``slack``: the round-off of evaluating F, so that steps toward the optimum are
+    still taken when F no longer decreases in floating point),
+    Delta = G^T d + lam1 (||w + d||_1 - ||w||_1) (the reg. terms over the working
+    set; the others do not move).  On success w and f = X w are updated in place.
+    Returns (t, loss value at the new point, status); t = 0 when no step passed.
+    """
+    cdef Py_ssize_t i, s, j, m = f.shape[0]
+    cdef int step, status = FR_OK
+    cdef double delta = 0.0, reg_old = 0.0, reg_new, t = 1.0, value = 0.0, x, dj
+    cdef const double* cp = &c[0] if c.shape[0] else NULL
+    with nogil:
+        for s in range(n_active):
+            j = active[s]
+            dj = wpd[j] - w[j]
+            delta += grad[j] * dj + lam1 * (fabs(wpd[j]) - fabs(w[j]))
+            reg_old += lam1 * fabs(w[j]) + 0.5 * lam2 * w[j] * w[j]
+        for step in range(max_steps):
+            reg_new = 0.0
+            for s in range(n_active):
+                j = active[s]
+                x = w[j] + t * (wpd[j] - w[j])
+                reg_new += lam1 * fabs(x) + 0.5 * lam2 * x * x
+            for i in range(m):
+                work[i] = f[i] + t * xtd[i]
+            # the batch reads work[i] before it writes the (unused) derivative there
+            status = fr_loss_batch(loss, loss_param, m, &work[0], &y[0], cp, &work[0], &value)
+            if status != FR_OK:
+                value = INFINITY
+                status = FR_OK
+            value *= inv_m
+            if value + reg_new - loss_value - reg_old <= sigma * t * delta + slack:
+                for s in range(n_active):
+                    j = active[s]
+                    w[j] += t * (wpd[j] - w[j])
+                for i in range(m):
+                    f[i] += t * xtd[i]
+                break
+            t *= 0.5
+        else:
+            t = 0.0
+            value = loss_value
+    return t, value, status

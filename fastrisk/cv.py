@@ -1,0 +1,181 @@
+"""LinearClassifierCV and LinearRegressorCV: alpha chosen by cross-validation.
+
+As scikit-learn's ``LogisticRegressionCV`` and ``LassoCV``: for every fold of
+``cv`` (scikit-learn's ``check_cv``: stratified k-fold for classifiers) the
+model is fitted for each alpha of the grid on the training part and scored on
+the held-out part (``scoring``, default the estimator's ``score``: accuracy or
+R^2); ``alpha_`` maximizes the mean score (the largest such alpha on ties: the
+sparsest model), and the final model is fitted on all the data with it.  Folds
+run in parallel threads (``n_jobs``; the solver kernels release the GIL), each
+fold's fits single-threaded, so the result does not depend on ``n_jobs``.
+
+Default grid: for penalties with an l1 term, ``n_alphas`` values from
+``alpha_max`` of the whole data (fastrisk.regpath.alpha_max: the smallest
+alpha with w = 0) down to ``eps * alpha_max``, geometric; for the others,
+``n_alphas`` values from 1 down to ``eps``.  alpha_max uses the weights of the fit
+(sample_weight times class_weight), so the grid starts where the fitted model is 0.
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.validation import _check_sample_weight, validate_data
+
+from fastrisk.config import resolve_n_threads
+from fastrisk.estimators import LinearClassifier, LinearRegressor
+from fastrisk.problem import Problem
+from fastrisk.regpath import alpha_max
+
+_CV_PARAMS = ("alphas", "n_alphas", "eps", "cv", "scoring", "n_jobs")
+
+
+class _CVMixin:
+    """Cross-validation of alpha around a LinearClassifier / LinearRegressor fit."""
+
+    _base = None
+    _classifier = False
+
+    @property
+    def alpha(self):  # the fit of the base estimator reads self.alpha
+        return self.alpha_
+
+    def _base_params(self):
+        params = {k: v for k, v in self.get_params(deep=False).items() if k not in _CV_PARAMS}
+        return params
+
+    def _grid(self, X, y, sample_weight):
+        if self.alphas is not None:
+            alphas = np.sort(np.asarray(self.alphas, dtype=np.float64).ravel())[::-1]
+            if alphas.size == 0 or not (np.isfinite(alphas).all() and (alphas > 0).all()):
+                raise ValueError("alphas must be None or a non-empty array of finite numbers > 0")
+            return alphas
+        if not isinstance(self.n_alphas, (int, np.integer)) or isinstance(self.n_alphas, bool) \
+                or self.n_alphas < 1:
+            raise ValueError(f"n_alphas must be an integer >= 1, got {self.n_alphas!r}")
+        if not isinstance(self.eps, (int, float, np.number)) or not 0.0 < self.eps < 1.0:
+            raise ValueError(f"eps must be a number in (0, 1), got {self.eps!r}")
+        top = 0.0
+        if self.penalty == "l1" or (self.penalty == "elasticnet" and self.l1_ratio > 0):
+            classes = np.unique(y) if self._classifier else [None]
+            targets = ([np.where(y == k, 1.0, -1.0) for k in classes[-1 if len(classes) == 2
+                                                                      else 0:]]
+                       if self._classifier else [y])
+            c = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+            if self._classifier and self.class_weight is not None:
+                index = np.searchsorted(classes, y)
+                c = c * compute_class_weight(self.class_weight, classes=classes, y=y)[index]
+            c = c * (c.shape[0] / c.sum())  # the weights of the fit (LinearClassifier.fit)
+            for target in targets:  # one-vs-rest problems: the largest alpha_max
+                prob = Problem(X, target, loss=self.loss, penalty=self.penalty, alpha=1.0,
+                               l1_ratio=self.l1_ratio, loss_param=self.loss_param,
+                               sample_weight=c, fit_intercept=self.fit_intercept,
+                               intercept_scaling=self.intercept_scaling)
+                if not prob.loss.spec.vector:
+                    top = max(top, alpha_max(prob))
+        top = top if top > 0.0 else 1.0
+        return np.geomspace(top, top * self.eps, int(self.n_alphas))
+
+    def fit(self, X, y, sample_weight=None):
+        """Choose alpha by cross-validation, then fit on all of X, y with it."""
+        self._validate_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             order="C", y_numeric=not self._classifier)
+        if self.n_jobs is not None and not (isinstance(self.n_jobs, (int, np.integer))
+                                            and self.n_jobs >= 1):
+            raise ValueError(f"n_jobs must be None or an integer >= 1, got {self.n_jobs!r}")
+        if X.shape[0] < 2:
+            raise ValueError(f"cross-validation needs more than 1 sample, got n_samples = "
+                             f"{X.shape[0]}")
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                 ensure_non_negative=True)
+            if not sample_weight.sum() > 0:
+                raise ValueError("sample_weight is all zero: the weights must have a positive sum")
+        alphas = self._grid(X, y, sample_weight)
+        folds = list(check_cv(self.cv, y, classifier=self._classifier).split(X, y))
+        scorer = check_scoring(self._base(), scoring=self.scoring)
+        params = dict(self._base_params(), n_threads=1)
+        sw = sample_weight
+        score_w = sw
+        if self._classifier and self.class_weight is not None:
+            classes = np.unique(y)
+            cw = compute_class_weight(self.class_weight, classes=classes, y=y)
+            score_w = (np.ones(X.shape[0]) if sw is None else sw) * cw[np.searchsorted(classes, y)]
+
+        def fold_scores(split):
+            train, test = split
+            out = np.empty(alphas.shape[0])
+            for k, a in enumerate(alphas):
+                est = self._base(**dict(params, alpha=float(a)))
+                est.fit(X[train], y[train], **({} if sw is None else
+                                                {"sample_weight": sw[train]}))
+                out[k] = scorer(est, X[test], y[test], **({} if score_w is None else
+                                                          {"sample_weight": score_w[test]}))
+            return out
+
+        n_jobs = min(len(folds), resolve_n_threads(self.n_jobs))
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            scores = np.array(list(pool.map(fold_scores, folds)))
+        self.alphas_ = alphas
+        self.scores_ = scores  # (n_folds, n_alphas)
+        mean = scores.mean(axis=0)
+        self.alpha_ = float(alphas[int(np.argmax(mean))])
+        # the final fit is the base estimator's, on self: its alpha is alpha_
+        super().fit(X, y, sample_weight=sample_weight)
+        return self
+
+
+class LinearClassifierCV(_CVMixin, LinearClassifier):
+    """LinearClassifier with alpha chosen by cross-validation (see the module docstring).
+
+    Parameters are LinearClassifier's (except ``alpha``) plus ``alphas`` (grid or None),
+    ``n_alphas``, ``eps`` (grid depth), ``cv`` (folds, a splitter or an iterable),
+    ``scoring`` (a scikit-learn scorer name or callable; None: accuracy) and ``n_jobs``
+    (folds fitted in parallel threads; None: all cores).  Attributes: those of
+    LinearClassifier plus ``alpha_``, ``alphas_`` and ``scores_`` (n_folds, n_alphas).
+    """
+
+    _base = LinearClassifier
+    _classifier = True
+
+    def __init__(self, loss="logistic", penalty="l1", *, alphas=None, n_alphas=10, eps=1e-3,
+                 cv=None, scoring=None, n_jobs=None, loss_param=None, l1_ratio=0.15, p=2.0,
+                 solver="auto", tol=1e-4, max_iter=None, time_limit=None, fit_intercept=True,
+                 intercept_scaling=1.0, class_weight=None, random_state=None, n_threads=None,
+                 verbose=0):
+        self.loss, self.penalty, self.alphas, self.n_alphas, self.eps = (loss, penalty, alphas,
+                                                                         n_alphas, eps)
+        self.cv, self.scoring, self.n_jobs = cv, scoring, n_jobs
+        self.loss_param, self.l1_ratio, self.p, self.solver, self.tol = (loss_param, l1_ratio,
+                                                                          p, solver, tol)
+        self.max_iter, self.time_limit, self.fit_intercept = max_iter, time_limit, fit_intercept
+        self.intercept_scaling, self.class_weight = intercept_scaling, class_weight
+        self.random_state, self.n_threads, self.verbose = random_state, n_threads, verbose
+
+    # fixed for the CV estimators: no streaming, no warm start, no Dask, no callback
+    warm_start, callback, scheduler, n_partitions = False, None, None, None
+
+
+class LinearRegressorCV(_CVMixin, LinearRegressor):
+    """LinearRegressor with alpha chosen by cross-validation (as LinearClassifierCV;
+    ``scoring`` None: R^2)."""
+
+    _base = LinearRegressor
+
+    def __init__(self, loss="squared", penalty="l1", *, alphas=None, n_alphas=10, eps=1e-3,
+                 cv=None, scoring=None, n_jobs=None, loss_param=None, l1_ratio=0.15, p=2.0,
+                 solver="auto", tol=1e-4, max_iter=None, time_limit=None, fit_intercept=True,
+                 intercept_scaling=1.0, random_state=None, n_threads=None, verbose=0):
+        self.loss, self.penalty, self.alphas, self.n_alphas, self.eps = (loss, penalty, alphas,
+                                                                         n_alphas, eps)
+        self.cv, self.scoring, self.n_jobs = cv, scoring, n_jobs
+        self.loss_param, self.l1_ratio, self.p, self.solver, self.tol = (loss_param, l1_ratio,
+                                                                          p, solver, tol)
+        self.max_iter, self.time_limit, self.fit_intercept = max_iter, time_limit, fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.random_state, self.n_threads, self.verbose = random_state, n_threads, verbose
+
+    warm_start, callback, scheduler, n_partitions = False, None, None, None

@@ -1,0 +1,264 @@
+"""Proximal Newton with coordinate-descent inner solves for l1 and elastic-net penalties.
+
+The problem is ``J(w) = (1/m) sum_i c_i l(<w, x_i>, y_i) + lam1 ||w||_1 + lam2/2 ||w||^2``
+with ``lam1 = alpha r`` and ``lam2 = alpha (1 - r)`` (r = l1_ratio; penalty "l1":
+r = 1, "l2": r = 0) for any smooth scalar loss; the intercept is the constant
+feature of the Problem, regularized like the other weights.
+
+Algorithm (newGLMNET, Yuan, Ho & Lin 2012, Algorithm 3; LIBLINEAR's ``solve_l1r_lr``):
+
+1. at w, the per-example derivatives g = c l'(Xw) / m and curvatures h = c l''(Xw) / m
+   (csrc/fr_loss.h) and, for every column not screened out, G_j = x_j^T g + lam2 w_j
+   and the Hessian diagonal x_j^T diag(h) x_j (one pass over X by columns);
+2. certificate (below) and Gap Safe screening;
+3. working set: every coordinate except the zero ones whose |G_j| is below
+   lam1 - M / m, M the largest optimality violation of the previous iteration
+   (newGLMNET's outer shrinking, their eq. (31));
+4. coordinate descent on the quadratic model over the working set until the sum of
+   its violations is at most eps_in times that of the first iteration (eps_in
+   starts at 1 and is divided by 4 each time a single pass suffices) and at most
+   0.1 times the current outer violations (an inexact-Newton forcing term);
+5. Armijo line search along the model's minimizer (their eqs. (19)-(20)).
+
+Certificate (Massias, Gramfort & Salmon 2018, Section 3): any dual point u gives
+``D(u) = -(1/m) sum_i c_i l*(u_i) - (1/(2 lam2)) ||S_lam1(X^T (c u / m))||^2 <= J*``
+(docs/math.md §1 for l*; the second term is the indicator of
+||X^T (c u / m)||_inf <= lam1 when lam2 = 0).  The solver uses u = s l'(Xw): s = 1
+with lam2 > 0, and for the l1 penalty the rescaling s = min(1, lam1 /
+||X^T g||_inf), which makes u dual feasible (the domain of l* is an interval
+containing 0 and l'(f)).  ``gap = J(w) - max_k D(u_k) >= J(w) - J*`` over all
+dual points met so far; ``tol`` stops on gap <= tol J(w) as for every solver.
+
+Gap Safe screening (Ndiaye, Fercoq, Gramfort & Salmon 2017, Theorem 6): when l'
+is L-Lipschitz (fr_loss_curvature_bound), D is (m / (L max c))-strongly concave
+in v = c u / m, so the dual optimum lies in the ball of radius
+r = sqrt(2 (J(w) - D(u)) L max c / m) around v, and a column with
+|x_j^T v| + ||x_j|| r < lam1 has w*_j = 0: it is set to zero and never read
+again.  The restricted problem has the same optimum, so its gaps remain
+certificates.
+
+Columns: X is copied once into column order (``column_view``): for CSR input a
+CSC copy, i.e. the values and row indices of X again (nnz * (itemsize + index
+size) bytes) plus m entries for the intercept column; for dense input a
+column-major copy of X.  Pass ``columns=`` to reuse one copy across solves
+(regularization paths).  The inner passes are sequential; ``n_threads`` splits
+the column pass of step 1 (each column summed in row order: the bits do not
+depend on the thread count).
+"""
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastrisk import _cd
+from fastrisk.config import resolve_n_threads
+from fastrisk.solvers._info import SolverInfo
+from fastrisk.stopping import Monitor
+
+SIGMA, MAX_LINE_STEPS = 0.01, 30  # Armijo constant and backtracking steps (newGLMNET)
+NU = 1e-12                        # added to the model's Hessian diagonal (newGLMNET)
+MAX_INNER_PASSES = 1000
+FORCING = 0.1                     # inner stop: violations <= FORCING x the outer ones
+PASS_GRAIN = 50_000               # nonzeros per thread below which the column pass is serial
+ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line search slack)
+SCREEN_MARGIN = 1e-9              # relative slack of the sphere test against rounding
+
+
+def column_view(data):
+    """(values, row indices, int64 column pointers, dense) of [X, intercept column].
+
+    The copy described in the module docstring; float32 values and int32 indices
+    stay as they are.
+    """
+    X, m, bias = data.X, data.n_samples, data.bias
+    if data.dense:
+        A = X if not bias else np.hstack([X, np.full((m, 1), bias, dtype=X.dtype)])
+        values = np.ascontiguousarray(A.T).reshape(-1)
+        indices = np.arange(m, dtype=np.int32 if m < 2**31 - 1 else np.int64)
+        indptr = np.arange(0, (A.shape[1] + 1) * m, m, dtype=np.int64)
+        return values, indices, indptr, True
+    A = X if not bias else sp.hstack(
+        [X, sp.csr_matrix(np.full((m, 1), bias, dtype=X.dtype))], format="csr")
+    C = A.tocsc()
+    return (C.data, C.indices.astype(data.indices.dtype, copy=False),
+            C.indptr.astype(np.int64), False)
+
+
+def penalty_split(problem):
+    """(lam1, lam2) with alpha Omega(w) = lam1 ||w||_1 + lam2/2 ||w||^2."""
+    reg, alpha = problem.regularizer, problem.alpha
+    if reg.name == "l1":
+        return alpha, 0.0
+    if reg.name == "elasticnet":
+        return alpha * reg.l1_ratio, alpha * (1.0 - reg.l1_ratio)
+    if reg.name == "l2":
+        return 0.0, alpha
+    raise ValueError(f"solver 'cd' takes penalty 'l1', 'elasticnet' or 'l2', "
+                     f"got {problem.penalty!r}")
+
+
+def _check_problem(problem):
+    spec = getattr(problem.loss, "spec", None)
+    if problem.data is None or spec is None:
+        raise ValueError("solver 'cd' needs a Problem built from data (X, y)")
+    if spec.vector or not spec.smooth:
+        raise ValueError(f"solver 'cd' takes smooth scalar losses, got loss {spec.name!r}")
+
+
+def _start(start, n_weights):
+    if start is None:
+        return np.zeros(n_weights)
+    w = np.array(getattr(start, "w", start), dtype=np.float64)
+    if w.shape != (n_weights,) or not np.isfinite(w).all():
+        raise ValueError(f"start must be a finite weight vector of length {n_weights} "
+                         f"(or a Result), got shape {w.shape}")
+    return w
+
+
+def _raise_on(status, problem):
+    if status != _cd.STATUS_OK:
+        raise FloatingPointError(f"the {problem.loss.name} loss is not finite at the current "
+                                 "weights; check the scale of X and alpha")
+
+
+def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, callback=None,
+             verbose=0, start=None, check_every=1, n_threads=None, random_state=None,
+             screening=True, columns=None):
+    """Minimize ``problem`` by proximal Newton / coordinate descent; see the module docstring.
+
+    ``max_iter`` counts Newton (outer) iterations.  Options beyond the common ones:
+    start: a weight vector or a Result to warm-start from.
+    check_every: outer iterations between certificates (each costs m conjugates).
+    n_threads: threads of the column pass (None = all cores).
+    random_state: seed of the coordinate order in the inner passes.
+    screening: Gap Safe screening (needs a loss with bounded l'', an l1 term).
+    columns: the ``column_view(problem.data)`` to use (made here when None).
+
+    ``result.extra``: ``dual`` (the dual point u of the best D), ``dual_objective``,
+    ``n_screened`` (columns removed by screening), ``screened`` (their indices),
+    ``n_working`` (working-set size of the last iteration), ``n_inner_passes``.
+    """
+    _check_problem(problem)
+    lam1, lam2 = penalty_split(problem)
+    if not isinstance(check_every, (int, np.integer)) or isinstance(check_every, bool) \
+            or check_every < 1:
+        raise ValueError(f"check_every must be an integer >= 1, got {check_every!r}")
+    if not isinstance(screening, (bool, np.bool_)):
+        raise ValueError(f"screening must be a bool, got {screening!r}")
+    mon = Monitor(problem, "cd", tol=tol, max_iter=max_iter, time_limit=time_limit,
+                  callback=callback, verbose=verbose, abs_tol=abs_tol)
+    data, loss = problem.data, problem.loss
+    m, n_weights = data.n_samples, data.n_weights
+    cols = column_view(data) if columns is None else columns
+    if len(cols) != 4 or cols[2].shape != (n_weights + 1,):
+        raise ValueError("columns must be column_view(problem.data)")
+    threads = max(1, min(resolve_n_threads(n_threads), data.nnz // PASS_GRAIN))
+    kid, p, y = loss.spec.kernel_id, loss.param, problem.y
+    c = problem.sample_weight
+    c_arg = np.empty(0) if c is None else c
+    inv_m = 1.0 / m
+    rng = np.array([np.random.default_rng(random_state).integers(2**63)], dtype=np.uint64)
+
+    w = _start(start, n_weights)
+    f = data.decision(w)
+    kept = np.arange(n_weights, dtype=np.int64)  # columns not screened out
+    grad, hdiag, wpd = np.zeros(n_weights), np.zeros(n_weights), w.copy()
+    deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
+    curv = _cd.curvature_bound(kid, p)
+    screen = screening and lam1 > 0 and math.isfinite(curv)
+    if screen:
+        colnorm = np.empty(n_weights)
+        _cd.column_sqnorms(*cols, colnorm)
+        np.sqrt(colnorm, out=colnorm)
+        radius_scale = 2.0 * curv * (1.0 if c is None else float(c.max())) * inv_m
+
+    def dual_objective(s, xg):
+        """D(u) for u = s l'(f) (rows of weight 0 contribute nothing)."""
+        conj = loss.conjugate(s * deriv, y)
+        risk = conj.sum() if c is None else conj[c > 0] @ c[c > 0]
+        reg = 0.0 if lam2 == 0.0 else float(np.square(np.maximum(np.abs(xg) - lam1, 0.0)).sum()
+                                             / (2.0 * lam2))
+        return -inv_m * risk - reg
+
+    M_prev, gnorm1_init, inner_eps = math.inf, None, 1.0
+    D_best, u_best, gap = -math.inf, None, math.nan
+    status, it, n_passes, n_working = None, 0, 0, n_weights
+    with mon.interruptible():
+        while status is None:
+            it += 1
+            loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
+            _raise_on(st, problem)
+            _cd.column_stats(*cols, g, h, kept, grad, hdiag, threads)
+            xg, wk = grad[kept], w[kept]
+            P = loss_value + lam1 * np.abs(wk).sum() + 0.5 * lam2 * float(wk @ wk)
+            bound = math.nan
+            if it % check_every == 0 or it == 1:
+                top = np.abs(xg).max(initial=0.0)
+                s = 1.0 if lam2 > 0.0 or top <= lam1 else lam1 / top
+                D_now = dual_objective(s, xg)
+                if D_now > D_best:
+                    D_best, u_best = D_now, s * deriv
+                bound = gap = max(P - D_best, 0.0)
+                if screen:  # Gap Safe sphere test around v = s g
+                    radius = math.sqrt(radius_scale
+                                       * (max(P - D_now, 0.0) + SCREEN_MARGIN * abs(P)))
+                    out = s * np.abs(xg) + colnorm[kept] * radius < lam1 * (1.0 - SCREEN_MARGIN)
+                    if out.any():
+                        kept, xg, wk, moved = kept[~out], xg[~out], wk[~out], kept[out & (wk != 0)]
+                        if moved.shape[0]:  # zero them; the derivatives change: start over
+                            for j in moved:
+                                _cd.column_axpy(*cols, j, -w[j], f)
+                                w[j] = 0.0
+                            continue
+            status = mon.check(it, w.copy() if callback is not None else w, P, bound,
+                               keep_best=False)
+            if status is not None:
+                break
+            # working set (outer shrinking) from the violations of the optimality conditions
+            G = xg + lam2 * wk
+            viol = np.where(wk > 0, np.abs(G + lam1),
+                            np.where(wk < 0, np.abs(G - lam1), np.maximum(np.abs(G) - lam1, 0.0)))
+            gnorm1 = float(viol.sum())
+            gnorm1_init = gnorm1 if gnorm1_init is None else gnorm1_init
+            working = kept[(wk != 0) | (np.abs(G) >= lam1 - M_prev * inv_m)]
+            M_prev = float(viol.max(initial=0.0))
+            n_working = working.shape[0]
+            grad[kept] = G
+            wpd[working] = w[working]
+            xtd[:] = 0.0
+            stop = min(inner_eps * gnorm1_init, FORCING * gnorm1)
+            passes = _cd.inner_cd(*cols, h, working, n_working, grad, hdiag, w, wpd, xtd, lam1,
+                                  lam2, NU, stop, MAX_INNER_PASSES, inv_m, rng)
+            n_passes += passes
+            if passes == 1:
+                inner_eps *= 0.25
+            t, _, st = _cd.line_search(kid, p, f, xtd, y, c_arg, inv_m, working, n_working, w,
+                                       wpd, grad, lam1, lam2, loss_value, SIGMA, MAX_LINE_STEPS,
+                                       ROUNDOFF * P, work)
+            _raise_on(st, problem)
+            if t == 0.0:
+                status = "stalled"
+    if mon.interrupted:
+        status = "interrupted"
+    # the reported objective and gap are recomputed from X w (f accumulated updates)
+    P = problem.objective(w)
+    gap = max(P - D_best, 0.0)
+    screened = np.ones(n_weights, dtype=bool)
+    screened[kept] = False
+    screened = np.flatnonzero(screened)
+    return mon.result(status, it, w=w, objective=P, bound=gap, dual=u_best, dual_objective=D_best,
+                      n_screened=int(screened.shape[0]), screened=screened,
+                      n_working=int(n_working), n_inner_passes=int(n_passes))
+
+
+SOLVER_INFO = SolverInfo(
+    name="cd",
+    func=solve_cd,
+    penalties=("l1", "elasticnet", "l2"),
+    accepts_loss=lambda spec: spec.smooth and not spec.vector,
+    loss_rule="smooth scalar losses",
+    start="w",
+    certificate="duality gap J(w) - D(u), u the rescaled loss derivatives",
+    threads=True,
+)

@@ -1,0 +1,71 @@
+"""LinearClassifierCV / LinearRegressorCV (fastrisk/cv.py): scikit-learn's estimator checks,
+and the chosen alpha against a plain loop over the grid with scikit-learn's folds."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification, make_regression
+from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import fastrisk as fr
+from fastrisk.cv import LinearClassifierCV, LinearRegressorCV
+
+CHECKED = [
+    LinearClassifierCV(loss="logistic", penalty="l1", n_alphas=5, eps=1e-4, cv=3, tol=1e-8),
+    LinearRegressorCV(loss="squared", penalty="elasticnet", l1_ratio=0.5, n_alphas=3,
+                      eps=1e-2, cv=3, tol=1e-8),
+]
+
+
+@parametrize_with_checks(CHECKED)
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        check(estimator)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_classifier_cv_picks_the_best_mean_accuracy_of_a_plain_loop(n_jobs):
+    X, y = make_classification(240, 40, n_informative=5, random_state=0)
+    cv = LinearClassifierCV(n_alphas=6, eps=1e-3, cv=4, tol=1e-8, n_jobs=n_jobs,
+                            random_state=0).fit(X, y)
+    # the reference: the same grid, scikit-learn's stratified folds, a sequential loop
+    top = fr.alpha_max(fr.Problem(X, y, loss="logistic", penalty="l1", fit_intercept=True))
+    alphas = np.geomspace(top, top * 1e-3, 6)
+    np.testing.assert_allclose(cv.alphas_, alphas, rtol=1e-12)
+    scores = np.zeros((4, 6))
+    for f, (tr, te) in enumerate(StratifiedKFold(4).split(X, y)):
+        for k, a in enumerate(alphas):
+            est = fr.LinearClassifier(loss="logistic", penalty="l1", alpha=a, tol=1e-8,
+                                      n_threads=1, random_state=0).fit(X[tr], y[tr])
+            scores[f, k] = est.score(X[te], y[te])
+    np.testing.assert_array_equal(cv.scores_, scores)
+    assert cv.alpha_ == alphas[int(np.argmax(scores.mean(axis=0)))]
+    final = fr.LinearClassifier(loss="logistic", penalty="l1", alpha=cv.alpha_, tol=1e-8).fit(X, y)
+    assert abs(final.objective_ - cv.objective_) <= final.gap_ + cv.gap_
+
+
+def test_regressor_cv_matches_a_plain_loop_and_is_sparse():
+    X, y = make_regression(200, 30, n_informative=4, noise=1.0, random_state=1)
+    cv = LinearRegressorCV(n_alphas=5, cv=KFold(3), tol=1e-8, random_state=0).fit(X, y)
+    scores = np.zeros((3, 5))
+    for f, (tr, te) in enumerate(KFold(3).split(X, y)):
+        for k, a in enumerate(cv.alphas_):
+            est = fr.LinearRegressor(loss="squared", penalty="l1", alpha=a, tol=1e-8,
+                                     n_threads=1, random_state=0).fit(X[tr], y[tr])
+            scores[f, k] = est.score(X[te], y[te])
+    np.testing.assert_array_equal(cv.scores_, scores)
+    assert cv.alpha_ == cv.alphas_[int(np.argmax(scores.mean(axis=0)))]
+    assert (cv.coef_ != 0).sum() < X.shape[1]
+
+
+def test_cv_validates_its_arguments():
+    X, y = make_classification(60, 5, random_state=0)
+    with pytest.raises(ValueError, match="n_alphas"):
+        LinearClassifierCV(n_alphas=0).fit(X, y)
+    with pytest.raises(ValueError, match="alphas"):
+        LinearClassifierCV(alphas=[-1.0]).fit(X, y)
+    with pytest.raises(ValueError, match="n_jobs"):
+        LinearClassifierCV(n_jobs=0).fit(X, y)
