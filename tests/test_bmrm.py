@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import check_against, random_problem
 from reference import batch as ref
 from reference.liblinear import assert_matches_liblinear, liblinear_objective
 from scipy.optimize import minimize
@@ -20,34 +21,11 @@ from fastrisk.solvers import solve
 from fastrisk.solvers.bmrm import Bundle, solve_bmrm
 from fastrisk.solvers.qp import simplex_qp
 
-REL = 1e-6
-
 
 def Problem(*args, **kw):
     """Small problems run the oracle on one thread (OpenMP start-up dominates below ~1e4 nnz)."""
     kw.setdefault("n_threads", 1)
     return FRProblem(*args, **kw)
-
-
-def random_problem(seed, m=40, d=6, task="binary"):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(m, d))
-    w = rng.normal(size=d)
-    if task == "binary":
-        y = np.where(X @ w + 0.5 * rng.normal(size=m) > 0, 1.0, -1.0)
-    elif task == "regression":
-        y = X @ w + 0.3 * rng.normal(size=m)
-    else:  # counts
-        y = rng.poisson(np.exp(0.3 * X @ w)).astype(float)
-    return X, y
-
-
-def check_against(res, J_ref):
-    assert res.status == "converged"
-    assert abs(res.objective - J_ref) <= REL * abs(J_ref)
-    # certificate: lower bound <= J* <= J_ref (rounding slack 1e-12 relative)
-    assert res.extra["lower_bound"] <= J_ref + 1e-12 * abs(J_ref)
-    assert res.objective - res.gap <= J_ref + 1e-12 * abs(J_ref)
 
 
 # ------------------------------------------------------------------ inner QP

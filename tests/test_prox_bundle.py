@@ -3,9 +3,9 @@
 import math
 
 import pytest
+from helpers import check_against, random_problem
 from reference import batch as ref
 from reference.liblinear import assert_matches_liblinear, liblinear_objective
-from test_bmrm import check_against, random_problem
 
 from fastrisk.problem import Problem as FRProblem
 from fastrisk.solvers.bmrm import solve_bmrm

@@ -1,0 +1,28 @@
+"""Helpers shared by several test modules (test modules never import each other)."""
+
+import numpy as np
+
+REL = 1e-6  # relative tolerance on objectives of the batch-solver tests (see test_bmrm)
+
+
+def random_problem(seed, m=40, d=6, task="binary"):
+    """(X, y): a small dense problem; task "binary" (+-1 labels), "regression" or counts."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, d))
+    w = rng.normal(size=d)
+    if task == "binary":
+        y = np.where(X @ w + 0.5 * rng.normal(size=m) > 0, 1.0, -1.0)
+    elif task == "regression":
+        y = X @ w + 0.3 * rng.normal(size=m)
+    else:  # counts
+        y = rng.poisson(np.exp(0.3 * X @ w)).astype(float)
+    return X, y
+
+
+def check_against(res, J_ref):
+    """A converged batch run within REL of an independent optimum, with a valid certificate."""
+    assert res.status == "converged"
+    assert abs(res.objective - J_ref) <= REL * abs(J_ref)
+    # certificate: lower bound <= J* <= J_ref (rounding slack 1e-12 relative)
+    assert res.extra["lower_bound"] <= J_ref + 1e-12 * abs(J_ref)
+    assert res.objective - res.gap <= J_ref + 1e-12 * abs(J_ref)
