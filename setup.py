@@ -3,7 +3,9 @@
 Every ``csrc/_<name>.pyx`` becomes ``fastrisk._<name>``. OpenMP is used when
 the compiler accepts ``-fopenmp`` (probed by compiling a tiny program); a
 serial build is produced otherwise. ``FASTRISK_NATIVE=1`` adds
-``-march=native`` and ``FASTRISK_NO_OPENMP=1`` forces the serial build.
+``-march=native``, ``FASTRISK_NO_OPENMP=1`` forces the serial build and
+``FASTRISK_OPT`` replaces the optimization flag ``-O3`` (tools/sanitize.sh uses
+``-O1``). ``$CFLAGS`` and the flags above are compiled into ``fastrisk._buildinfo``.
 """
 
 import glob
@@ -49,7 +51,7 @@ class BuildExt(build_ext):
     def build_extensions(self):
         cc = list(self.compiler.compiler_so[:1]) if hasattr(self.compiler, "compiler_so") else ["cc"]
         omp = sys.platform != "win32" and openmp_works(cc)
-        flags = ["-O3", "-fno-math-errno", "-Wno-unused-function"]
+        flags = [os.environ.get("FASTRISK_OPT", "-O3"), "-fno-math-errno", "-Wno-unused-function"]
         if os.environ.get("FASTRISK_NATIVE") == "1":
             flags.append("-march=native")
         cflags = flags + (["-fopenmp"] if omp else [])
