@@ -48,6 +48,11 @@ def c_string(text):
 class BuildExt(build_ext):
     """Adds the OpenMP and optimization flags, and compiles them into ``fastrisk._buildinfo``."""
 
+    def finalize_options(self):
+        if self.parallel is None:  # compile the extensions side by side unless -j says otherwise
+            self.parallel = True
+        super().finalize_options()
+
     def build_extensions(self):
         cc = list(self.compiler.compiler_so[:1]) if hasattr(self.compiler, "compiler_so") else ["cc"]
         omp = sys.platform != "win32" and openmp_works(cc)
