@@ -8,36 +8,17 @@ oracle back to back, so a busy machine slows them alike; the table gives
 medians over the rounds and the load average.  For each Dask oracle:
 T (wall per call), compute (the kernel seconds of the busiest worker, its
 partitions run one after another), the communication share 1 - compute / T
-(sending w[cols_k], receiving (X_k^T g)[cols_k], the actor calls and the
-client's gathers and sums), the megabytes moved per call and the extra
+(passing w and the partial gradients, the actor calls and the client's
+sums), the megabytes sent over the network per call and the extra
 CPU: the CPU seconds of the client (with the scheduler) and the workers
 minus those of the local call in the same round, the same kernel work
 (the cost of the communication, less sensitive to the load than T).  With one
 partition per worker, T(n) = s + t/n through T(1) and T(2) gives
 t = 2 (T(1) - T(2)) and s = T(1) - t.
 
-Measured 2026-11-26 on the shared 2-core machine (other sessions running),
-medians of 15 rounds; T in ms, communication share, extra CPU in ms:
-
-    load average                  ~9 (03:50)    ~2.6 (04:19)        ~2.3 (04:20)
-    local oracle                  261           75                  96
-    1 worker  x 1 partition       481 19% 100   119 28% 70          135 26% 40
-    1 worker  x 2 partitions      394 28% 110   117 36% 70          155 35% 60
-    2 workers x 1 partition       505 36% 150    96 47% 70          163 35% 70
-    2 workers x 2 partitions      430 34% 110    96 51% 70          175 37% 90
-    s, t (1 partition / worker)   529, -48      73, 46              190, -55
-    MB per call: 24.2 (1 x 1), 28.9 (1 x 2 and 2 x 1), 34.5 (2 x 2)
-
-Only the 04:19 run had two cores for the two workers (their kernel time
-halved: 86 -> 50 ms); in the others the 2-worker kernels took as long as
-the 1-worker one, so t < 0 there says nothing about the method.  Before
-this version (dense 12 MB w and gradient per partition, relayed through
-the scheduler, one task per call) the issue recorded T(1) = 159 ms and
-T(2) = 267 ms against 82 ms locally, communication 47% and 58%.  In one
-process, alternating the calls (same load), the previous oracle took
-2.06 x (1 worker) and 2.93 x (2 workers) the local oracle's time at load
-2.4, this one 1.84 x and 1.80 x; at load 8-9: 1.85-1.87 x and 2.10-2.30 x
-against 1.31-1.37 x and 1.34-1.40 x.
+Workers of a LocalCluster share the client's host, so the calls pass w and
+the gradients through shared memory (``DaskOracle.transport``);
+benchmarks/bench_scale.py compares that with the network transport.
 
 Run ``python -m pytest benchmarks/bench_distributed.py -s`` for the table;
 with ``--benchmark-disable`` (CI smoke test) it uses every 12th row, one
@@ -117,8 +98,7 @@ def test_dask_oracle_scaling(benchmark, imdb_bigrams):
         if smoke:
             return
         load_after = load()
-        megabytes = {key: 16e-6 * sum(np.arange(o.n_weights)[c].size for c in o.columns)
-                     for key, o in oracles.items()}
+        megabytes = {key: 1e-6 * o.last_bytes for key, o in oracles.items()}
     local_wall, _, local_cpu = np.array(times["local"]).T
     T_local = np.median(local_wall)
     rows = {}

@@ -13,7 +13,7 @@ import numpy as np
 from cython cimport floating
 from cython.parallel cimport prange
 
-from fr_rows cimport index_t, row_view, row_dot_ahead
+from fr_rows cimport index_t, row_view, row_dot_ahead, block_bounds, row_axpy_pairs
 from fr_loss cimport *
 
 LOSS_IDS = {
@@ -36,32 +36,13 @@ STATUS_OK = FR_OK
 STATUS_OVERFLOW = FR_ERR_OVERFLOW
 
 
-cdef void block_bounds(const index_t* indptr, Py_ssize_t start, Py_ssize_t stop,
-                       int n_blocks, Py_ssize_t* bounds) noexcept nogil:
-    """bounds[t]..bounds[t+1] are the rows of block t, balanced by nnz."""
-    cdef Py_ssize_t r = start, t
-    cdef double total = <double>(indptr[stop] - indptr[start])
-    bounds[0] = start
-    for t in range(1, n_blocks):
-        while r < stop and indptr[r] - indptr[start] < total * t / n_blocks:
-            r += 1
-        bounds[t] = r
-    bounds[n_blocks] = stop
-
-
-cdef inline void row_axpy_pairs(double a, const floating* val, const index_t* idx,
-                                Py_ssize_t nnz, double* wg) noexcept nogil:
-    """wg[2j + 1] += a * x_j: the lines are in cache from the row's gather."""
-    cdef Py_ssize_t k
-    for k in range(nnz):
-        wg[2 * idx[k] + 1] += a * val[k]
-
-
 cdef int risk_block(const floating* data, const index_t* indices, const index_t* indptr,
                     bint dense, double b, Py_ssize_t d, int loss, double loss_param,
                     const double* y, const double* c, Py_ssize_t lo, Py_ssize_t hi,
-                    double* wg, double* value) noexcept nogil:
+                    double* wg, double* value, double* g_out, double* scores) noexcept nogil:
     """Rows [lo, hi): wg[2j + 1] += (X^T g)_j, value = sum c_i l_i; returns a status.
+    ``g_out`` (NULL: not wanted) receives g_i at ``g_out[i]``, ``scores`` (NULL: not
+    wanted) f_i at ``scores[i]``.
 
     ``wg`` interleaves the weights and this block's gradient buffer, w_j at
     ``wg[2j]`` and its partial derivative at ``wg[2j + 1]``.  Each row is
@@ -86,11 +67,15 @@ cdef int risk_block(const floating* data, const index_t* indices, const index_t*
         s = row_dot_ahead(val, idx, nnz, nnz if dense else end - indptr[i], wg, 2)
         if b != 0.0:
             s += b * wg[2 * d]
+        if scores != NULL:
+            scores[i] = s
         row_status = fr_loss_batch(loss, loss_param, 1, &s, &y[i], c + i if c != NULL else NULL,
                                    &gi, &li)
         if row_status != FR_OK:
             status = row_status
         total += li
+        if g_out != NULL:
+            g_out[i] = gi
         if gi == 0.0:  # e.g. hinge beyond the margin: 0 * x_i changes no bit of the buffer
             continue
         row_axpy_pairs(gi, val, idx, nnz, wg)
@@ -105,7 +90,8 @@ def risk_gradient(const floating[::1] data, const index_t[::1] indices,
                   const double[::1] w, int loss, double loss_param,
                   const double[::1] y, const double[::1] sample_weight,
                   Py_ssize_t start, Py_ssize_t stop, double[::1] grad,
-                  double[:, ::1] workspace, int n_threads):
+                  double[:, ::1] workspace, int n_threads, double[::1] multipliers=None,
+                  double[::1] scores=None):
     """Partial risk of rows [start, stop); returns (sum_i c_i l_i, status).
 
     ``w`` has length d, or d + 1 when ``bias != 0`` (the constant feature of
@@ -114,6 +100,12 @@ def risk_gradient(const floating[::1] data, const index_t[::1] indices,
     ``sample_weight`` is empty for unit weights.  ``workspace`` (shape
     (n_threads, 2 len(w)), any content) holds each thread's copy of w
     interleaved with its gradient buffer (see ``risk_block``).
+    ``multipliers`` (optional, length stop - start) receives g: the gradient
+    in the sample space, ``X^T g`` (what bundle methods store, see
+    fastrisk/solvers/bmrm.py).  ``scores`` (optional, length >= stop) receives
+    ``f_i = <w, x_i>`` of the rows [start, stop) at their row index: the dual
+    point of a smooth loss (fastrisk/solvers/_dual_gap.py) and Newton's
+    curvature weights need them.
 
     Thread t owns the rows of block t (nnz-balanced, contiguous), fills its
     own workspace row and runs gather, loss and scatter row by row over its
@@ -127,6 +119,8 @@ def risk_gradient(const floating[::1] data, const index_t[::1] indices,
     cdef double s, value = 0.0
     cdef int status = FR_OK
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
+    cdef double* g_out = NULL
+    cdef double* f_out = NULL
     check_loss_id(loss)
     if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] != 2 * D:
         raise ValueError("workspace must have shape (n_threads, 2 len(w))")
@@ -135,6 +129,15 @@ def risk_gradient(const floating[::1] data, const index_t[::1] indices,
     if start < 0 or stop > indptr.shape[0] - 1 or y.shape[0] < stop or (
             c != NULL and sample_weight.shape[0] < stop):
         raise ValueError("rows [start, stop) out of range of X, y or sample_weight")
+    if scores is not None:
+        if scores.shape[0] < stop:
+            raise ValueError("scores must have length >= stop")
+        f_out = &scores[0]
+    if multipliers is not None:
+        if multipliers.shape[0] != n:
+            raise ValueError("multipliers must have length stop - start")
+        if n > 0:
+            g_out = &multipliers[0] - start
     if n <= 0:
         grad[:] = 0.0
         return 0.0, FR_OK
@@ -152,7 +155,7 @@ def risk_gradient(const floating[::1] data, const index_t[::1] indices,
                 wg[2 * j + 1] = 0.0
             statuses[t] = risk_block(&data[0], &indices[0], &indptr[0], dense, bias, d,
                                      loss, loss_param, &y[0], c, bounds[t], bounds[t + 1],
-                                     wg, &values[t])
+                                     wg, &values[t], g_out, f_out)
         for j in prange(D, num_threads=n_threads, schedule="static"):
             s = workspace[0, 2 * j + 1]
             for t in range(1, n_threads):

@@ -37,13 +37,23 @@ over the rows of the cut matrix with a non-zero multiplier, one pass over
 those rows in column blocks (``out`` written once, each row read once, four
 rows per sweep of a block).
 
-Both run without the GIL; H is read through its row stride (a leading block
+``sample_combination`` -- ``out = X^T v`` (plus ``bias * sum v`` in the
+intercept's slot) for cuts kept in the sample space (a = X^T g / m): one
+pass over the rows of X with v_i != 0, scattering into ``out``, which is
+written once to zero first (no temporary of length n_weights).
+``sample_products`` -- ``X w``, the other product of those cuts.  Both
+prefetch the weights their rows touch (fr_rows.pxd).
+
+These run without the GIL; H is read through its row stride (a leading block
 of a larger Gram matrix, no copy).
 """
 
 import numpy as np
+from cython cimport floating
 from libc.math cimport INFINITY, fabs, sqrt
 from libc.stdlib cimport free, malloc
+
+from fr_rows cimport index_t, row_axpy, row_dot_ahead, row_view
 
 cdef enum:
     QP_CONVERGED = 0
@@ -378,3 +388,50 @@ def cut_combination(const double[:, ::1] A, const double[::1] beta, double scale
             j0 = j1
     free(support)
     free(coef)
+
+
+def sample_combination(const floating[::1] data, const index_t[::1] indices,
+                       const index_t[::1] indptr, bint dense, double bias,
+                       const double[::1] v, double[::1] out, bint accumulate=False):
+    """out = X^T v, with out[-1] = bias * sum(v) when bias != 0 (X as in fr_rows.pxd);
+    ``accumulate``: out += X^T v (and bias * sum(v)) instead."""
+    cdef Py_ssize_t m = indptr.shape[0] - 1, D = out.shape[0], d = D - (bias != 0.0)
+    cdef Py_ssize_t i, kk, nnz, j
+    cdef double vi, total = 0.0
+    cdef const floating* val
+    cdef const index_t* idx
+    if v.shape[0] != m:
+        raise ValueError("sample_combination: v must have one entry per row of X")
+    with nogil:
+        if not accumulate:
+            for j in range(D):
+                out[j] = 0.0
+        for i in range(m):
+            vi = v[i]
+            total += vi
+            if vi == 0.0:
+                continue
+            nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+            row_axpy(vi, val, idx, nnz, &out[0])
+        if bias != 0.0:
+            out[d] = bias * total + (out[d] if accumulate else 0.0)
+
+
+def sample_products(const floating[::1] data, const index_t[::1] indices,
+                    const index_t[::1] indptr, bint dense, double bias,
+                    const double[::1] w, double[::1] out):
+    """out = X w (+ bias * w[-1] when bias != 0), the weights prefetched ahead
+    across row ends (the products of the cuts kept in the sample space)."""
+    cdef Py_ssize_t m = indptr.shape[0] - 1, D = w.shape[0], d = D - (bias != 0.0)
+    cdef Py_ssize_t i, nnz, end
+    cdef const floating* val
+    cdef const index_t* idx
+    if out.shape[0] != m:
+        raise ValueError("sample_products: out must have one entry per row of X")
+    with nogil:
+        end = indptr[m]
+        for i in range(m):
+            nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+            out[i] = row_dot_ahead(val, idx, nnz, nnz if dense else end - indptr[i], &w[0], 1)
+            if bias != 0.0:
+                out[i] += bias * w[d]

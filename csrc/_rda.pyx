@@ -29,8 +29,9 @@ MATH.md 6.  A coordinate is caught up just before its S_j changes, and every
 coordinate at the end of the call (``flush_end``).
 
 ``pnorm_rda_epoch`` -- p-norm RDA (section 7.2).  w = theta^{-1}(g_hat) divides
-by ||g_hat||_q^{q-2}, a norm over all coordinates whose threshold lambda*t
-moves at every step, so each step costs O(d) (not O(nnz)).
+by ||g_hat||_q^{q-2}, a norm over the coordinates above a threshold lambda*t
+that moves at every step; only the nonzeros of w_t are visited (a compact
+active set), so a step costs O(nnz(x_i) + nnz(w_t)), not O(d).
 
 ``truncated_gradient_epoch`` -- the baselines of section 6: SGD with the l1
 subgradient and truncated gradient (TG, period K; K = 1 is FOBOS), constant
@@ -229,24 +230,52 @@ def dual_averaging_epoch(const floating[::1] data, const index_t[::1] indices,
 
 
 # ---------------------------------------------------------------------------
-# p-norm RDA (section 7.2): O(d) per step
+# p-norm RDA (section 7.2): O(nnz(x_i) + nnz(w_t)) per step
+
+cdef inline double pow_q1(double m, double e, bint integral) noexcept nogil:
+    """m^e for the link map's exponent e = q - 1 (a small integer for p = 1 + 1/k,
+    e.g. p = 1.5 -> e = 2, where repeated products replace pow)."""
+    cdef double out
+    cdef int k
+    if not integral:
+        return pow(m, e)
+    out = m
+    for k in range(1, <int>e):
+        out *= m
+    return out
+
 
 def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
                     const index_t[::1] indptr, bint dense, double bias,
                     const double[::1] y, const double[::1] sample_weight,
                     const int64_t[::1] order, Py_ssize_t batch_size,
                     int loss, double loss_param,
-                    double[::1] S, double[::1] acc, double[::1] w, Py_ssize_t t0,
+                    double[::1] S, double[::1] acc, Py_ssize_t t0,
                     double lam, double gamma, double rho, double p):
     """Steps t = t0 + 1 ..: w_t = theta^{-1}(g_hat_{t-1}) with
     g_hat_r = -((p - 1) / (gamma sqrt(r))) shrink(S, lam r + gamma rho sqrt(r))
     and theta^{-1}_j(g) = sgn(g_j) |g_j|^{q-1} / ||g||_q^{q-2}; acc += w_t.
-    ``w`` (len(S)) receives the last query point.  Returns (loss sum, status)."""
+
+    Every coordinate of w_t has the form w_{t,j} = c_t v_{t,j} with the
+    global factor c_t = (p - 1) / (gamma sqrt(r)) / N_t^{(q-2)/q},
+    N_t = sum_j m_j^q, and v_{t,j} = -sgn(S_j) m_j^{q-1}, m_j = |S_j| - th_r > 0.
+    The threshold th_r is nondecreasing in r, so a coordinate with
+    |S_j| <= th_r stays zero until a row changes S_j: only the active set
+    (|S_j| > th_r, the nonzeros of w_t) enters N_t.  It is kept as a compact
+    list of slots (``act[slot] = j``, ``pos[j] = slot`` or -1), each slot
+    holding (S_j, v_j of the last step, acc terms not yet written to acc_j)
+    contiguously; one pass per step over them adds c_{t-1} v_{t-1} (the
+    previous step's iterate, deferred so that one pass suffices), drops the
+    coordinates that fell under the threshold and forms N_t.  A step
+    costs O(nnz(x_i) + nnz(w_t)); the norm is summed over the active set
+    (the dense order differs only by rounding).  Returns (loss sum, status)."""
     cdef Py_ssize_t D = S.shape[0], d = D - (bias != 0.0)
     cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, t, lo, hi, q, i, kk, nnz, j
+    cdef Py_ssize_t n_act = 0, slot
     cdef bint weighted = sample_weight.shape[0] > 0
     cdef double fval, deriv, lval, c, coef, total = 0.0
-    cdef double q_exp = p / (p - 1.0), th, m, norm_q, scale, r
+    cdef double q_exp = p / (p - 1.0), th, m, norm_q, scale = 0.0, scale_prev = 0.0, r, pq1
+    cdef bint integral = q_exp == <double>(<int>q_exp) and q_exp <= 16.0
     cdef const floating* val
     cdef const index_t* idx
     cdef fr_loss_fn fn = fr_loss_pointer(loss)
@@ -254,43 +283,77 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
         return 0.0, STATUS_BAD_LOSS
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
-    if acc.shape[0] != D or w.shape[0] != D:
-        raise ValueError("S, acc and w must have the same length")
+    if acc.shape[0] != D:
+        raise ValueError("S and acc must have the same length")
     n_steps = (n_rows + batch_size - 1) // batch_size
     fbuf = np.empty(batch_size)
     cdef double[::1] f = fbuf
+    pos_buf = np.full(D, -1, dtype=np.intp)
+    act_buf = np.empty(D, dtype=np.intp)
+    slots_buf = np.zeros((D + 1, 3))
+    cdef Py_ssize_t[::1] pos = pos_buf
+    cdef Py_ssize_t[::1] act = act_buf
+    # per slot, side by side: (S_j, v_j, the acc terms not yet written to acc_j)
+    cdef double[:, ::1] slots = slots_buf
+    cdef double* sl = &slots[0, 0]
+    cdef double* e
     with nogil:
+        # the active set at the first step: the coordinates above th_{t0}
+        th = lam * t0 + gamma * rho * sqrt(<double>t0)
+        for j in range(D):
+            if fabs(S[j]) > th:
+                pos[j] = n_act
+                act[n_act] = j
+                sl[3 * n_act] = S[j]
+                n_act += 1
         for step in range(n_steps):
             t = t0 + step + 1
             lo = step * batch_size
             hi = min(lo + batch_size, n_rows)
-            # 1. w_t over all coordinates: the norm of g_hat needs every one
+            # 1. acc += w_{t-1} (deferred); w_t = scale * v over the active set
             r = <double>(t - 1)
             th = lam * r + gamma * rho * sqrt(r)
             norm_q = 0.0
-            for j in range(D):
-                m = fabs(S[j]) - th
-                if m > 0.0:
-                    norm_q += pow(m, q_exp)
+            slot = 0
+            while slot < n_act:
+                e = sl + 3 * slot
+                e[2] += scale_prev * e[1]
+                m = fabs(e[0]) - th
+                if m <= 0.0:
+                    # below the threshold: zero until S_j changes; the last slot
+                    # moves here and is visited next (its acc term still owed)
+                    j = act[slot]
+                    acc[j] += e[2]
+                    pos[j] = -1
+                    n_act -= 1
+                    if slot < n_act:
+                        act[slot] = act[n_act]
+                        pos[act[slot]] = slot
+                        e[0] = sl[3 * n_act]
+                        e[1] = sl[3 * n_act + 1]
+                        e[2] = sl[3 * n_act + 2]
+                    continue
+                pq1 = pow_q1(m, q_exp - 1.0, integral)
+                norm_q += pq1 * m
+                e[1] = -sgn(e[0]) * pq1
+                slot += 1
             if norm_q > 0.0:
                 # |g_hat_j| = k m_j, k = (p-1)/(gamma sqrt r): w_j = -sgn k m^{q-1} / N^{(q-2)/q}
                 scale = (p - 1.0) / (gamma * sqrt(r)) / pow(norm_q, (q_exp - 2.0) / q_exp)
-                for j in range(D):
-                    m = fabs(S[j]) - th
-                    w[j] = -sgn(S[j]) * scale * pow(m, q_exp - 1.0) if m > 0.0 else 0.0
-                    acc[j] += w[j]
             else:
-                for j in range(D):
-                    w[j] = 0.0
+                scale = 0.0
+            scale_prev = scale
             # 2. gradient at w_t
             for q in range(lo, hi):
                 i = order[q]
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
                 fval = 0.0
                 for kk in range(nnz):
-                    fval += val[kk] * w[idx[kk]]
-                if bias != 0.0:
-                    fval += bias * w[d]
+                    slot = pos[idx[kk]]
+                    if slot >= 0:
+                        fval += val[kk] * (scale * sl[3 * slot + 1])
+                if bias != 0.0 and pos[d] >= 0:
+                    fval += bias * (scale * sl[3 * pos[d] + 1])
                 f[q - lo] = fval
             for q in range(lo, hi):
                 i = order[q]
@@ -301,10 +364,21 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
                 if coef == 0.0:
                     continue
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
-                for kk in range(nnz):
-                    S[idx[kk]] += coef * val[kk]
-                if bias != 0.0:
-                    S[d] += coef * bias
+                for kk in range(nnz + (bias != 0.0)):
+                    j = idx[kk] if kk < nnz else d
+                    S[j] += coef * (val[kk] if kk < nnz else bias)
+                    slot = pos[j]
+                    if slot < 0:
+                        # w_{t,j} = 0: it joins with nothing owed to acc
+                        slot = n_act
+                        pos[j] = slot
+                        act[slot] = j
+                        sl[3 * slot + 1] = 0.0
+                        sl[3 * slot + 2] = 0.0
+                        n_act += 1
+                    sl[3 * slot] = S[j]
+        for slot in range(n_act):
+            acc[act[slot]] += sl[3 * slot + 2] + scale_prev * sl[3 * slot + 1]
     return total, (STATUS_OK if total == total and fabs(total) < 1e308 else STATUS_OVERFLOW)
 
 

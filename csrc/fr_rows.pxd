@@ -86,3 +86,24 @@ cdef inline double row_sqnorm(const floating* val, Py_ssize_t nnz) noexcept nogi
     for k in range(nnz):
         s += <double>val[k] * val[k]
     return s
+
+
+cdef inline void block_bounds(const index_t* indptr, Py_ssize_t start, Py_ssize_t stop,
+                              int n_blocks, Py_ssize_t* bounds) noexcept nogil:
+    """bounds[t]..bounds[t+1] are the rows of block t, balanced by nnz."""
+    cdef Py_ssize_t r = start, t
+    cdef double total = <double>(indptr[stop] - indptr[start])
+    bounds[0] = start
+    for t in range(1, n_blocks):
+        while r < stop and indptr[r] - indptr[start] < total * t / n_blocks:
+            r += 1
+        bounds[t] = r
+    bounds[n_blocks] = stop
+
+
+cdef inline void row_axpy_pairs(double a, const floating* val, const index_t* idx,
+                                Py_ssize_t nnz, double* wg) noexcept nogil:
+    """wg[2j + 1] += a * x_j: the lines are in cache from the row's gather."""
+    cdef Py_ssize_t k
+    for k in range(nnz):
+        wg[2 * idx[k] + 1] += a * val[k]

@@ -259,7 +259,8 @@ def cmd_info(args, out):
         print(f"{k:18s}{v}", file=out)
 
 
-DEMO_SOLVERS = ("sdca", "lbfgs", "bmrm", "prox_bundle", "pegasos", "proximal", "optimistic", "rda")
+DEMO_SOLVERS = ("sdca", "lbfgs", "newton", "bmrm", "prox_bundle", "pegasos", "proximal",
+                "optimistic", "rda")
 
 
 def cmd_demo(args, out):
@@ -305,10 +306,17 @@ def cmd_demo(args, out):
             print(f"{name:14s}  not available ({res})", file=out)
             continue
         bound = "-" if math.isnan(res.gap) else f"{res.gap:.1e}"
+        name = f"{name} (auto)" if name == est.solver_ else name
         print(f"{name:14s}{seconds:9.2f}{res.n_iter:7d}{res.objective:13.8f}"
               f"{(res.objective - best) / best:10.1e}{bound:>10s}  {res.status}", file=out)
     print("rel. gap: (J(w) - best J) / best J; bound: the solver's certified bound on J(w) - J* "
           "('-': none)", file=out)
+    certified = [(t, name) for name, t, r in rows
+                 if t is not None and r.status == "converged" and not math.isnan(r.gap)]
+    if certified:
+        print(f"fastest to a certified tol 1e-6 here: {min(certified)[1]}; solver='auto' picked "
+              f"{est.solver_!r} by the rule of fastrisk/solvers/auto.py (measured at tol 1e-3 "
+              "over the benchmark grid of benchmarks/compare_binary.py)", file=out)
     if args.plot and runs:
         plot_convergence(runs, args.plot, f"a9a, {loss} / l2, alpha={alpha:g}")
         print(f"convergence plot written to {args.plot}", file=out)

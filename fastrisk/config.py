@@ -57,6 +57,27 @@ def resolve_n_threads(n_threads):
     return n
 
 
+def single_threaded_blas():
+    """Context in which the BLAS pools of the process (OpenBLAS, MKL, ...) use one thread.
+
+    The solvers' own parallel work runs in fastrisk's OpenMP kernels with
+    ``n_threads``; the BLAS calls around them (scipy's L-BFGS-B, vector updates
+    of length n_weights) are too small to gain from threads, and a BLAS pool
+    of its own competing with the OpenMP threads for the same cores
+    oversubscribes them.  The pools are looked up once per process (the
+    lookup scans the loaded libraries).
+    """
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+
+
+_BLAS_CONTROLLER = None
+
+
 def show_config(file=None):
     """Print version, OpenMP status, thread count and compiler flags."""
     from fastrisk import __version__

@@ -6,9 +6,14 @@ svmlight files, computed there from a dask array / dataframe, or scattered
 once from an in-memory matrix) and are never sent again.  A partition keeps
 only the columns its rows use (``Partition.cols``, also kept on the client):
 each call sends partition k ``w[cols_k]`` and gets back ``(X_k^T g)[cols_k]``,
-not two dense vectors of the full width.  The calls go straight from the
-client to one ``PartitionActor`` per partition, on the worker holding it (no
-scheduler and no task per call); the worker runs the compiled kernel
+not two dense vectors of the full width.  Workers on the client's host
+(a LocalCluster, or workers started next to the client) skip even that: w
+and each partition's gradient live in shared-memory blocks the client owns,
+so a call moves only the call messages (the client writes w once, each
+worker writes its full-width partial gradient, the client adds them).  The
+calls go straight from the client to one ``PartitionActor`` per partition,
+on the worker holding it (no scheduler and no task per call); the worker
+runs the compiled kernel
 (``LocalOracle.partial``: GIL released, ``n_threads`` OpenMP threads, default
 the worker's thread count, and the partitions of one worker run one at a
 time, so the workers do not oversubscribe the cores).  The client adds the
@@ -157,8 +162,60 @@ class PartitionActor:
         value, grad = self.partition.oracle.partial(w_cols, 0)
         return value, grad, time.perf_counter() - start, os.getpid()
 
+    def attach(self, token, w_name, out_name, n_weights):
+        """Map the client's shared-memory buffers of w and of this partition's gradient.
+
+        True when ``token`` matches what the client wrote at the start of the w
+        buffer (this worker shares the client's host and /dev/shm); else False
+        and calls go through ``partial``."""
+        self.detach()
+        try:
+            self._w = _open_shared(w_name, n_weights + 2)
+            self._out = _open_shared(out_name, n_weights)
+        except (OSError, ValueError):
+            self.detach()
+            return False
+        if self._w[0] != token:
+            self.detach()
+            return False
+        return True
+
+    def detach(self):
+        self._w = self._out = None
+
+    def partial_shared(self):
+        """``partial`` through the shared buffers: reads w, writes the full-width gradient
+        (+0.0 outside cols, like a full-width kernel); returns (value, seconds, pid)."""
+        start = time.perf_counter()
+        cols = self.partition.cols
+        w = self._w[2:]
+        full = cols.size == w.shape[0]
+        if full:
+            value, _ = self.partition.oracle.partial(w, 0, out=self._out)
+        else:
+            value, grad = self.partition.oracle.partial(w[cols], 0)
+            self._out[:] = 0.0
+            self._out[cols] = grad
+        return value, time.perf_counter() - start, os.getpid()
+
+
+def _open_shared(name, n):
+    """n float64 of the client's shared-memory block ``name``, mapped from /dev/shm.
+
+    Mapped as a file rather than through ``multiprocessing.shared_memory``,
+    whose resource tracker (shared with the client by workers it spawned)
+    would take the block as this process's and unlink it or lose track of it."""
+    return np.memmap(os.path.join("/dev/shm", name.lstrip("/")), dtype=np.float64, mode="r+",
+                     shape=(n,))
+
 
 # ---------------------------------------------------------------- client side
+
+def _unlink_all(blocks):
+    for block in blocks:
+        block.close()
+        block.unlink()
+
 
 def get_client(client=None):
     """A dask Client: the given one, a new one connected to an address, or the current one."""
@@ -188,18 +245,22 @@ class DaskOracle:
     ``columns`` (the weight indices of each partition, ``slice(None)`` for
     all), ``n_calls`` and ``last_timing`` (wall seconds of the last call, the
     kernel seconds of each partition and the pid of the worker that ran it:
-    the rest is communication and the client's sums).
+    the rest is communication and the client's sums), ``transport`` ("shared
+    memory" or "network") and ``last_bytes`` (array bytes the last call sent
+    over the network: 0 through shared memory).
     """
 
     def __init__(self, client, chunks, *, loss="hinge", loss_param=None, fit_intercept=False,
-                 intercept_scaling=1.0, n_features=None, n_threads=None):
+                 intercept_scaling=1.0, n_features=None, n_threads=None, shared_memory=True):
         """Turn chunk futures (X, y, sample_weight) on the workers into partitions.
 
         Prefer the ``from_*`` constructors.  ``chunks[k]`` is the future of
         partition k's chunk, or a list of futures of identical copies (on
         distinct workers) to fall back on when a worker is lost.
         ``n_threads``: OpenMP threads per partition call (None: the smallest
-        thread count of the cluster's workers).
+        thread count of the cluster's workers).  ``shared_memory``: pass w and
+        the gradients through shared memory to the workers on the client's
+        host (False: always over the network).
         """
         self.client = client
         self.loss = loss if isinstance(loss, Loss) else Loss(loss, loss_param)
@@ -264,8 +325,14 @@ class DaskOracle:
         self.risk_floor = float(-np.concatenate(conj).mean())
         self.n_calls = 0
         self.last_timing = None
+        self.last_bytes = None
         self._actors, self._handles = [], []  # the actor futures and their call handles
         self._direct_client = None
+        if not isinstance(shared_memory, (bool, np.bool_)):
+            raise ValueError(f"shared_memory must be a bool, got {shared_memory!r}")
+        self.use_shared_memory = bool(shared_memory)
+        self._shared = None  # (SharedMemory blocks, w buffer, gradient buffers) when in use
+        self.transport = None  # "shared memory" or "network", set when the actors are placed
 
     # -- constructors -----------------------------------------------------
 
@@ -384,6 +451,37 @@ class DaskOracle:
                         for part in parts]
         with self._actor_client().as_current():  # the handles call through this client
             self._handles = [actor.result() for actor in self._actors]
+            self.transport = "shared memory" if self._attach_shared() else "network"
+
+    def _attach_shared(self):
+        """Give every actor the shared buffers; True when all of them could map them.
+
+        The client owns one block for w (after a random token and a spare slot)
+        and one full-width gradient block per partition.  An actor maps them
+        only if it runs on this host: it checks the token it reads against the
+        one sent with the call."""
+        if not self.use_shared_memory:
+            return False
+        from multiprocessing import shared_memory
+
+        n = self.n_weights
+        if self._shared is None:
+            blocks = [shared_memory.SharedMemory(create=True, size=8 * (n + 2))]
+            blocks += [shared_memory.SharedMemory(create=True, size=8 * max(n, 1))
+                       for _ in self.copies]
+            w_buf = np.ndarray((n + 2,), dtype=np.float64, buffer=blocks[0].buf)
+            outs = [np.ndarray((n,), dtype=np.float64, buffer=b.buf) for b in blocks[1:]]
+            self._shared = (blocks, w_buf, outs)
+            self._free_shared = weakref.finalize(self, _unlink_all, blocks)
+        blocks, w_buf, _ = self._shared
+        w_buf[0] = token = float(np.random.default_rng().integers(1, 2**52))
+        calls = [h.attach(token, blocks[0].name, blocks[k + 1].name, n)
+                 for k, h in enumerate(self._handles)]
+        if all(self._result(call) for call in calls):
+            return True
+        for call in [h.detach() for h in self._handles]:
+            self._result(call)
+        return False
 
     def _actor_client(self):
         """A client that sends actor calls to the workers directly: the given
@@ -430,8 +528,18 @@ class DaskOracle:
             try:
                 if not self._handles:
                     self._place_actors()
+                if self.transport == "shared memory":
+                    _, w_buf, outs = self._shared
+                    w_buf[2:] = w
+                    calls = [actor.partial_shared() for actor in self._handles]
+                    self.last_bytes = 0
+                    return [(v, out, sec, pid) for (v, sec, pid), out in
+                            zip([self._result(call) for call in calls], outs)]
                 calls = [actor.partial(w[cols]) for actor, cols in zip(self._handles, self.columns)]
-                return [self._result(call) for call in calls]
+                results = [self._result(call) for call in calls]
+                self.last_bytes = sum(w[cols].nbytes + r[1].nbytes
+                                      for cols, r in zip(self.columns, results))
+                return results
             except PartitionLostError:
                 raise
             except (OSError, RuntimeError, distributed.client.FutureCancelledError) as exc:
@@ -457,12 +565,18 @@ class DaskOracle:
         value = results[0][0]
         for v, _, _, _ in results[1:]:
             value += v
-        grad = np.zeros(self.n_weights)
-        for (_, g, _, _), cols in zip(results, self.columns):
-            grad[cols] += g
+        if self.transport == "shared memory":  # full-width partial gradients
+            grad = results[0][1] if len(results) == 1 else results[0][1] + results[1][1]
+            for _, g, _, _ in results[2:]:
+                grad += g
+        else:
+            grad = np.zeros(self.n_weights)
+            for (_, g, _, _), cols in zip(results, self.columns):
+                grad[cols] += g
         self.last_timing = (time.perf_counter() - start, [r[2] for r in results],
                             [r[3] for r in results])
-        return value / self.n_samples, grad / self.n_samples
+        return value / self.n_samples, np.divide(grad, self.n_samples,
+                                                 out=None if grad is results[0][1] else grad)
 
     def local_equivalent(self, X, y, sample_weight=None):
         """The LocalOracle over the same data that adds the same sums (for checks)."""
@@ -483,6 +597,9 @@ class DaskOracle:
         for p in self.all_partitions:
             p.release()
         self.copies = []
+        if self._shared is not None:
+            self._free_shared()
+            self._shared = None
         if self._direct_client is not None:
             self._close_direct()
             self._direct_client = None

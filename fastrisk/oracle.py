@@ -75,7 +75,12 @@ class _Multiplexer:
 
 
 class LocalOracle(_Multiplexer):
-    """Scalar-loss oracle over row partitions of a Dataset, compiled kernel inside."""
+    """Scalar-loss oracle over row partitions of a Dataset, compiled kernel inside.
+
+    Each call also leaves g (``g_i = c_i l'(f_i, y_i)``, length n_samples)
+    in ``multipliers``: the gradient is ``X^T g / n_samples``, which bundle
+    methods store in this sample-space form (fastrisk/solvers/bmrm.py).
+    """
 
     def __init__(self, data, loss, y, sample_weight=None, *, n_partitions=1, n_threads=None):
         self.data, self.loss = data, loss
@@ -85,23 +90,39 @@ class LocalOracle(_Multiplexer):
         self.n_threads = resolve_n_threads(n_threads)
         self.partitions = partition_rows(self.n_samples, n_partitions)
         self._workspace = np.empty((self.n_threads, 2 * self.n_weights))
+        self.multipliers = np.zeros(self.n_samples)
         self.n_calls = 0
 
-    def partial(self, w, k):
-        """(sum_i c_i l_i, X^T g) over partition k, unnormalized."""
+    def partial(self, w, k, out=None, scores=None):
+        """(sum_i c_i l_i, X^T g) over partition k, unnormalized; X^T g written into
+        ``out`` (a float64 vector of length n_weights) when given; ``scores`` (length
+        n_samples, optional) receives the partition's f_i = <w, x_i>."""
         w = self._check_w(w)
         start, stop = self.partitions[k]
-        grad = np.empty(self.n_weights)
+        grad = np.empty(self.n_weights) if out is None else out
         d = self.data
+        g = self.multipliers[start:stop]
         value, status = _oracle.risk_gradient(
             d.data, d.indices, d.indptr, d.dense, d.bias, w, self.loss.spec.kernel_id,
             self.loss.param, self.y, self.c, start, stop, grad,
-            self._workspace, self.n_threads)
+            self._workspace, self.n_threads, g, scores)
         if status != _oracle.STATUS_OK:
             raise FloatingPointError(
                 f"the {self.loss.name} loss overflowed (exp of a score above ~709); "
                 "scale X down or increase alpha")
         return value, grad
+
+    def with_scores(self, w):
+        """(R_emp(w), dR_emp(w), f) with the scores f_i = <w, x_i> of the same pass."""
+        w = self._check_w(w)
+        self.n_calls += 1
+        f = np.empty(self.n_samples)
+        value, grad = self.partial(w, 0, scores=f)
+        for k in range(1, len(self.partitions)):
+            v, g = self.partial(w, k, scores=f)
+            value += v
+            grad += g
+        return value / self.n_samples, grad / self.n_samples, f
 
 
 class VectorOracle(_Multiplexer):

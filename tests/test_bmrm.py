@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import check_against, random_problem
+from helpers import check_against, random_problem, run_with_storage, wide_problem
 from reference import batch as ref
 from reference.liblinear import assert_matches_liblinear, liblinear_objective
 from scipy.optimize import minimize
@@ -280,3 +280,98 @@ def test_l1_bmrm_writes_nothing_to_stdout():
             "print('done')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout == "done\n"
+
+
+# ------------------------------------------------------------------ cut storage
+
+@pytest.mark.parametrize("penalty", ["l2", "l1"])
+def test_sample_space_cuts_same_iterates_as_dense(monkeypatch, penalty):
+    """Cuts kept as their multipliers g (a = X^T g / m; Gram rows and combinations through
+    X) against dense cuts: the same iterates, the bundle small enough (8 cuts) that cuts are
+    dropped and aggregated.  1e-10 relative: the Gram entries and the combinations differ only
+    by float64 rounding of sums over O(100) terms."""
+    prob = wide_problem(penalty)
+    runs = [run_with_storage(monkeypatch, s, solve_bmrm, prob, tol=1e-10, max_iter=60,
+                             max_bundle=8) for s in ("dense", "samples")]
+    dense, samples = runs
+    assert dense.extra["n_aggregated"] > 0 and dense.extra["n_dropped"] > 0
+    h0, h1 = np.array(dense.history.objective), np.array(samples.history.objective)
+    assert len(h0) == len(h1) == 60
+    np.testing.assert_allclose(h1, h0, rtol=1e-10)
+    np.testing.assert_allclose(samples.w, dense.w, rtol=0, atol=1e-10 * np.abs(dense.w).max())
+    assert samples.extra["lower_bound"] == pytest.approx(dense.extra["lower_bound"], rel=1e-10)
+
+
+def test_sample_space_cuts_generic_inner_solver(monkeypatch):
+    """Elastic net (FISTA inner solver, which stops on its own gap test, so rounding can change
+    its step count: not the same iterates) with sample-space cuts reaches the same certified
+    optimum as with dense cuts, 1e-6 relative."""
+    prob = wide_problem("elasticnet", "logistic", l1_ratio=0.5)
+    runs = [run_with_storage(monkeypatch, s, solve_bmrm, prob, tol=1e-8, max_iter=3000)
+            for s in ("dense", "samples")]
+    assert all(r.status == "converged" for r in runs)
+    assert runs[1].objective == pytest.approx(runs[0].objective, rel=1e-6)
+
+
+def test_default_storage_follows_the_cost():
+    """Wide sparse data take sample-space cuts (and the bundle bound of m-float cuts), tall
+    data dense cuts; an oracle without multipliers always dense cuts."""
+    import scipy.sparse as sp
+
+    from fastrisk.solvers.bmrm import DenseCuts, SampleCuts, make_bundle
+
+    wide = Problem(sp.random(50, 20000, density=0.01, random_state=0, format="csr"),
+                   np.where(np.arange(50) % 2, 1.0, -1.0), loss="hinge")
+    bundle = make_bundle(wide, None, 0.0)
+    assert isinstance(bundle.cuts, SampleCuts) and bundle.capacity == 201
+    X, y = random_problem(0, m=500, d=5)
+    assert isinstance(make_bundle(Problem(X, y, loss="hinge"), None, 0.0).cuts, DenseCuts)
+    oracle_only = FRProblem.from_oracle(_OracleOnly(wide.oracle))
+    assert isinstance(make_bundle(oracle_only, None, 0.0).cuts, DenseCuts)
+
+
+class _OracleOnly:
+    """A bare oracle (no multipliers), as a user or a Dask cluster would give."""
+
+    def __init__(self, oracle):
+        self.oracle, self.n_samples, self.n_weights = oracle, oracle.n_samples, oracle.n_weights
+
+    def __call__(self, w):
+        return self.oracle(w)
+
+
+def _scipy_lp_inner(bundle, lam, regularizer, best):
+    """LP (11) rebuilt and solved from scratch by scipy's HiGHS at every step (reference for
+    the incrementally updated, warm-started model)."""
+    from scipy.optimize import linprog
+
+    k = bundle.k
+    A = np.array([bundle.combination(1.0, np.eye(k)[i]) for i in range(1, k)])
+    b, b0, n = bundle.b[1:k], bundle.b[0], A.shape[1]
+    res = linprog(-(b - b0), A_ub=np.vstack([A.T, -A.T, np.ones((1, k - 1))]),
+                  b_ub=np.r_[np.full(2 * n, lam), 1.0], bounds=(0, None), method="highs")
+    mu = res.ineqlin.marginals
+    alpha = np.maximum(res.x, 0.0)
+    alpha /= max(1.0, alpha.sum(), np.abs(alpha @ A).max() / lam)
+    bundle.beta[1:k], bundle.beta[0] = alpha, 1.0 - alpha.sum()
+    bundle.lp = type("ColdLP", (), {"n_cold": k})
+    return mu[:n] - mu[n:2 * n], float(bundle.b[:k] @ bundle.beta[:k])
+
+
+@pytest.mark.parametrize("seed", [1, 5])
+def test_incremental_lp_same_iterates_as_rebuilt_lp(monkeypatch, seed):
+    """The HiGHS model changed in place (new cut's column added, dropped cuts' columns
+    deleted, warm basis) gives the same iterates as the LP rebuilt from scratch each step
+    (scipy), with a 12-cut bundle that drops a cut nearly every step.  On these data every
+    LP has a unique optimal w (a degenerate LP may have several, and then any of them is a
+    valid BMRM step).  1e-9: simplex tolerances."""
+    from fastrisk.solvers import bmrm
+
+    X, y = random_problem(seed, m=60, d=8)
+    prob = Problem(X, y, loss="hinge", penalty="l1", alpha=0.02)
+    ours = solve_bmrm(prob, tol=1e-9, max_iter=300, max_bundle=12)
+    with monkeypatch.context() as mp:
+        mp.setattr(bmrm, "_inner_l1", _scipy_lp_inner)
+        ref_run = solve_bmrm(prob, tol=1e-9, max_iter=300, max_bundle=12)
+    assert ours.extra["n_dropped"] > 20 and ours.extra["lp_cold_starts"] <= 2
+    np.testing.assert_allclose(ours.history.objective, ref_run.history.objective, rtol=1e-9)

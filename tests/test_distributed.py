@@ -63,6 +63,21 @@ def test_from_array_equals_local(client, a9a_small, loss, fit_intercept, weighte
     oracle.close()
 
 
+@pytest.mark.parametrize("shared", [True, False])
+def test_transports_equal_local(client, a9a_small, shared):
+    """Through shared memory (the LocalCluster's workers share the client's host) and over
+    the network: the same bits as the local oracle; partitions with few columns included
+    (their gradient outside the columns is +0.0, as in a full-width partial)."""
+    X, y = a9a_small
+    oracle = DaskOracle.from_array(client, X, y, loss="hinge", n_partitions=[5, 2000, 995],
+                                   shared_memory=shared)
+    assert_same(oracle, oracle.local_equivalent(X, y))
+    assert oracle.transport == ("shared memory" if shared else "network")
+    cols = [np.arange(oracle.n_weights) if isinstance(c, slice) else c for c in oracle.columns]
+    assert oracle.last_bytes == (0 if shared else 8 * 2 * sum(c.size for c in cols))
+    oracle.close()
+
+
 def test_from_array_dense_two_threads(client, a9a_small):
     """Dense rows, 2 OpenMP threads per partition: the same blocks and order as locally."""
     X, y = a9a_small

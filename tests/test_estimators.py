@@ -146,16 +146,18 @@ def test_auto_picks_a_solver_that_accepts_every_problem(penalty):
 def test_auto_choice_is_visible():
     X, y = _binary()
     assert LinearClassifier(loss="hinge").fit(X, y).solver_ == "sdca"
-    assert LinearClassifier(loss="logistic").fit(X, y).solver_ == "lbfgs"  # d < m
+    assert LinearClassifier(loss="logistic").fit(X, y).solver_ == "newton"  # small d
     assert LinearClassifier(loss="logistic", penalty="l1").fit(X, y).solver_ == "bmrm"
     assert LinearClassifier(loss="softmax").fit(X, y).solver_ == "lbfgs"
 
 
 def test_auto_rule_for_smooth_l2_depends_on_shape():
-    # rule 2 of fastrisk/solvers/auto.py: lbfgs when d < m, else sdca
+    # rule 2 of fastrisk/solvers/auto.py: newton when its vectors (13 of n_weights) fit
+    # in half the bytes of X (tall), else sdca (wide: 13 * 50 doubles > 20 * 50 / 2)
     rng = np.random.default_rng(3)
     tall, wide = rng.normal(size=(200, 5)), rng.normal(size=(20, 50))
-    for X, alpha, expected in [(tall, 1e-3, "lbfgs"), (tall, 1e-1, "lbfgs"), (wide, 1e-3, "sdca")]:
+    for X, alpha, expected in [(tall, 1e-3, "newton"), (tall, 1e-1, "newton"),
+                               (wide, 1e-3, "sdca")]:
         y = np.sign(X[:, 0] + 0.1)
         assert fr.solvers.choose_solver(fr.Problem(X, y, loss="logistic", alpha=alpha)) == expected
         # the hinge loss is not smooth: sdca whatever alpha and shape

@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from helpers import check_against, random_problem
+from helpers import check_against, random_problem, run_with_storage, wide_problem
 from reference import batch as ref
 from reference.liblinear import assert_matches_liblinear, liblinear_objective
 
@@ -102,3 +102,18 @@ def test_small_lambda_beats_bmrm_on_a9a(libsvm, loss):
     assert prox.objective - J_lib < 0.05 * (bmrm.objective - J_lib)
     for res in (prox, bmrm):
         assert res.objective - J_lib <= res.gap and res.extra["lower_bound"] <= J_lib
+
+
+def test_sample_space_cuts_same_iterates_as_dense(monkeypatch):
+    """Cuts as multipliers (products A w through X) against dense cuts: the same iterates over
+    60 steps with an 8-cut bundle (drops and aggregations, a phase at an earlier best point
+    when the products A w_best are formed from the cuts).  1e-10 relative: float64 rounding."""
+    import numpy as np
+
+    prob = wide_problem()
+    dense, samples = [run_with_storage(monkeypatch, s, solve_prox_bundle, prob, tol=1e-10,
+                                       max_iter=60, max_bundle=8) for s in ("dense", "samples")]
+    assert dense.extra["n_aggregated"] + dense.extra["n_dropped"] > 0
+    assert dense.extra["n_phases"] > 1
+    np.testing.assert_allclose(samples.history.objective, dense.history.objective, rtol=1e-10)
+    np.testing.assert_allclose(samples.w, dense.w, rtol=0, atol=1e-10 * np.abs(dense.w).max())

@@ -210,6 +210,42 @@ def test_cut_combination_matches_numpy():
         cut_combination(A, beta, 1.0, np.empty(3))
 
 
+@pytest.mark.parametrize("layout", ["csr32-f64", "csr64-f32", "dense"])
+@pytest.mark.parametrize("bias", [0.0, 2.0])
+def test_sample_space_products_match_numpy(layout, bias):
+    """X^T v (fresh and accumulated) and X w of the sample-space cuts against NumPy on the
+    dense matrix with its intercept column, rows with v_i = 0 included.  1e-12: rounding."""
+    import scipy.sparse as sp
+
+    from fastrisk._qp import sample_combination, sample_products
+    from fastrisk.data import Dataset
+
+    rng = np.random.default_rng(1)
+    X = sp.random(30, 200, density=0.1, random_state=2, format="csr")
+    if layout == "csr64-f32":
+        X = sp.csr_matrix((X.data.astype(np.float32), X.indices.astype(np.int64),
+                           X.indptr.astype(np.int64)), shape=X.shape)
+    elif layout == "dense":
+        X = X.toarray()
+    d = Dataset(X, intercept_scaling=bias)
+    Z = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    Z = np.c_[Z, np.full(30, bias)] if bias else Z
+    v = rng.normal(size=30)
+    v[::3] = 0.0
+    out = np.full(d.n_weights, np.nan)
+    sample_combination(d.data, d.indices, d.indptr, d.dense, d.bias, v, out)
+    np.testing.assert_allclose(out, Z.T @ v, rtol=1e-12, atol=1e-12)
+    base = rng.normal(size=d.n_weights)
+    out = base.copy()
+    sample_combination(d.data, d.indices, d.indptr, d.dense, d.bias, v, out, True)
+    np.testing.assert_allclose(out, base + Z.T @ v, rtol=1e-12, atol=1e-12)
+    w, f = rng.normal(size=d.n_weights), np.empty(30)
+    sample_products(d.data, d.indices, d.indptr, d.dense, d.bias, w, f)
+    np.testing.assert_allclose(f, Z @ w, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError):
+        sample_products(d.data, d.indices, d.indptr, d.dense, d.bias, w, np.empty(3))
+
+
 def test_bmrm_inner_l2_lower_bound_is_honest():
     """The inexact QP of BMRM (rtol = QP_RTOL against the best primal value): the returned
     lower bound is D_t(beta) recomputed in NumPy (1e-12), it is below the exact min J_t,

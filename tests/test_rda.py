@@ -133,6 +133,40 @@ def test_pnorm_rda_matches_reference(k):
     np.testing.assert_array_equal(res.extra["w_last"] == 0.0, r["w"] == 0.0)
 
 
+@pytest.mark.parametrize("p", [1.5, 1.25, 1.7, 2.0])
+@pytest.mark.parametrize("k", [1, 4])
+def test_pnorm_active_set_matches_dense_sums(p, k):
+    """The active-set kernel (O(nnz(x_i) + nnz(w_t)) per step) == the dense
+    O(d)-per-step recursion (tests/reference/rda.py pnorm_rda_sums, the same
+    sums S), through two streamed calls (the active set is rebuilt from S at
+    a call boundary).  Data where coordinates leave and re-enter the support
+    (n_left counts it).  1e-12 relative (norm-wise): the norm is summed in a
+    different order, and m^q is formed as m^{q-1} m, so the two differ by
+    float64 rounding amplified over ~300 steps; w_bar = acc / t, S checked
+    through the next iterate w_{T+1}."""
+    rng = np.random.default_rng(5)
+    m, d = 160, 120
+    X = sp.random(m, d, density=0.05, random_state=7, format="csr") * 2.0
+    X.sum_duplicates()
+    y = np.where(rng.random(m) < 0.4, 1.0, -1.0)
+    c = rng.uniform(0.5, 1.5, m)
+    prob = _problem(X, y, loss="logistic", penalty="l1", alpha=0.02, sample_weight=c,
+                    fit_intercept=True)
+    opts = dict(p_norm=p, gamma=0.5, rho=0.05, batch_size=k, random_state=3, eval_every=0)
+    first = solve_rda(prob, max_iter=1, **opts)
+    res = solve_rda(prob, max_iter=1, state=first.extra["state"], **opts)
+    # the solver's row orders: each call draws its permutation from random_state=3
+    orders = _orders(m, 1, 3) * 2
+    r = ref.pnorm_rda_sums(_dense(X, 1.0), prob.y, c, orders, k, _logistic, 0.02, 0.5, 0.05, p)
+    T = res.extra["n_steps"]
+    assert r["n_left"] >= 10
+    np.testing.assert_allclose(res.extra["w_bar"] * T, r["w_sum"],
+                               rtol=0, atol=1e-12 * np.linalg.norm(r["w_sum"]))
+    np.testing.assert_allclose(res.extra["state"]["coords"][:, 0], r["S"],
+                               rtol=0, atol=1e-12 * np.linalg.norm(r["S"]))
+    assert first.extra["loss_sum"] + res.extra["loss_sum"] == pytest.approx(r["loss"], rel=1e-12)
+
+
 def test_pnorm_with_p2_is_l1_rda():
     """With p = 2 the link map is the identity: the dense p-norm kernel and the
     lazy l1 kernel solve the same recursion (independent code paths)."""

@@ -12,6 +12,7 @@ SOLVERS = {
     "bmrm": ("fastrisk.solvers.bmrm", "solve_bmrm"),
     "prox_bundle": ("fastrisk.solvers.prox_bundle", "solve_prox_bundle"),
     "lbfgs": ("fastrisk.solvers.lbfgs", "solve_lbfgs"),
+    "newton": ("fastrisk.solvers.newton", "solve_newton"),
     "sdca": ("fastrisk.solvers.sdca", "solve_sdca"),
     "pegasos": ("fastrisk.solvers.pegasos", "solve_pegasos"),
     "adaptive": ("fastrisk.solvers.pegasos", "solve_adaptive"),

@@ -5,17 +5,37 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 1. vector losses (softmax, multiclass_hinge): ``lbfgs`` when the loss is
    smooth and the penalty differentiable ("l2", "lp"), else ``bmrm`` (the
    solvers for a weight matrix);
-2. a smooth loss with a differentiable penalty on data with fewer features than
+2. a binary loss with a second derivative (logistic, squared hinge, smoothed
+   hinge, ...), penalty "l2", and Newton's working vectors (about
+   NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
+   when SDCA's dual is a box it can shrink (squared and smoothed hinge) and
+   ``alpha * n_samples >= SDCA_ALPHA_M`` (SDCA needs about
+   1 + 1/(alpha m gamma) epochs, Shalev-Shwartz & Zhang 2013, Theorem 1),
+   else ``newton``;
+3. a smooth loss with a differentiable penalty on data with fewer features than
    samples: ``lbfgs``;
-3. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
+4. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
    "elasticnet" with l1_ratio < 1): ``sdca``;
-4. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
+5. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
    loss derivatives);
-5. smooth losses with a differentiable penalty: ``lbfgs``;
-6. everything else (an l1 term, non-smooth losses without a dual step, ...):
+6. smooth losses with a differentiable penalty: ``lbfgs``;
+7. everything else (an l1 term, non-smooth losses without a dual step, ...):
    ``bmrm``, which handles every loss and penalty with a certificate.
 
-Measurements behind it (benchmarks/RESULTS.md, "solver='auto'" section,
+Rule 2 (benchmarks/compare_binary.py, 1 thread, time to a certified 1e-3, no
+intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha
+1e-4 and 1e-6): for logistic, Newton was the fastest fastrisk solver on every
+row measured (a9a 0.27 / 0.36 s at 1e-4 / 1e-6 against L-BFGS 0.59 / 1.10 and
+SDCA 0.41 / 18.0; Reuters 0.28 / 0.86 against SDCA 0.35 / 5.8); for squared
+hinge, SDCA at alpha 1e-4 (a9a 0.12 s against Newton 0.17, Reuters 0.036 against
+0.11, phishing 0.051 against 0.13) and Newton at 1e-6 on the low-dimensional
+sets (a9a 0.43 s against SDCA 9.0, phishing 0.22 against 0.87); at 1e-6 the rule's
+Newton loses to SDCA on Reuters (0.54 s against 0.41) and mushrooms (0.64 s
+against 0.12; separable, J* ~ 1e-5).
+IMDB bigrams stays with SDCA (rule 4): Newton's extra memory is 1.3x the data there
+(benchmarks/memory_binary.py), SDCA's 0.5x.
+
+Measurements behind the other rules (benchmarks/RESULTS.md, "solver='auto'" section,
 a9a, time to 1e-3 relative suboptimality, fastrisk solvers and the peers run
 back to back in one process by benchmarks/compare_peers.py): SDCA is the
 fastest fastrisk solver for hinge and logistic with l2 at alpha 1e-4
@@ -29,12 +49,27 @@ slower; IMDB bigrams: see RESULTS.md).  Hinge keeps SDCA: L-BFGS sometimes gets
 there first, but for a nonsmooth loss it has no certificate to honour ``tol``.
 """
 
+from fastrisk import _hessian, _sdca
 from fastrisk.regularizers import L2, ElasticNet
+
+# measured extra memory of solve_newton in vectors of n_weights float64 (IMDB bigrams)
+NEWTON_VECTORS = 13
+# alpha * n_samples from which SDCA beats Newton on box-dual smooth losses (squared hinge)
+SDCA_ALPHA_M = 0.1
 
 
 def _strongly_convex(problem):
     reg = problem.regularizer
     return isinstance(reg, L2) or (isinstance(reg, ElasticNet) and reg.l1_ratio < 1.0)
+
+
+def _newton_fits(problem):
+    """A loss with a second derivative and Newton's vectors within half the bytes of X."""
+    spec, data = problem.loss.spec, problem.data
+    if not (spec.smooth and _hessian.has_curvature(spec.kernel_id)):
+        return False
+    data_bytes = data.data.nbytes + (0 if data.dense else data.indices.nbytes + data.indptr.nbytes)
+    return NEWTON_VECTORS * 8 * problem.n_weights <= 0.5 * data_bytes
 
 
 def choose(problem):
@@ -44,6 +79,12 @@ def choose(problem):
     if spec.vector:
         return "lbfgs" if spec.smooth and differentiable else "bmrm"
     data = problem.data
+    if spec.task == "binary" and problem.penalty == "l2" and data is not None \
+            and _newton_fits(problem):
+        if spec.dual_step and _sdca.has_dual_box(spec.kernel_id) \
+                and problem.alpha * data.n_samples >= SDCA_ALPHA_M:
+            return "sdca"
+        return "newton"
     if spec.smooth and differentiable and data is not None \
             and data.n_features < data.n_samples:
         return "lbfgs"

@@ -10,8 +10,8 @@ non-negative losses (poisson can be negative: its b_0 is its true infimum).
 Inner problems, by penalty:
 
 * ``l2``: the dual QP (12) over ``alpha >= 0, sum alpha <= 1`` with the Gram
-  matrix ``A^T A`` of the cuts kept incrementally (one BLAS product per
-  iteration for the new row, cuts in a preallocated contiguous matrix) and the
+  matrix ``A^T A`` of the cuts kept incrementally (one new row per iteration,
+  see "Cut storage" below) and the
   compiled warm-started active-set solver of ``qp.py`` (csrc/_qp.pyx), started
   from the previous multipliers with 0 for the new cut;
   ``w = -A alpha / lambda`` (reading only the cuts with alpha_i > 0) and
@@ -22,9 +22,11 @@ Inner problems, by penalty:
   does not rely on this accuracy (D_t(alpha) <= J* for every feasible alpha,
   next paragraph); it keeps J_t(w_t) within 1% of the current gap of min J_t,
   so Theorem 2's per-step decrease is lost only up to about that fraction.
-* ``l1``: the LP (11), solved in its dual form by HiGHS (``highspy``) warm-started
-  from the previous basis (``LinearProgram``); the certified lower bound is the
-  LP dual value at the HiGHS multipliers scaled back into the dual feasible set
+* ``l1``: the LP (11), solved in its dual form by one HiGHS (``highspy``) model
+  that gains the new cut's column and loses the dropped cuts' columns at each
+  iteration, warm-started from its previous basis (``LinearProgram``); the
+  certified lower bound is the LP dual value at the HiGHS multipliers scaled
+  back into the dual feasible set
   (``alpha >= 0, sum alpha <= 1, ||A alpha||_inf <= lambda``).  This is
   Kelley's cutting-plane method (no proximal term): on a9a, logistic,
   alpha = 3e-3 it needs ~600 iterations for a 2e-5 relative gap.  Without a
@@ -45,6 +47,13 @@ certificate never depends on how exactly the inner problem was solved:
 ``gamma_t = min_{j<t} J(w_j) - max_{i<=t} J_i^-`` bounds ``J(w_best) - J*``
 (Lemma 1) and the run stops when ``gamma_t <= max(tol J(w_best), abs_tol)``.
 
+Cut storage (``make_bundle``): a cut on data X is ``a = X^T g / m`` with one
+multiplier per row, so on wide data (m << n_weights, text) it is kept as g
+(``SampleCuts``): the Gram row of a new cut is ``G (X a) / m``, the combination
+``sum_i beta_i a_i = X^T (G^T beta) / m``, i.e. O(nnz(X) + k m) per iteration
+instead of O(k n_weights), the same numbers up to rounding.  Otherwise, and for
+oracles that return only the gradient, the cuts are dense rows (``DenseCuts``).
+
 Bounded bundle: at most ``max_bundle`` cuts are kept.  When full, the cut
 that has been inactive (alpha = 0) the longest is dropped; if every cut is
 active, the older half is aggregated into one cut ``sum_S alpha_i (a_i, b_i)
@@ -62,13 +71,12 @@ import time
 import highspy
 import numpy as np
 
-from fastrisk._qp import cut_combination
+from fastrisk._qp import cut_combination, sample_combination, sample_products
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
 
 QP_RTOL = 1e-2  # QP gap allowed, relative to the current bound gap (see _inner_l2)
 CUT_MEMORY = 2 ** 28  # bytes of cut storage the default bundle bound allows
-BASIC, LOWER = highspy.HighsBasisStatus.kBasic, highspy.HighsBasisStatus.kLower
 INF = highspy.kHighsInf
 MATRIX_COLWISE, MAXIMIZE = int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize)
 _highs_banner_shown = False
@@ -100,9 +108,13 @@ def quiet_highs():
     return highs
 
 
-def default_max_bundle(n_weights):
-    """Cuts kept by default: 200, fewer when n_weights is large (at most ~256 MB of cuts)."""
-    return int(min(200, max(10, CUT_MEMORY // (8 * n_weights))))
+def default_max_bundle(cut_length):
+    """Cuts kept by default: 200, fewer when a stored cut is long (at most ~256 MB of cuts).
+
+    ``cut_length`` is the number of floats a cut takes in its storage (``n_weights``
+    for dense cuts, ``n_samples`` for sample-space cuts, see ``make_bundle``).
+    """
+    return int(min(200, max(10, CUT_MEMORY // (8 * cut_length))))
 
 
 def risk_floor(problem):
@@ -135,28 +147,152 @@ def cut_matrix(rows, cols):
     return np.frombuffer(buffer, dtype=np.float64, count=rows * cols).reshape(rows, cols)
 
 
+class DenseCuts:
+    """Each cut a_i as a row of a (capacity, n_weights) matrix ``A``.
+
+    A Gram row costs O(k n_weights) and combining the active cuts
+    O(k_active n_weights): the storage for oracles that only return the
+    gradient (Dask, vector losses, ``Problem.from_oracle``).
+    """
+
+    def __init__(self, capacity, n_weights):
+        self.A = cut_matrix(capacity, n_weights)
+        self.n_weights = n_weights
+
+    def store(self, i, a):
+        self.A[i] = a
+
+    def gram_row(self, i, a):
+        """<a_j, a> for the slots j <= i (slot i already holds a)."""
+        return self.A[: i + 1] @ a
+
+    def combine(self, coef, scale, out, accumulate=False):
+        """out = scale * sum_i coef_i a_i over the slots i < len(coef) (coef_i = 0 not read);
+        ``accumulate``: out += that sum instead."""
+        if accumulate:
+            out += self._combination(coef, scale)
+        else:
+            cut_combination(self.A, coef, scale, out)
+
+    def _combination(self, coef, scale):
+        out = np.empty(self.n_weights)
+        cut_combination(self.A, coef, scale, out)
+        return out
+
+    def products(self, w, k):
+        """<a_i, w> for the slots i < k."""
+        return self.A[:k] @ w
+
+    def move(self, src, dst):
+        self.A[dst] = self.A[src]
+
+    def merge(self, keep, old, gamma, k):
+        """Slot ``keep`` := sum_j gamma_j (cut in slot old_j)."""
+        coef = np.zeros(k)
+        coef[old] = gamma
+        aggregate = np.empty(self.n_weights)
+        cut_combination(self.A, coef, 1.0, aggregate)
+        self.A[keep] = aggregate
+
+
+class SampleCuts:
+    """Each cut in the sample space: a_i = X^T g_i / m, stored as g_i (length m).
+
+    The oracle's gradient on data X is ``X^T g / m`` with
+    ``g_j = c_j l'(<w, x_j>, y_j)`` (``LocalOracle.multipliers``), so a cut needs
+    m floats, not n_weights, and every product with the cuts goes through X:
+    the Gram row of a new cut a is ``G (X a) / m`` (one pass over X plus O(k m)),
+    the combination ``sum_i beta_i a_i = X^T (G^T beta) / m`` (O(k m) plus one
+    pass over X) and the products ``A w = G (X w) / m``.  The bookkeeping of a
+    step is then O(nnz(X) + n_weights + k m) instead of O(k n_weights): on wide
+    data (text: m << n_weights) the oracle's own cost.
+    """
+
+    def __init__(self, capacity, problem):
+        self.G = cut_matrix(capacity, problem.n_samples)
+        self.oracle, self.data, self.m = problem.oracle, problem.data, problem.n_samples
+        self.n_weights = problem.n_weights
+
+    def store(self, i, a):
+        """Slot i := the multipliers of the oracle call that returned a."""
+        self.G[i] = self.oracle.multipliers
+
+    def _times_X(self, w):
+        d, out = self.data, np.empty(self.m)
+        sample_products(d.data, d.indices, d.indptr, d.dense, d.bias, w, out)
+        return out
+
+    def gram_row(self, i, a):
+        return (self.G[: i + 1] @ self._times_X(a)) / self.m
+
+    def combine(self, coef, scale, out, accumulate=False):
+        v = (coef * (scale / self.m)) @ self.G[: len(coef)]
+        d = self.data
+        sample_combination(d.data, d.indices, d.indptr, d.dense, d.bias, v, out, accumulate)
+
+    def products(self, w, k):
+        return (self.G[:k] @ self._times_X(np.ascontiguousarray(w, dtype=np.float64))) / self.m
+
+    def move(self, src, dst):
+        self.G[dst] = self.G[src]
+
+    def merge(self, keep, old, gamma, k):
+        self.G[keep] = gamma @ self.G[old]
+
+
+def make_bundle(problem, max_bundle, floor, *, gram=True, extra=(), storage=None):
+    """The bundle of ``problem``'s cuts, in the storage with the smaller bookkeeping.
+
+    Sample-space cuts (``SampleCuts``) need an oracle that reports its
+    multipliers (``LocalOracle``: a scalar loss on local data); per step they
+    cost about ``2 nnz(X) + n_weights + 2 k m`` (two passes over X, one
+    combination written out, the Gram row and the combination in G) against
+    ``2 k n_weights`` for dense cuts, k the bundle capacity (by default set by
+    the memory bound for each storage, ``default_max_bundle``).  ``storage``
+    ("dense" or "samples") overrides the choice.
+    """
+    from fastrisk.oracle import LocalOracle
+
+    n = problem.n_weights
+    dense_k = default_max_bundle(n) if max_bundle is None else max_bundle
+    if isinstance(problem.oracle, LocalOracle) and storage != "dense":
+        data, m = problem.data, problem.n_samples
+        sample_k = default_max_bundle(m) if max_bundle is None else max_bundle
+        if storage == "samples" or 2 * data.nnz + n + 2 * sample_k * m < 2 * dense_k * n:
+            return Bundle(n, sample_k, floor, gram=gram, extra=extra,
+                          storage=lambda capacity: SampleCuts(capacity, problem))
+    return Bundle(n, dense_k, floor, gram=gram, extra=extra)
+
+
 class Bundle:
     """Cutting planes (a_i, b_i) in slots 0..k-1, slot 0 the constant cut (0, b_0).
 
-    ``A`` (rows = cuts), ``b``, the Gram matrix ``Q = A A^T`` (kept only when
+    ``cuts`` stores the a_i (``DenseCuts``, or what ``storage(capacity)`` makes,
+    e.g. ``SampleCuts``; ``A`` is the matrix of dense cuts), ``b``, the Gram
+    matrix ``Q = A A^T`` (kept only when
     ``gram``), the current multipliers ``beta`` (on the simplex, slot 0 is the
     slack) and, per cut, the last iteration it was active (``mark_active``);
     a cut not active at the last solve is "inactive" and dropped first.  ``extra`` names
     further per-cut arrays that are linear in the cut (aggregated alike).
+    ``add`` takes the cut right after the oracle call that produced it (sample-space
+    cuts read the oracle's multipliers of that call).
     """
 
-    def __init__(self, n_weights, max_size, floor, *, gram=True, extra=()):
+    def __init__(self, n_weights, max_size, floor, *, gram=True, extra=(), storage=None):
         if not isinstance(max_size, (int, np.integer)) or isinstance(max_size, bool) \
                 or max_size < 2:
             raise ValueError(f"max_bundle must be an integer >= 2, got {max_size!r}")
         cap = int(max_size) + 1
-        self.A = cut_matrix(cap, n_weights)
+        self.cuts = DenseCuts(cap, n_weights) if storage is None else storage(cap)
         self.b = np.zeros(cap)
         self.b[0] = floor
         self.Q = np.zeros((cap, cap)) if gram else None
         self.beta = np.zeros(cap)
         self.beta[0] = 1.0
         self.last_active = np.zeros(cap, dtype=np.int64)
+        # serial number of each cut (a new one for an aggregate), and the last cut added
+        self.serial = np.zeros(cap, dtype=np.int64)
+        self.last_serial, self.last_cut = 0, None
         self.extra = {name: np.zeros(cap) for name in extra}
         self.k = 1
         self.iteration = 0
@@ -169,19 +305,25 @@ class Bundle:
     def capacity(self):
         return len(self.b)
 
+    @property
+    def A(self):
+        return self.cuts.A
+
     def add(self, a, b, iteration, **extra):
         """Append the cut (a, b) with multiplier 0; make room first when full."""
         if self.k == self.capacity:
             self._make_room()
         i = self.k
-        self.A[i] = a
+        self.cuts.store(i, a)
         self.b[i] = b
         if self.Q is not None:
-            row = self.A[: i + 1] @ self.A[i]
+            row = self.cuts.gram_row(i, a)
             self.Q[i, : i + 1] = row
             self.Q[: i + 1, i] = row
         self.beta[i] = 0.0
         self.last_active[i] = iteration
+        self.last_serial += 1
+        self.serial[i], self.last_cut = self.last_serial, a
         for name, value in extra.items():
             self.extra[name][i] = value
         self.k += 1
@@ -195,8 +337,8 @@ class Bundle:
 
     def _move(self, src, dst):
         """Copy slot src into slot dst (used to close holes)."""
-        self.A[dst] = self.A[src]
-        for arr in (self.b, self.beta, self.last_active, *self.extra.values()):
+        self.cuts.move(src, dst)
+        for arr in (self.b, self.beta, self.last_active, self.serial, *self.extra.values()):
             arr[dst] = arr[src]
         if self.Q is not None:
             self.Q[dst, :] = self.Q[src, :]
@@ -223,11 +365,7 @@ class Bundle:
         weight = self.beta[old].sum()
         gamma = self.beta[old] / weight if weight > 0 else np.full(len(old), 1.0 / len(old))
         keep, rest = old[0], old[1:]
-        coef = np.zeros(k)
-        coef[old] = gamma
-        aggregate = np.empty(self.A.shape[1])
-        cut_combination(self.A, coef, 1.0, aggregate)
-        self.A[keep] = aggregate
+        self.cuts.merge(keep, old, gamma, k)
         self.b[keep] = gamma @ self.b[old]
         for arr in self.extra.values():
             arr[keep] = gamma @ arr[old]
@@ -239,21 +377,32 @@ class Bundle:
             self.Q[keep, keep] = self_product
         self.beta[keep] = weight
         self.last_active[keep] = self.last_active[old].max()
+        self.last_serial += 1
+        self.serial[keep] = self.last_serial
         self.beta[rest] = 0.0
         self._remove(list(rest))
         self.n_aggregated += 1
 
-    def combination(self, scale=1.0):
-        """scale * sum_i beta_i a_i over the used slots (reads only the rows with beta_i != 0).
+    def combination(self, scale=1.0, coef=None, base=None, base_scale=1.0):
+        """scale * sum_i coef_i a_i over the used slots (default coef = beta; the cuts
+        with coef_i = 0 are not read), plus ``base_scale * base`` when a base vector is
+        given (formed in the output, without a temporary).
 
         Its time accumulates in ``combination_seconds`` (a pass over the active cuts:
         with Gram rows, the memory-bound part of the bookkeeping when n_weights is large).
         """
         start = time.perf_counter()
-        out = np.empty(self.A.shape[1])
-        cut_combination(self.A, self.beta[: self.k], scale, out)
+        out = np.empty(self.cuts.n_weights)
+        if base is not None:
+            np.multiply(base, base_scale, out=out)
+        self.cuts.combine(self.beta[: self.k] if coef is None else coef, scale, out,
+                          accumulate=base is not None)
         self.combination_seconds += time.perf_counter() - start
         return out
+
+    def products(self, w):
+        """<a_i, w> for the used slots."""
+        return self.cuts.products(w, self.k)
 
 
 # ---------------------------------------------------------------- inner solvers
@@ -274,7 +423,7 @@ def _inner_l2(bundle, lam, regularizer, best):
 
 
 class LinearProgram:
-    """LP (11) in its dual form, one HiGHS model warm-started from the previous basis.
+    """LP (11) in its dual form, one HiGHS model changed in place and warm-started.
 
     Dual of (11) over the cuts 1..k-1 (the constant cut 0 takes the slack):
     ``max b_0 + sum_i (b_i - b_0) alpha_i`` subject to ``alpha >= 0``,
@@ -283,90 +432,87 @@ class LinearProgram:
     stays (n + 1) x (n + 1) however many cuts there are, and a new cut is a new
     column at ``alpha_i = 0``: the previous basis stays primal feasible and a few
     primal simplex pivots restore optimality.  w is the multiplier of the ranged
-    rows.  The basis status of each cut is kept in the bundle (extra array
-    ``lp_basic``) so it follows the cuts when the bundle drops one; after an
-    aggregation, or when the kept statuses no longer form a basis, HiGHS starts
-    cold.
+    rows.
+
+    The model is built once (the rows) and then only changed: at each solve the
+    columns of the cuts the bundle dropped or aggregated away are deleted and
+    the new cuts' columns added (the new cut's nonzeros come from the dense
+    gradient just added, ``bundle.last_cut``; an aggregate is formed once).
+    Columns are matched to bundle slots by the cut's serial number.  HiGHS keeps
+    its basis through these changes (new columns nonbasic at 0); when a deleted
+    column was basic the basis is no longer valid and HiGHS starts cold
+    (``n_cold``).
     """
 
-    def __init__(self, n_weights, lam):
+    def __init__(self, n_weights, lam, b0):
         self.n, self.lam = n_weights, lam
         self.highs = quiet_highs()
         self.highs.setOptionValue("presolve", "off")
         self.highs.setOptionValue("simplex_strategy", 4)  # primal simplex
-        self.basis, self.n_basic_cuts = None, 0
-        self.n_aggregated = 0
+        n = n_weights
+        self.highs.passModel(
+            0, n + 1, 0, MATRIX_COLWISE, MAXIMIZE, float(b0), np.zeros(0), np.zeros(0),
+            np.zeros(0), np.append(np.full(n, -lam), -INF), np.append(np.full(n, lam), 1.0),
+            np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0),
+            np.zeros(0, dtype=np.int32))
+        self.serials = np.zeros(0, dtype=np.int64)  # serial number of each HiGHS column
         self.n_cold = 0
 
-    def _basis(self, bundle):
-        """The previous basis with the new cut nonbasic at 0, or None to start cold.
+    def _column(self, bundle, slot):
+        """(row indices, values) of the column of the cut in ``slot``: a_i, then 1 in row n."""
+        if bundle.serial[slot] == bundle.last_serial:
+            a = bundle.last_cut
+        else:
+            coef = np.zeros(bundle.k)
+            coef[slot] = 1.0
+            a = bundle.combination(1.0, coef)
+        rows = np.flatnonzero(a)
+        return np.append(rows, self.n).astype(np.int32), np.append(a[rows], 1.0)
 
-        HiGHS returns a basis with exactly n + 1 basic variables; it is still one if
-        the bundle dropped only nonbasic cuts (and aggregated none).
-        """
-        basic = bundle.extra["lp_basic"][1:bundle.k] > 0.5
-        if self.basis is None or bundle.n_aggregated != self.n_aggregated \
-                or basic.sum() != self.n_basic_cuts:
-            self.n_aggregated = bundle.n_aggregated
-            return None
-        self.basis.col_status = [BASIC if s else LOWER for s in basic]
-        return self.basis
+    def _update(self, bundle):
+        """Delete the columns of the cuts gone from the bundle, add those of the new ones."""
+        k, b0 = bundle.k, bundle.b[0]
+        current = bundle.serial[1:k]
+        gone = ~np.isin(self.serials, current)
+        if gone.any():
+            self.highs.deleteCols(int(gone.sum()), np.flatnonzero(gone).astype(np.int32))
+            self.serials = self.serials[~gone]
+        for slot in np.flatnonzero(~np.isin(current, self.serials)) + 1:
+            rows, values = self._column(bundle, slot)
+            self.highs.addCol(float(bundle.b[slot] - b0), 0.0, INF, len(rows), rows, values)
+            self.serials = np.append(self.serials, bundle.serial[slot])
 
-    def _run(self, bundle):
-        """Simplex from the kept basis; from scratch when there is none or it fails."""
-        basis = self._basis(bundle)
-        if basis is not None and self.highs.setBasis(basis) == highspy.HighsStatus.kOk:
-            self.highs.run()
-            if self.highs.getModelStatus() == highspy.HighsModelStatus.kOptimal:
-                return
-            self.highs.clearSolver()
-        self.n_cold += 1
+    def solve(self, bundle):
+        """Solve the LP over the bundle's cuts: (w_t, certified lower bound); sets bundle.beta."""
+        k, n, lam = bundle.k, self.n, self.lam
+        self._update(bundle)
+        if not self.highs.getBasis().valid:
+            self.n_cold += 1
         self.highs.run()
         status = self.highs.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
             raise RuntimeError("HiGHS failed on the BMRM LP (11): "
                                + self.highs.modelStatusToString(status))
-
-    def solve(self, bundle):
-        """Solve the LP over the bundle's cuts: (w_t, certified lower bound); sets bundle.beta."""
-        k, n, lam = bundle.k, self.n, self.lam
-        bundle.extra["lp_basic"][k - 1] = 0.0  # the new cut enters at alpha = 0
-        A, b, b0 = bundle.A[1:k], bundle.b[1:k], bundle.b[0]
-        # cut i is HiGHS column i - 1: its nonzeros a_i (rows 0..n-1), then 1 in row n
-        cuts, weights = np.nonzero(A)
-        start = np.zeros(k, dtype=np.int32)
-        np.cumsum(np.bincount(cuts, minlength=k - 1) + 1, out=start[1:])
-        last = start[1:] - 1
-        index, values = np.empty(start[-1], dtype=np.int32), np.empty(start[-1])
-        entries = np.ones(start[-1], dtype=bool)
-        entries[last] = False
-        index[entries], values[entries] = weights, A[cuts, weights]
-        index[last], values[last] = n, 1.0
-        self.highs.passModel(
-            k - 1, n + 1, len(values), MATRIX_COLWISE, MAXIMIZE, float(b0),
-            b - b0, np.zeros(k - 1), np.full(k - 1, INF),
-            np.append(np.full(n, -lam), -INF), np.append(np.full(n, lam), 1.0),
-            start, index, values, np.zeros(k - 1, dtype=np.int32))
-        self._run(bundle)
-        solution, self.basis = self.highs.getSolution(), self.highs.getBasis()
-        basic = [s == BASIC for s in self.basis.col_status]
-        bundle.extra["lp_basic"][1:k] = basic
-        self.n_basic_cuts = sum(basic)
+        solution = self.highs.getSolution()
         w = -np.asarray(solution.row_dual)[:n]
+        # HiGHS column j holds the cut with serial self.serials[j]: back to bundle slots
+        slot_of = {s: i + 1 for i, s in enumerate(bundle.serial[1:k])}
+        alpha = np.zeros(k)
+        alpha[[slot_of[s] for s in self.serials]] = np.maximum(
+            np.asarray(solution.col_value), 0.0)
         # Scale the HiGHS alpha into the dual feasible set (it may violate it by the
         # simplex tolerance) so that its value is a certified lower bound.
-        alpha = np.maximum(np.asarray(solution.col_value), 0.0)
-        scale = max(1.0, alpha.sum(), float(np.abs(alpha @ A).max(initial=0.0)) / lam)
-        alpha /= scale
-        bundle.beta[1:k] = alpha
-        bundle.beta[0] = 1.0 - alpha.sum()
+        combo = np.abs(bundle.combination(1.0, alpha)).max(initial=0.0)
+        alpha /= max(1.0, alpha.sum(), float(combo) / lam)
+        bundle.beta[1:k] = alpha[1:]
+        bundle.beta[0] = 1.0 - alpha[1:].sum()
         return w, float(bundle.b[:k] @ bundle.beta[:k])
 
 
 def _inner_l1(bundle, lam, regularizer, best):
     """LP (11) through the warm-started HiGHS model ``bundle.lp`` (see LinearProgram)."""
     if not hasattr(bundle, "lp"):
-        bundle.lp = LinearProgram(bundle.A.shape[1], lam)
+        bundle.lp = LinearProgram(bundle.cuts.n_weights, lam, bundle.b[0])
     return bundle.lp.solve(bundle)
 
 
@@ -387,10 +533,10 @@ def _inner_generic(bundle, lam, regularizer, best, max_steps=5000):
     and an adaptive restart when the dual value decreases.
     """
     k = bundle.k
-    A, b = bundle.A[:k], bundle.b[:k]
+    b = bundle.b[:k]
 
     def dual(beta):
-        u = -(beta @ A) / lam
+        u = bundle.combination(-1.0 / lam, beta)
         w = regularizer.conjugate_grad(u)
         # lambda Omega*(u) = lambda (<u, w> - Omega(w)) at w = grad Omega*(u)
         return float(b @ beta - lam * (u @ w - regularizer.value(w))), w
@@ -402,10 +548,10 @@ def _inner_generic(bundle, lam, regularizer, best, max_steps=5000):
     value, w = dual(beta)
     z, z_value, z_w, theta = beta, value, w, 1.0
     for _ in range(max_steps):
-        primal = lam * regularizer.value(w) + float((b + A @ w).max())
+        primal = lam * regularizer.value(w) + float((b + bundle.products(w)).max())
         if primal - value <= max(0.25 * (best - value), 1e-13 * abs(best)):
             break
-        grad = b + A @ z_w  # cut values at w(z): the gradient of the dual at z
+        grad = b + bundle.products(z_w)  # cut values at w(z): the gradient of the dual at z
         lip = max(lip / 2.0, 1e-12 * lip_max)
         while True:
             new = project_simplex(z + grad / lip)
@@ -467,10 +613,8 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
     lam, reg = problem.alpha, problem.regularizer
     inner = inner_solver(problem)
-    max_bundle = default_max_bundle(problem.n_weights) if max_bundle is None else max_bundle
     l1 = inner is _inner_l1
-    bundle = Bundle(problem.n_weights, max_bundle, risk_floor(problem), gram=not l1,
-                    extra=("lp_basic",) if l1 else ())
+    bundle = make_bundle(problem, max_bundle, risk_floor(problem), gram=not l1)
     w = check_w0(problem, w0)
     lower = -np.inf
     inner_seconds = gram_seconds = 0.0

@@ -26,8 +26,12 @@ Conventions (our choices where the papers leave them open):
   which is Alg. 3's sqrt(lambda) + max ||x|| for the hinge loss; the rules
   that use G need a Lipschitz loss (L = LossSpec.lipschitz).
 * Optimistic phases keep the current w when R doubles (warm start) and
-  restart the step counters; the output is the tail average or the last
-  iterate rather than Alg. 3's random iterate (the paper's footnote 6).
+  restart the step counter t (lambda_{1:t}), but keep the proximal weight
+  tau_{1:t} accumulated so far (Alg. 3 restarts both): restarted, the first
+  step of each phase jumps by up to 2R and sets off a cascade of doublings
+  up to the radius of S, after which the run is Pegasos-like and at small
+  lambda far from J* (csrc/_pegasos.pyx).  The output is the tail average or
+  the last iterate rather than Alg. 3's random iterate (the paper's footnote 6).
 * Output: ``average="tail"`` (default) averages the iterates after step
   t0 = floor(T/2) of the planned T = max_iter * ceil(m/k) steps; if the run
   stops before t0 the last iterate is reported.  ``average="last"`` reports

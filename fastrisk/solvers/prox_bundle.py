@@ -17,7 +17,8 @@ constant cut (0, b_0) of BMRM carrying the slack) the dual is the QP of
 over the cut matrix: ``A c`` grows by ``tau_t A w_t`` and, from the step's formula,
 ``A w_{t+1} = (A c - t Q beta) / s`` (O(k^2) with the Gram matrix Q = A A^T); a new
 cut gets ``<a, c>`` and ``<a, w>`` directly, and only a phase started at an earlier
-iterate multiplies the cut matrix once.  The bundle is BMRM's (same bound and
+iterate forms the products with the cuts once (``Bundle.products``; cuts stored as in
+BMRM, in the sample space on wide data).  The bundle is BMRM's (same bound and
 aggregation; both arrays are linear in the cut, so they aggregate alike).
 
 Balancing choice of the proximal weight, with ``A_t = ||a_t||`` and R a bound
@@ -71,8 +72,9 @@ import math
 import time
 
 import numpy as np
+from scipy.linalg.blas import daxpy as axpy
 
-from fastrisk.solvers.bmrm import Bundle, check_w0, default_max_bundle, risk_floor
+from fastrisk.solvers.bmrm import check_w0, make_bundle, risk_floor
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
 
@@ -99,9 +101,8 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
         raise ValueError(f"restart must be a number in (0, 1) or None, got {restart!r}")
     mon = Monitor(problem, "prox_bundle", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
-    max_bundle = default_max_bundle(problem.n_weights) if max_bundle is None else max_bundle
-    bundle = Bundle(problem.n_weights, max_bundle, risk_floor(problem),
-                    extra=("Ac", "Aw", "beta_lb"))
+    bundle = make_bundle(problem, max_bundle, risk_floor(problem),
+                         extra=("Ac", "Aw", "beta_lb"))
     bundle.extra["beta_lb"][0] = 1.0
     Ac, Aw = bundle.extra["Ac"], bundle.extra["Aw"]
     w = check_w0(problem, w0)
@@ -142,7 +143,7 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
                 phase_J, phase_gap = mon.best_objective, gamma
                 if mon.best_w is not w:
                     point, A_point = mon.best_w, best_A
-                    A_times_point = bundle.A[:k] @ point
+                    A_times_point = bundle.products(point)
                 t_phase, tau_sum = 0, 0.0
                 c[:] = 0.0
                 Ac[:k] = 0.0
@@ -151,11 +152,11 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             tau = 0.5 * (-base + math.sqrt(base * base + (lam * R + A_point) ** 2 / (R * R)))
             tau_sum += tau
             s = lam * t_phase + tau_sum
-            c += tau * point
+            axpy(point, c, a=tau)  # c += tau * point, in place
             Ac[:k] += tau * A_times_point
             beta, _ = simplex_qp((t_phase / s) * Q, b + Ac[:k] / s, bundle.beta[:k])
             bundle.beta[:k] = beta
-            w = (c - t_phase * bundle.combination()) / s
+            w = bundle.combination(-t_phase / s, base=c, base_scale=1.0 / s)  # (c - t A beta) / s
             Aw[:k] = (Ac[:k] - t_phase * (Q @ beta)) / s
             inner_seconds += time.perf_counter() - start
 

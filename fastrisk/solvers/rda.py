@@ -40,11 +40,12 @@ includes accelerated RDA: its interpolations unroll to
 ``w_t = (1/A_t) sum_{tau <= t} alpha_tau v_tau`` and ``u_t = (1 - theta_t) w_{t-1}
 + theta_t v_{t-1}``, where v_tau is a per-coordinate closed form of the
 weighted gradient sum, so w_t is a weighted lazy average like w_bar.  p-norm
-RDA costs O(d) per step: the link map divides by ||g_hat||_q^{q-2}, a norm
-over every coordinate whose threshold lambda t moves at every step (see
-benchmarks/bench_rda.py for the measured cost).  The steps are sequential: the
-kernels run on one thread (``problem.n_threads`` only serves the objective
-evaluations).
+RDA costs O(nnz(x_i) + nnz(w_t)) per step: the link map divides by
+||g_hat||_q^{q-2}, a norm whose threshold lambda t moves at every step, so
+it is summed at every step over the nonzeros of the iterate (kept as a
+compact active set), never over all d coordinates.  The steps are
+sequential: the kernels run on one thread (``problem.n_threads`` only
+serves the objective evaluations).
 
 The intercept (``fit_intercept=True``) is regularized like every other weight,
 as in the rest of fastrisk (MATH.md 1); seed 001 leaves its bias free.
@@ -308,7 +309,7 @@ def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
     rho : sparsity-enhancing parameter of Algorithm 2 (>= 0).
     batch_size : k rows per step; the step's subgradient is their average.
     p_norm : None (h = 0.5||w||^2) or p in (1, 2] for p-norm RDA (penalty "l1";
-        O(d) per step).
+        O(nnz(x_i) + nnz(w_t)) per step).
     accelerated : Algorithm 3 (smooth losses; returns w_t, no averaging).
     L : Lipschitz constant of the average loss's gradient (accelerated only).
     average : return w_bar_T (the iterate of the convergence theorems) as
@@ -371,10 +372,9 @@ def solve_rda(problem, *, tol=1e-4, max_iter=10, time_limit=None, callback=None,
     def epoch(_):
         order, t0 = next(orders), st["t"]
         if p_norm is not None:
-            w_query = np.zeros(D)
             S_c, acc_c = np.ascontiguousarray(S), np.ascontiguousarray(acc)
             total, status = _rda.pnorm_rda_epoch(*args, order, k, loss_id, loss_param, S_c,
-                                                 acc_c, w_query, t0, lam, gamma, rho, p_norm)
+                                                 acc_c, t0, lam, gamma, rho, p_norm)
             S[:], acc[:] = S_c, acc_c
         else:
             r = np.arange(t0, t0 + n_steps + 2)

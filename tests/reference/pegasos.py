@@ -55,7 +55,7 @@ def pegasos_steps(X, y, order, *, lam, rule, radius, G=1.0, R=1.0, batch_size=1,
         if eps > 0:
             if norm >= R - np.sqrt(2.0 * eps / lam):
                 R *= np.sqrt(2.0)
-                t, tau_sum = 0, 0.0
+                t = 0  # new phase: lambda_{1:t} restarts, tau_{1:t} is kept
                 T_phase = phase_length(R)
             elif t >= T_phase:
                 break

@@ -116,3 +116,29 @@ def truncated_gradient(X, y, c, order, k, loss, lam, eta, K, w=None, t0=0):
         if t % K == 0:
             w = _shrink(w, eta * lam * K)
     return {"w": w, "loss": total}
+
+
+def pnorm_rda_sums(X, y, c, order, k, loss, lam, gamma, rho, p):
+    """Section 7.2 in the dense per-step form of the former O(d) kernel: the
+    gradient sum S, w_t = link_q(g_hat_{t-1}) with
+    g_hat_r = -((p-1)/(gamma sqrt r)) shrink(S, lam r + gamma rho sqrt r),
+    the norm over every coordinate.  Also counts the coordinates that leave the
+    support between consecutive steps (``n_left``), to show a test exercises it."""
+    q = p / (p - 1.0)
+    n = X.shape[1]
+    S, w_sum, total, n_left, prev = np.zeros(n), np.zeros(n), 0.0, 0, np.zeros(n, bool)
+    w = np.zeros(n)
+    for t, rows in enumerate(_batches(order, k), start=1):
+        r = t - 1
+        mag = np.maximum(np.abs(S) - (lam * r + gamma * rho * np.sqrt(r)), 0.0)
+        norm_q = float(np.sum(mag ** q))
+        w = (np.zeros(n) if norm_q == 0.0 else
+             -np.sign(S) * ((p - 1) / (gamma * np.sqrt(r)) / norm_q ** ((q - 2) / q))
+             * mag ** (q - 1))
+        n_left += int(np.sum(prev & (w == 0)))
+        prev = w != 0
+        w_sum += w
+        g, lv = _batch_grad(X, y, c, rows, w, loss)
+        total += lv
+        S += g
+    return {"w_last_query": w, "w_sum": w_sum, "S": S, "loss": total, "n_left": n_left}

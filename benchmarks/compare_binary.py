@@ -1,0 +1,268 @@
+"""Binary l2 grid: time to a certified 1e-3 for fastrisk against the best peer (issue 16).
+
+Grid: data sets x {hinge, logistic, squared_hinge} x alpha {1e-4, 1e-6}, l2,
+no intercept; every method minimizes
+``J(w) = alpha/2 ||w||^2 + (1/m) sum_i loss(<w, x_i>, y_i)`` (squared hinge
+with the 1/2: LIBLINEAR's L2-loss SVM gets C = 1/(2 alpha m), its other
+problems C = 1/(alpha m); snapml's regularizer = alpha m; cyanure's
+lambda_1 = alpha).  J is always computed by fastrisk on the method's weights.
+
+Per row, in one process, one method after another:
+
+* a reference run (Newton at tol 1e-9 for smooth losses, SDCA at tol 1e-6
+  for hinge, within ``--ref-limit`` seconds); J_best is the smallest J any run
+  reached and the target is J_best (1 + 1e-3);
+* fastrisk: ``solver="auto"`` and each applicable solver at ``tol=1e-3``
+  (their own certificate stops them); the time is the run's wall time, and the
+  true relative suboptimality it returned is reported next to it;
+* peers (scikit-learn LinearSVC / LogisticRegression with liblinear, lbfgs,
+  newton-cg, saga; snapml; cyanure; liblinear-official): each run from
+  scratch with a tightening tolerance (or growing iteration count) until its
+  J reaches the target; its time is that first successful run's wall time
+  (no certificate is asked of the peers).
+
+Ratio = fastrisk time / best peer time (best of ``--repeat`` runs each).
+``--threads`` sets fastrisk's n_threads and the peers' thread counts; BLAS
+pools are limited to the same count (threadpoolctl).
+
+    python benchmarks/compare_binary.py --datasets a9a,w8a --threads 1 \\
+        --out benchmarks/results/compare_binary_1thread.md
+"""
+
+import argparse
+import datetime
+import math
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from fastrisk.problem import Problem  # noqa: E402
+from fastrisk.solvers import choose_solver, get_solver  # noqa: E402
+
+DATASETS = ("a9a", "w8a", "ijcnn1", "reuters", "phishing", "mushrooms")
+LOSSES = ("hinge", "logistic", "squared_hinge")
+ALPHAS = (1e-4, 1e-6)
+EPS = 1e-3
+TOLS = [10.0 ** -k for k in range(1, 10)]
+ITERS = [2 ** k for k in range(2, 15)]
+
+
+def load(name):
+    from conftest import load_imdb_bigrams, load_libsvm
+
+    X, y = load_imdb_bigrams() if name == "imdb" else load_libsvm(name)
+    return X, np.where(y == np.max(y), 1.0, -1.0)
+
+
+# ---- peers: name -> (fit(budget index) -> w, number of budgets) ------------------------------
+
+
+def peers(loss, alpha, m, threads):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+
+    C = 1.0 / (alpha * m)
+    out = {}
+
+    def sk(make):
+        return lambda X, y, i: make(i).fit(X, y).coef_.ravel()
+
+    if loss in ("hinge", "squared_hinge"):
+        Csvm = C if loss == "hinge" else C / 2
+        out["LinearSVC dual"] = (sk(lambda i: LinearSVC(
+            loss=loss, dual=True, C=Csvm, tol=TOLS[i], max_iter=1_000_000,
+            fit_intercept=False)), len(TOLS))
+        if loss == "squared_hinge":
+            out["LinearSVC primal"] = (sk(lambda i: LinearSVC(
+                loss=loss, dual=False, C=Csvm, tol=TOLS[i], max_iter=100_000,
+                fit_intercept=False)), len(TOLS))
+            out["cyanure"] = (_cyanure("sqhinge", alpha, threads), len(TOLS))
+        else:
+            out["snapml SVM"] = (_snapml_svm(alpha * m, threads), len(TOLS))
+        s = {"hinge": [3], "squared_hinge": [1, 2]}[loss]
+        for solver in s:
+            out[f"liblinear -s {solver}"] = (_liblinear(solver, Csvm), len(TOLS))
+    else:
+        for solver in ("liblinear", "newton-cg"):
+            out[f"LogReg {solver}"] = (sk(lambda i, s=solver: LogisticRegression(
+                solver=s, C=C, tol=TOLS[i], max_iter=100_000, fit_intercept=False)),
+                len(TOLS))
+        for solver in ("lbfgs", "saga"):
+            out[f"LogReg {solver}"] = (sk(lambda i, s=solver: LogisticRegression(
+                solver=s, C=C, tol=0.0, max_iter=ITERS[i], fit_intercept=False)), len(ITERS))
+        out["snapml LogReg"] = (_snapml_logreg(alpha * m, threads), len(TOLS))
+        out["cyanure"] = (_cyanure("logistic", alpha, threads), len(TOLS))
+        for solver in (0, 7):
+            out[f"liblinear -s {solver}"] = (_liblinear(solver, C), len(TOLS))
+    return out
+
+
+def _snapml_logreg(reg, threads):
+    from snapml import LogisticRegression
+
+    return lambda X, y, i: LogisticRegression(regularizer=reg, tol=TOLS[i], max_iter=100_000,
+                                              fit_intercept=False, n_jobs=threads
+                                              ).fit(X, y).coef_.ravel()
+
+
+def _snapml_svm(reg, threads):
+    from snapml import SupportVectorMachine
+
+    return lambda X, y, i: SupportVectorMachine(regularizer=reg, tol=TOLS[i], max_iter=100_000,
+                                                fit_intercept=False, n_jobs=threads
+                                                ).fit(X, y).coef_.ravel()
+
+
+def _cyanure(loss, alpha, threads):
+    from cyanure.estimators import Classifier
+
+    return lambda X, y, i: np.asarray(Classifier(
+        loss=loss, penalty="l2", lambda_1=alpha, fit_intercept=False, tol=TOLS[i],
+        max_iter=100_000, verbose=False, n_threads=threads).fit(X, y).coef_).ravel()
+
+
+def _liblinear(solver, C):
+    from liblinear import liblinearutil as lu
+
+    def fit(X, y, i):
+        model = lu.train(lu.problem(y, X), lu.parameter(f"-s {solver} -c {C} -e {TOLS[i]} "
+                                                        "-B -1 -q"))
+        w = np.array(model.get_decfun()[0])
+        return w if model.get_labels()[0] == 1 else -w
+
+    return fit
+
+
+# ---- runs ----------------------------------------------------------------------------------
+
+
+def time_peer(fit, n, problem, X, y, target, budget):
+    """(seconds of the first run whose J <= target, or inf; best J seen)."""
+    best_J = math.inf
+    for i in range(n):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            start = time.perf_counter()
+            try:
+                w = fit(X, y, i)
+            except Exception as exc:  # a peer that rejects the setting
+                print(f"    peer failed: {exc!r}"[:200], flush=True)
+                return math.inf, best_J
+            seconds = time.perf_counter() - start
+        J = problem.objective(w)
+        best_J = min(best_J, J)
+        if J <= target:
+            return seconds, best_J
+        if seconds > budget:
+            break
+    return math.inf, best_J
+
+
+def fastrisk_solvers(problem):
+    smooth = problem.loss.spec.smooth
+    names = ["sdca"] + (["lbfgs", "newton"] if smooth else [])
+    return {"auto": choose_solver(problem), **{n: n for n in names}}
+
+
+def run_fastrisk(problem, solver, limit):
+    options = dict(tol=EPS, time_limit=limit, max_iter=10 ** 6)
+    if solver == "sdca":
+        options["random_state"] = 0
+    start = time.perf_counter()
+    res = get_solver(solver)(problem, **options)
+    return time.perf_counter() - start, res
+
+
+def row(name, X, y, loss, alpha, args):
+    threads = args.threads
+    problem = Problem(X, y, loss=loss, alpha=alpha, n_threads=threads)
+    ref_solver = "newton" if problem.loss.spec.smooth else "sdca"
+    ref = get_solver(ref_solver)(problem, tol=1e-9 if ref_solver == "newton" else 1e-6,
+                                 time_limit=args.ref_limit, max_iter=10 ** 6,
+                                 **({"random_state": 0} if ref_solver == "sdca" else {}))
+    lower = ref.objective - ref.gap
+    J_best = ref.objective
+    ours = {}
+    for label, solver in fastrisk_solvers(problem).items():
+        runs = [run_fastrisk(problem, solver, args.budget) for _ in range(args.repeat)]
+        t, res = min(runs, key=lambda r: r[0])
+        ours[label] = (t if res.status == "converged" else math.inf, res, solver)
+        J_best = min(J_best, res.objective)
+    theirs = {}
+    target_guess = J_best * (1 + EPS)
+    for pname, (fit, n) in peers(loss, alpha, len(y), threads).items():
+        ts = [time_peer(fit, n, problem, X, y, target_guess, args.budget)
+              for _ in range(args.repeat)]
+        theirs[pname] = (min(t for t, _ in ts), min(J for _, J in ts))
+        J_best = min(J_best, theirs[pname][1])
+        print(f"    {pname}: {theirs[pname][0]:.3f}s", flush=True)
+    return dict(dataset=name, loss=loss, alpha=alpha, ours=ours, theirs=theirs, J_best=J_best,
+                lower=lower)
+
+
+def fmt_row(r):
+    best_peer = min(r["theirs"].items(), key=lambda kv: kv[1][0])
+    t_auto, res, solver = r["ours"]["auto"]
+    rel = (res.objective - r["J_best"]) / r["J_best"]
+    ours = ", ".join(f"{k} {v[0]:.3f}" for k, v in r["ours"].items() if k != "auto")
+    fastest = min((v[0], k) for k, v in r["ours"].items() if k != "auto")
+    return (f"| {r['dataset']} | {r['loss']} | {r['alpha']:g} | {solver} | {t_auto:.3f} | "
+            f"{rel:.1e} | {best_peer[0]} {best_peer[1][0]:.3f} | "
+            f"{t_auto / best_peer[1][0]:.2f} | {fastest[1]} {fastest[0] / best_peer[1][0]:.2f} | "
+            f"{ours} |")
+
+
+HEADER = ("| data | loss | alpha | auto picks | auto s | auto true rel. subopt. at tol 1e-3 | "
+          "best peer s | auto / best peer | best fastrisk solver / best peer | "
+          "fastrisk solvers s |\n|---|---|---|---|---|---|---|---|---|---|")
+
+
+def machine():
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load "
+            f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, python {platform.python_version()}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--losses", default=",".join(LOSSES))
+    parser.add_argument("--alphas", default=",".join(map(str, ALPHAS)))
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--budget", type=float, default=30.0, help="seconds per run")
+    parser.add_argument("--ref-limit", type=float, default=60.0)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    lines = [f"# compare_binary: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
+             f"UTC, {args.threads} thread(s)", "",
+             "Command: `python benchmarks/compare_binary.py " + " ".join(sys.argv[1:]) + "`", "",
+             f"Machine: {machine()}", "", HEADER]
+    with threadpool_limits(limits=args.threads):
+        for name in args.datasets.split(","):
+            X, y = load(name)
+            for loss in args.losses.split(","):
+                for alpha in map(float, args.alphas.split(",")):
+                    print(f"{name} {loss} {alpha:g}", flush=True)
+                    r = row(name, X, y, loss, alpha, args)
+                    lines.append(fmt_row(r))
+                    print(lines[-1], flush=True)
+                    if args.out:
+                        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                        Path(args.out).write_text("\n".join(lines + ["", f"Machine at the end: "
+                                                                      f"{machine()}"]) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

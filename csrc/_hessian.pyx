@@ -1,0 +1,181 @@
+# cython: language_level=3
+"""Hessian-vector products of the empirical risk (Lin, Weng & Keerthi 2008, section 3).
+
+For a loss twice differentiable in the score, the Hessian of
+``R_emp(w) = (1/m) sum_i c_i l(<w, x_i>, y_i)`` is ``(1/m) X^T D X`` with
+``D_ii = c_i l''(f_i, y_i)``.  ``curvature`` computes D once per Newton
+step; ``hess_vec`` then gives ``X^T (D (X v))`` for each conjugate-gradient
+iteration without forming the matrix.  For losses with a kink in l'
+(squared hinge, Huber, smoothed hinge) D is the generalized Hessian of
+Mangasarian (2002), as in LIBLINEAR's primal Newton solver: rows with
+D_ii = 0 are skipped by both products.
+
+The threading follows csrc/_oracle.pyx: nnz-balanced contiguous row blocks,
+each thread gathers from its own copy of v interleaved with its own
+accumulation buffer, and the buffers are added in thread order, so a fixed
+thread count gives identical bits on every run.
+"""
+
+import numpy as np
+from libc.math cimport exp, fabs
+from cython cimport floating
+from cython.parallel cimport prange
+
+from fr_rows cimport index_t, row_view, row_dot_ahead, block_bounds, row_axpy_pairs
+from fr_loss cimport *
+
+
+cdef inline double second_derivative(int loss, double p, double f, double y) noexcept nogil:
+    """l''(f, y) (generalized at kinks of l'), or -1 when l' is not differentiable a.e."""
+    cdef double z, e, r
+    if loss == FR_LOGISTIC:
+        z = y * f
+        e = exp(-fabs(z))
+        return e / ((1.0 + e) * (1.0 + e))
+    if loss == FR_SQUARED_HINGE:
+        return 1.0 if y * f < 1.0 else 0.0
+    if loss == FR_SQUARED_ZERO_MARGIN:
+        return 1.0 if y * f < 0.0 else 0.0
+    if loss == FR_SQUARED:
+        return 1.0
+    if loss == FR_HUBER:
+        return 1.0 if fabs(f - y) <= p else 0.0
+    if loss == FR_SMOOTHED_HINGE:
+        z = y * f
+        return 1.0 / p if (z < 1.0 and z > 1.0 - p) else 0.0
+    if loss == FR_EXPONENTIAL:
+        return exp(-y * f)
+    if loss == FR_POISSON:
+        return exp(f)
+    return -1.0
+
+
+def has_curvature(int loss):
+    """True when l'(f, y) is differentiable almost everywhere in f (Newton applies)."""
+    return second_derivative(loss, 1.0, 0.0, 1.0) >= 0.0
+
+
+def curvature(int loss, double loss_param, const double[::1] f, const double[::1] y,
+              const double[::1] sample_weight, double[::1] out):
+    """out_i = c_i l''(f_i, y_i); ``sample_weight`` empty for unit weights.
+
+    Returns the number of rows with out_i != 0 (the rows the products read).
+    """
+    cdef Py_ssize_t i, n = f.shape[0], active = 0
+    cdef bint weighted = sample_weight.shape[0] > 0
+    if not has_curvature(loss):
+        raise ValueError(f"loss id {loss} has no second derivative")
+    if y.shape[0] != n or out.shape[0] != n or (weighted and sample_weight.shape[0] != n):
+        raise ValueError("f, y, out (and sample_weight) must have the same length")
+    with nogil:
+        for i in range(n):
+            out[i] = second_derivative(loss, loss_param, f[i], y[i])
+            if weighted:
+                out[i] *= sample_weight[i]
+            active += out[i] != 0.0
+    return active
+
+
+cdef void hess_block(const floating* data, const index_t* indices, const index_t* indptr,
+                     bint dense, double b, Py_ssize_t d, const double* D, Py_ssize_t lo,
+                     Py_ssize_t hi, double* vg) noexcept nogil:
+    """Rows [lo, hi): vg[2j + 1] += (X^T (D (X v)))_j, v_j at vg[2j] (as in the oracle)."""
+    cdef Py_ssize_t i, nnz, end = indptr[hi]
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double s
+    for i in range(lo, hi):
+        if D[i] == 0.0:
+            continue
+        nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
+        s = row_dot_ahead(val, idx, nnz, nnz if dense else end - indptr[i], vg, 2)
+        if b != 0.0:
+            s += b * vg[2 * d]
+        s *= D[i]
+        row_axpy_pairs(s, val, idx, nnz, vg)
+        if b != 0.0:
+            vg[2 * d + 1] += b * s
+
+
+def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+             bint dense, double bias, const double[::1] D, const double[::1] v,
+             double[::1] out, double[:, ::1] workspace, int n_threads):
+    """out = X^T (D (X v)) over all rows (X with the bias column when ``bias != 0``).
+
+    ``workspace`` has shape (>= n_threads, 2 len(v)), any content.
+    """
+    cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = v.shape[0], d = Dn - (bias != 0)
+    cdef Py_ssize_t j, t
+    cdef double* vg
+    cdef double s
+    if out.shape[0] != Dn or D.shape[0] != n:
+        raise ValueError("out must have len(v) and D n_samples entries")
+    if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] != 2 * Dn:
+        raise ValueError("workspace must have shape (n_threads, 2 len(v))")
+    if n <= 0:
+        out[:] = 0.0
+        return
+    if n_threads > n:
+        n_threads = <int>n
+    cdef Py_ssize_t[::1] bounds = np.empty(n_threads + 1, dtype=np.intp)
+    with nogil:
+        block_bounds(&indptr[0], 0, n, n_threads, &bounds[0])
+        for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
+            vg = &workspace[t, 0]
+            for j in range(Dn):
+                vg[2 * j] = v[j]
+                vg[2 * j + 1] = 0.0
+            hess_block(&data[0], &indices[0], &indptr[0], dense, bias, d, &D[0],
+                       bounds[t], bounds[t + 1], vg)
+        for j in prange(Dn, num_threads=n_threads, schedule="static"):
+            s = workspace[0, 2 * j + 1]
+            for t in range(1, n_threads):
+                s = s + workspace[t, 2 * j + 1]
+            out[j] = s
+
+
+def hess_diag(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+              bint dense, double bias, const double[::1] D, double[::1] out,
+              double[:, ::1] workspace, int n_threads):
+    """out_j = sum_i D_ii x_ij^2: the diagonal of X^T D X (the bias column included), for
+    the diagonal preconditioner of conjugate gradient (Hsia, Chiang & Lin 2018).
+
+    Threads and buffers as in ``hess_vec`` (the odd slots of each workspace row).
+    """
+    cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = out.shape[0], d = Dn - (bias != 0)
+    cdef Py_ssize_t i, j, k, t, lo, hi, nnz
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double* vg
+    cdef double s
+    if D.shape[0] != n:
+        raise ValueError("D must have n_samples entries")
+    if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] != 2 * Dn:
+        raise ValueError("workspace must have shape (n_threads, 2 len(out))")
+    if n <= 0:
+        out[:] = 0.0
+        return
+    if n_threads > n:
+        n_threads = <int>n
+    cdef Py_ssize_t[::1] bounds = np.empty(n_threads + 1, dtype=np.intp)
+    with nogil:
+        block_bounds(&indptr[0], 0, n, n_threads, &bounds[0])
+        for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
+            vg = &workspace[t, 0]
+            for j in range(Dn):
+                vg[2 * j + 1] = 0.0
+            lo = bounds[t]
+            hi = bounds[t + 1]
+            for i in range(lo, hi):
+                if D[i] == 0.0:
+                    continue
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                for k in range(nnz):
+                    vg[2 * idx[k] + 1] += D[i] * val[k] * val[k]
+                if bias != 0.0:
+                    vg[2 * d + 1] += D[i] * bias * bias
+        for j in prange(Dn, num_threads=n_threads, schedule="static"):
+            s = workspace[0, 2 * j + 1]
+            for t in range(1, n_threads):
+                s = s + workspace[t, 2 * j + 1]
+            out[j] = s

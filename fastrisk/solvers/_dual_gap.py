@@ -1,0 +1,219 @@
+"""Duality gaps of a primal iterate for smooth losses (docs/math.md §7; Fenchel duality).
+
+With ``alpha Omega(w) = lambda (0.5 ||w||^2 + kappa ||w||_1)`` (l2: lambda =
+alpha, kappa = 0; elastic net with ratio r < 1: lambda = alpha (1 - r),
+kappa = r / (1 - r)) the dual of J is, for any u (SDCA's convention,
+Shalev-Shwartz & Zhang 2013, eq. (2))
+
+    D(u) = (1/m) sum_i c_i (-l*(-u_i)) - lambda 0.5 ||soft(v, kappa)||^2,
+    v = (1/(lambda m)) sum_i c_i u_i x_i,
+
+and J(w) - J* <= J(w) - D(u) (weak duality).  A primal iterate w of a
+smooth loss gives the dual point ``u_i = -l'(f_i)``, f_i = <w, x_i>, whose
+v is ``-dR_emp(w) / lambda``: no pass over X beyond the oracle's.
+
+For l2 this gap is not new: Fenchel-Young holds with equality at a
+derivative, l*(l'(f)) = f l'(f) - l(f), and the gap collapses to
+``||grad J(w)||^2 / (2 lambda)``, the strong-convexity bound (Teo et al.
+2010, Lemma 5).  Both are loose by up to the condition number: near w*,
+J(w) - J* ~ 0.5 g^T H^{-1} g while the bound divides by lambda.
+
+The tighter certificate here is dual extrapolation (Massias, Gramfort &
+Salmon 2018, "Celer", section 3): D is concave and every affine combination
+``u(theta) = sum_k theta_k u_k`` (sum theta = 1) of the dual points of the
+last K iterates is a dual candidate whose v is the same combination of
+the v_k.  Maximizing D over theta (K - 1 unknowns; Newton's method with a
+backtracking search that keeps u in the domain of l*) cancels the slowly
+decaying error directions of the iterates, and the gap
+``J(w) - max(D(u_K), D(u(theta)))`` certifies J(w) - J* with the exact
+conjugates of csrc/fr_loss.h.  Cost per check: O(K m) for the mixture,
+O(K d) to extend the Gram matrix of the v_k; memory K (m + d) numbers.
+"""
+
+import math
+
+import numpy as np
+
+from fastrisk import _oracle
+from fastrisk.regularizers import L2, ElasticNet
+
+_TINY = 1e-12
+# the extrapolation runs when the gradient bound is within this factor of the target
+REACH = 10.0
+
+
+def _logistic(a, y, p):
+    s = np.clip(-a * y, _TINY, 1.0 - _TINY)
+    return -y * np.log(s / (1.0 - s)), 1.0 / (s * (1.0 - s))
+
+
+def _shifted_quadratic(a, y, p):  # l*(a) = a y + a^2 / 2 on its domain
+    return y + a, np.ones_like(a)
+
+
+# (l*'(a), l*''(a)) of the smooth losses whose conjugate is twice differentiable inside its
+# domain (the values themselves come from csrc/fr_loss.h); a = l'(f) = -u.
+CONJUGATE_DERIVATIVES = {
+    "logistic": _logistic,
+    "squared_hinge": _shifted_quadratic,
+    "squared": _shifted_quadratic,
+    "huber": _shifted_quadratic,
+    "smoothed_hinge": lambda a, y, p: (y + p * a, np.full_like(a, p)),
+    "squared_zero_margin": lambda a, y, p: (a, np.ones_like(a)),
+}
+
+
+def penalty_split(problem):
+    """(lambda, kappa) with alpha Omega = lambda (0.5 ||w||^2 + kappa ||w||_1), or None."""
+    reg = problem.regularizer
+    if isinstance(reg, L2):
+        return problem.alpha, 0.0
+    if isinstance(reg, ElasticNet) and reg.l1_ratio < 1.0:
+        r = reg.l1_ratio
+        return problem.alpha * (1.0 - r), r / (1.0 - r)
+    return None
+
+
+def _soft_sq(v, kappa):
+    if kappa == 0.0:
+        return float(v @ v)
+    s = np.maximum(np.abs(v) - kappa, 0.0)
+    return float(s @ s)
+
+
+class GapCertificate:
+    """Evaluates J with the oracle and certifies J(w) - J* for smooth losses.
+
+    ``evaluate(w)`` -> (J(w), grad J(w)), keeping the scores of that pass
+    (when dual points are kept or ``need_scores``);
+    ``gap(w, value, grad)`` -> a certified upper bound on J(w) - J* (NaN when
+    the problem has none: a penalty that is not strongly convex or a loss
+    that is not smooth).  ``memory``: K, the dual points kept for the
+    extrapolation (1: the single dual point u = -l'(Xw); 0: the gradient
+    bound alone, from the oracle's (risk, gradient) without scores).
+    """
+
+    def __init__(self, problem, memory=4, need_scores=False):
+        self.problem = problem
+        split = penalty_split(problem)
+        spec = getattr(problem.loss, "spec", None)
+        smooth = spec is not None and spec.smooth and not spec.vector
+        self.certified = split is not None
+        self.lam, self.kappa = split if split is not None else (math.nan, math.nan)
+        # dual points need the rows' scores: a compiled oracle over the data
+        self.derivatives = CONJUGATE_DERIVATIVES.get(problem.loss.name) \
+            if smooth and hasattr(problem.oracle, "with_scores") else None
+        if int(memory) < 1:
+            self.derivatives = None
+        self.memory = int(memory) if self.derivatives is not None else 0
+        self._scored = (self.memory > 0 or need_scores) and hasattr(problem.oracle,
+                                                                    "with_scores")
+        self.A, self.V, self.G = [], [], np.zeros((0, 0))  # a_k = l'(f_k), v_k, V^T V
+        self._last = None
+        self.n_evaluations = 0
+
+    def evaluate(self, w):
+        """(J(w), grad J(w)) from one oracle pass; its scores are kept (``scores``)."""
+        problem, reg = self.problem, self.problem.regularizer
+        self.n_evaluations += 1
+        if not self._scored:
+            value, grad = problem.objective_gradient(w)
+            self._last = None
+            return value, grad
+        risk, grad_risk, f = problem.oracle.with_scores(w)
+        self._last = (np.array(w, dtype=np.float64), f, grad_risk)
+        return (risk + problem.alpha * reg.value(w),
+                grad_risk + problem.alpha * reg.subgradient(w))
+
+    @property
+    def scores(self):
+        """f_i = <w, x_i> at the last evaluated w (None for oracles without rows)."""
+        return None if self._last is None else self._last[1]
+
+    def gap(self, w, value, grad, target=None):
+        """Certified bound on J(w) - J* (see the module docstring); ``value`` and ``grad``
+        are J(w) and a subgradient of J at w.  ``target`` is the solver's stopping
+        threshold: the dual points are kept and extrapolated only when the gradient
+        bound is within REACH times it (an extrapolation costs several conjugate
+        evaluations, O(K m) each; far from the target it cannot stop the run) and the
+        refinement stops once the gap is at most ``target``; None: always, to the end."""
+        if not self.certified:
+            return math.nan
+        # J is lambda-strongly convex: J(w) - J* <= ||g||^2 / (2 lambda) for any subgradient
+        # g; for l2 and a smooth loss it equals J(w) - D(-l'(Xw)) exactly
+        bound = float(grad @ grad) / (2.0 * self.lam)
+        if self.derivatives is None:
+            return bound
+        if target is not None and not target < bound <= REACH * target:
+            return bound
+        if self._last is None or not np.array_equal(self._last[0], w):
+            self.evaluate(w)
+        _, f, grad_risk = self._last
+        spec = self.problem.loss.spec
+        a = _oracle.loss_values(spec.kernel_id, self.problem.loss.param, f, self.problem.y)[1]
+        self._push(a, -grad_risk / self.lam)
+        return min(bound, value - self._best_dual(value, 0.0 if target is None else target))
+
+    # ---- dual extrapolation ------------------------------------------------------------------
+
+    def _push(self, a, v):
+        if len(self.A) == max(self.memory, 1):
+            self.A.pop(0)
+            self.V.pop(0)
+            self.G = self.G[1:, 1:]
+        dots = np.array([float(vk @ v) for vk in self.V] + [float(v @ v)])
+        G = np.empty((len(dots),) * 2)
+        G[:-1, :-1] = self.G
+        G[-1, :], G[:, -1] = dots, dots
+        self.A.append(a)
+        self.V.append(v)
+        self.G = G
+
+    def _dual(self, a, vv):
+        """D at l'-values a (u = -a) with ||soft(v)||^2 = vv; -inf outside the domain."""
+        p = self.problem
+        conj = _oracle.loss_conjugates(p.loss.spec.kernel_id, p.loss.param, a, p.y)
+        c = p.sample_weight
+        total = -(conj.sum() if c is None else conj @ c)
+        return total / p.n_samples - 0.5 * self.lam * vv if np.isfinite(total) else -math.inf
+
+    def _best_dual(self, value, target, max_newton=20, max_halvings=10):
+        """max D over the affine hull of the kept dual points, by damped Newton from the
+        newest; it stops once ``value - D <= target`` or the predicted increase is below
+        1% of the gap."""
+        a_last, v_last = self.A[-1], self.V[-1]
+        d_last = self._dual(a_last, _soft_sq(v_last, self.kappa))
+        K = len(self.A)
+        if K < 2 or self.kappa != 0.0:
+            return d_last
+        p, y, m, lam = self.problem, self.problem.y, self.problem.n_samples, self.lam
+        c = np.ones(m) if p.sample_weight is None else p.sample_weight
+        dA = np.stack([ak - a_last for ak in self.A[:-1]])  # (K-1, m)
+        G = self.G
+        # with v(z) = v_last + dV^T z: ||v||^2 = G_ll + 2 z.b + z^T Q z
+        b = G[:-1, -1] - G[-1, -1]
+        Q = G[:-1, :-1] - G[:-1, -1:] - G[-1:, :-1] + G[-1, -1]
+        z, best = np.zeros(K - 1), d_last
+        for _ in range(max_newton):
+            if value - best <= target:
+                break
+            a = a_last + z @ dA
+            d1, d2 = self.derivatives(a, y, p.loss.param)
+            grad = -(dA @ (c * d1)) / m - lam * (b + Q @ z)
+            hess = -((dA * (c * d2)) @ dA.T) / m - lam * Q
+            try:
+                step = np.linalg.solve(hess, -grad)
+            except np.linalg.LinAlgError:
+                break
+            increase = 0.5 * float(grad @ step)  # of the quadratic model (concave: >= 0)
+            if not increase > 0.01 * (value - best):
+                break
+            for halving in range(max_halvings):
+                zt = z + 0.5 ** halving * step
+                dt = self._dual(a_last + zt @ dA, G[-1, -1] + 2 * zt @ b + zt @ Q @ zt)
+                if dt > best:
+                    z, best = zt, dt
+                    break
+            else:
+                break
+        return best

@@ -1,0 +1,208 @@
+"""Trust-region Newton-CG (fastrisk/solvers/newton.py) and its Hessian-vector kernel.
+
+* the kernel against X^T diag(D) X v in dense NumPy (CSR and dense, float32/64,
+  int32/int64 indices, with the intercept column), and the same bits on repeated
+  runs with a fixed thread count;
+* the curvature D_ii = c_i l''(f_i) against central differences of the NumPy
+  reference derivatives (tests in the smooth region, away from kinks);
+* optima against scipy's L-BFGS-B on a NumPy formulation at tight tolerance
+  (tests/reference/batch.py) to 1e-6 relative (the reference's own accuracy),
+  and the certificate J(w) - gap never above the reference optimum (1e-12
+  relative slack for rounding);
+* real data against LIBLINEAR's objective (tests/reference/liblinear.py).
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from helpers import random_problem
+from reference import batch as ref
+from reference.liblinear import assert_matches_liblinear, liblinear_objective
+from scipy.optimize import minimize
+
+from fastrisk import _hessian
+from fastrisk.losses import LOSSES
+from fastrisk.problem import Problem
+from fastrisk.solvers import solve
+from fastrisk.solvers.newton import SOLVER_INFO, solve_newton
+
+REL = 1e-6
+SLACK = 1e-12
+
+
+def hv_reference(X, D, v, bias):
+    Xb = np.hstack([X, np.full((X.shape[0], 1), bias)]) if bias else X
+    return Xb.T @ (D * (Xb @ v))
+
+
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize("dtype,itype", [(np.float64, np.int32), (np.float32, np.int64)])
+@pytest.mark.parametrize("bias", [0.0, 1.5])
+def test_hess_vec_matches_numpy(dense, dtype, itype, bias):
+    rng = np.random.default_rng(0)
+    X = sp.random(57, 13, density=0.3, random_state=1, format="csr").astype(dtype)
+    D = rng.uniform(0, 1, 57) * (rng.uniform(size=57) > 0.3)  # some rows without curvature
+    v = rng.normal(size=13 + (bias != 0))
+    expected = hv_reference(X.toarray().astype(np.float64), D, v, bias)
+    if dense:
+        A = np.ascontiguousarray(X.toarray())
+        rows = (A.ravel(), np.arange(13, dtype=itype),
+                (np.arange(58) * 13).astype(itype), True)
+    else:
+        rows = (X.data, X.indices.astype(itype), X.indptr.astype(itype), False)
+    for n_threads in (1, 3):
+        outs = []
+        for _ in range(2):
+            out = np.empty(len(v))
+            _hessian.hess_vec(*rows, bias, D, v, out, np.empty((n_threads, 2 * len(v))),
+                              n_threads)
+            outs.append(out)
+        np.testing.assert_allclose(outs[0], expected, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-12)
+        assert np.array_equal(outs[0], outs[1])  # fixed-order reduction: same bits
+        diag = np.empty(len(v))
+        _hessian.hess_diag(*rows, bias, D, diag, np.empty((n_threads, 2 * len(v))), n_threads)
+        Xb = X.toarray().astype(np.float64)
+        Xb = np.hstack([Xb, np.full((57, 1), bias)]) if bias else Xb
+        np.testing.assert_allclose(diag, (D[:, None] * Xb * Xb).sum(axis=0),
+                                   rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("loss,param", [("logistic", 0.0), ("squared_hinge", 0.0),
+                                        ("squared", 0.0), ("huber", 1.0),
+                                        ("smoothed_hinge", 0.5), ("exponential", 0.0),
+                                        ("poisson", 0.0)])
+def test_curvature_is_the_derivative_of_the_reference_derivative(loss, param):
+    rng = np.random.default_rng(2)
+    f = rng.uniform(-2, 2, 200)
+    y = np.abs(rng.normal(size=200)) if loss == "poisson" else (
+        rng.normal(size=200) if loss in ("squared", "huber") else rng.choice([-1.0, 1.0], 200))
+    c = rng.uniform(0.5, 2, 200)
+    h = 1e-6
+    d_plus = LOSSES[loss].reference(f + h, y, param)[1]
+    d_minus = LOSSES[loss].reference(f - h, y, param)[1]
+    numeric = (d_plus - d_minus) / (2 * h)
+    smooth = np.abs(np.diff(np.stack([d_minus, LOSSES[loss].reference(f, y, param)[1],
+                                      d_plus]), 2, axis=0))[0] < 1e-9  # no kink within h
+    D = np.empty(200)
+    active = _hessian.curvature(LOSSES[loss].kernel_id, param, f, y, c, D)
+    assert active == np.count_nonzero(D)
+    np.testing.assert_allclose(D[smooth], (c * numeric)[smooth], rtol=1e-5, atol=1e-8)
+    assert smooth.sum() > 150
+
+
+def huber_optimum(X, y, alpha, delta):
+    def fun(w):
+        r = X @ w - y
+        a = np.abs(r)
+        value = np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta)).mean()
+        grad = X.T @ np.clip(r, -delta, delta) / len(y)
+        return value + 0.5 * alpha * w @ w, grad + alpha * w
+
+    return minimize(fun, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B",
+                    options=ref.TIGHT).fun
+
+
+@pytest.mark.parametrize("loss,task", [("logistic", "binary"), ("squared_hinge", "binary"),
+                                       ("squared", "regression"), ("poisson", "counts"),
+                                       ("huber", "regression")])
+@pytest.mark.parametrize("dense,globalization,precondition", [
+    (True, "line_search", False), (False, "line_search", True), (False, "trust_region", False)])
+def test_matches_reference_optimum(loss, task, dense, globalization, precondition):
+    X, y = random_problem(21, m=80, d=7, task=task)
+    alpha = 0.01
+    J_ref = (huber_optimum(X, y, alpha, 1.0) if loss == "huber"
+             else ref.l2_smooth_optimum(X, y, loss, alpha))
+    data = X if dense else sp.csr_matrix(X)
+    res = solve_newton(Problem(data, y, loss=loss, alpha=alpha, n_threads=1), tol=1e-10,
+                       globalization=globalization, precondition=precondition)
+    assert res.status == "converged"
+    assert abs(res.objective - J_ref) <= REL * abs(J_ref)
+    assert res.objective - res.gap <= J_ref + SLACK * abs(J_ref)
+
+
+def test_intercept_and_sample_weights_match_repeated_rows():
+    """Integer sample weights = repeated rows (same J up to the factor sum c / m)."""
+    X, y = random_problem(22, m=60, d=5)
+    reps = np.arange(60) % 3 + 1
+    weighted = solve_newton(Problem(X, y, loss="logistic", alpha=0.01, fit_intercept=True,
+                                    sample_weight=reps.astype(float), n_threads=1), tol=1e-12)
+    alpha_rep = 0.01 * len(y) / reps.sum()
+    repeated = solve_newton(Problem(np.repeat(X, reps, axis=0), np.repeat(y, reps),
+                                    loss="logistic", alpha=alpha_rep, fit_intercept=True,
+                                    n_threads=1), tol=1e-12)
+    np.testing.assert_allclose(weighted.w, repeated.w, rtol=1e-6, atol=1e-8)
+
+
+def test_thread_count_changes_no_more_than_rounding():
+    X, y = random_problem(23, m=500, d=20)
+    runs = [solve_newton(Problem(sp.csr_matrix(X), y, loss="logistic", alpha=1e-3,
+                                 n_threads=t), tol=1e-10) for t in (1, 2, 2)]
+    assert np.array_equal(runs[1].w, runs[2].w)  # same thread count: same bits
+    np.testing.assert_allclose(runs[0].w, runs[1].w, rtol=1e-7, atol=1e-10)
+
+
+def test_warm_start_and_validation():
+    X, y = random_problem(24)
+    problem = Problem(X, y, loss="logistic", alpha=0.01, n_threads=1)
+    res = solve(problem, solver="newton", tol=1e-8)
+    again = solve_newton(problem, tol=1e-8, start=res)
+    assert again.n_iter == 0 and again.status == "converged"
+    with pytest.raises(ValueError, match="second derivative"):
+        solve_newton(Problem(X, y, loss="hinge", n_threads=1))
+    with pytest.raises(ValueError, match="penalty"):
+        solve_newton(Problem(X, y, loss="logistic", penalty="l1", n_threads=1))
+    for bad in [dict(start=[1.0]), dict(cg_tol=1.5), dict(max_cg=0), dict(tol=-1.0),
+                dict(globalization="dogleg")]:
+        with pytest.raises(ValueError):
+            solve_newton(problem, **bad)
+    assert SOLVER_INFO.why_not(problem) is None
+    res = solve_newton(problem, tol=0.0, max_iter=2)
+    assert res.status == "max_iter" and res.n_iter == 2
+
+
+@pytest.mark.parametrize("name,alpha", [("a9a", 1e-4), ("a9a", 1e-6), ("reuters", 1e-4)])
+def test_real_data_logistic_matches_liblinear(libsvm, name, alpha):
+    """Within 1e-4 relative of LIBLINEAR (tol 1e-9); the certified gap never below
+    J(w) - J_lib (<= J(w) - J*)."""
+    X, y = libsvm(name)
+    res = solve_newton(Problem(X, y, loss="logistic", alpha=alpha), tol=1e-6)
+    assert_matches_liblinear(res, liblinear_objective(name, "logistic", alpha))
+
+
+def test_real_data_squared_hinge_matches_liblinear_primal(libsvm):
+    """ijcnn1, squared hinge, alpha 1e-4: LIBLINEAR's primal solver (LinearSVC(dual=False),
+    tol 1e-10).  LIBLINEAR's L2-loss SVM has no 1/2 on the loss: C = 1 / (2 alpha m)."""
+    from sklearn.svm import LinearSVC
+
+    X, y = libsvm("ijcnn1")
+    alpha = 1e-4
+    y = np.where(y == y.max(), 1.0, -1.0)
+    est = LinearSVC(loss="squared_hinge", dual=False, C=1 / (2 * alpha * len(y)), tol=1e-10,
+                    max_iter=10_000, fit_intercept=False).fit(X, y)
+    problem = Problem(X, y, loss="squared_hinge", alpha=alpha)
+    res = solve_newton(problem, tol=1e-6)
+    assert_matches_liblinear(res, problem.objective(est.coef_.ravel()))
+
+
+@pytest.mark.parametrize("solver", ["newton", "lbfgs"])
+def test_blas_pools_run_single_threaded_inside_the_solver(solver):
+    """n_threads counts fastrisk's OpenMP threads; BLAS pools (OpenBLAS under scipy's
+    L-BFGS-B and NumPy's vector operations) run one thread during the solve and are
+    restored after it."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpoolctl.threadpool_info()
+                if p["user_api"] == "blas"]
+
+    if not blas_threads():
+        pytest.skip("no BLAS pool loaded")
+    seen = []
+    X, y = random_problem(25)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        solve(Problem(X, y, loss="logistic", alpha=0.01, n_threads=1), solver=solver,
+              tol=1e-8, callback=lambda r: seen.append(blas_threads()))
+        assert blas_threads() == before
+    assert seen and all(threads == [1] * len(threads) for threads in seen)
