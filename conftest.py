@@ -126,6 +126,49 @@ def load_imdb_bigrams():
     return X, labels
 
 
+@functools.cache
+def load_20news():
+    """20 Newsgroups "bydate" train set as tf-idf, (X CSR float64, y class 0..19): 11314 x 130108.
+
+    Built from ../shared/data/20news-bydate.tar.xz (files read as latin-1, sorted by
+    path) with scikit-learn's ``TfidfVectorizer()`` once, then cached as .npz in
+    ``$FASTRISK_CACHE`` (default ~/.cache/fastrisk), outside the repository.
+    """
+    import tarfile
+
+    import scipy.sparse as sp
+
+    cache = IMDB_CACHE / "20news_train.npz"
+    if cache.exists():
+        with np.load(cache, allow_pickle=False) as z:
+            X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+            return X, z["y"]
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    docs = []
+    with tarfile.open(SHARED_DATA / "20news-bydate.tar.xz") as tar:
+        for member in tar:
+            parts = member.name.split("/")
+            if member.isfile() and len(parts) >= 3 and parts[-3] == "20news-bydate-train":
+                docs.append((member.name, tar.extractfile(member).read().decode("latin-1")))
+    docs.sort()
+    groups = sorted({name.split("/")[-2] for name, _ in docs})
+    labels = np.array([groups.index(name.split("/")[-2]) for name, _ in docs])
+    X = TfidfVectorizer().fit_transform([text for _, text in docs]).tocsr()
+    X.sort_indices()
+    IMDB_CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(".tmp.npz")
+    np.savez(tmp, data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape), y=labels)
+    os.replace(tmp, cache)
+    return X, labels
+
+
+@pytest.fixture(scope="session")
+def news20():
+    """(X, y) of the 20 Newsgroups tf-idf problem (cached outside the repo)."""
+    return load_20news()
+
+
 @pytest.fixture(scope="session")
 def imdb_bigrams(request):
     """(X, y) of the IMDB unigram+bigram tf-idf problem (cached outside the repo).

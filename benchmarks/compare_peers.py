@@ -23,9 +23,13 @@ against LogisticRegression (multinomial, lbfgs and saga) and LinearSVC
 Usage (the full run is long; run subsets):
 
     python benchmarks/compare_peers.py --datasets a9a,w8a --settings hinge-l2-1e-4 \
-        --budget 30 --out benchmarks/RESULTS.md --plot benchmarks/compare_peers.png
+        --budget 30 [--plot benchmarks/results/compare_peers.png]
 
-``--out`` appends a section (machine description, tables) to the file.
+Each problem's result (times, J_best, the command and the machine) is written
+to ``benchmarks/results/compare_peers/<data>__<setting>.json``, replacing the
+previous result of that problem; ``python benchmarks/report.py`` turns them
+into benchmarks/RESULTS.md, and ``python benchmarks/report.py --run`` runs the
+standard grid of this script first.
 """
 
 import argparse
@@ -33,7 +37,6 @@ import datetime
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 import warnings
@@ -47,8 +50,9 @@ sys.path.insert(0, str(ROOT))
 import fastrisk as fr
 from fastrisk.solvers.auto import choose
 
-EPSILONS = (1e-2, 1e-3, 1e-4)
-DATASETS = ("a9a", "w8a", "ijcnn1", "reuters", "imdb", "news20")
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from report import DATASETS, EPSILONS, RESULTS_DIR, summary, table, write_result  # noqa: E402
+
 SETTINGS = {  # name -> (loss, penalty, alpha)
     "hinge-l2-1e-4": ("hinge", "l2", 1e-4),
     "hinge-l2-1e-6": ("hinge", "l2", 1e-6),
@@ -64,34 +68,9 @@ MULTICLASS_LOSS = {"hinge": "multiclass_hinge", "logistic": "softmax"}
 
 def load_news20():
     """20 Newsgroups 'bydate' train split as tf-idf (11314 x ~130k, 20 classes), cached."""
-    import tarfile
+    from conftest import load_20news
 
-    import scipy.sparse as sp
-
-    from conftest import IMDB_CACHE, SHARED_DATA
-
-    cache = IMDB_CACHE / "news20_train.npz"
-    if cache.exists():
-        with np.load(cache, allow_pickle=False) as z:
-            return sp.csr_matrix((z["data"], z["indices"], z["indptr"]),
-                                 shape=tuple(z["shape"])), z["y"]
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    docs = []
-    with tarfile.open(SHARED_DATA / "20news-bydate.tar.xz") as tar:
-        for member in tar:
-            parts = member.name.split("/")
-            if member.isfile() and len(parts) == 3 and parts[0] == "20news-bydate-train":
-                docs.append((member.name, parts[1],
-                             tar.extractfile(member).read().decode("latin-1")))
-    docs.sort()
-    groups = sorted({g for _, g, _ in docs})
-    y = np.array([groups.index(g) for _, g, _ in docs])
-    X = TfidfVectorizer().fit_transform([t for _, _, t in docs]).tocsr()
-    X.sort_indices()
-    IMDB_CACHE.mkdir(parents=True, exist_ok=True)
-    np.savez(cache, data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape), y=y)
-    return X, y
+    return load_20news()
 
 
 def load_dataset(name):
@@ -238,58 +217,6 @@ def compare(dataset, setting, solvers, budget, log):
                 runs=runs, times=times, peers=peer_names, auto=choose(problem))
 
 
-def table(r):
-    """Markdown table: seconds to each eps and the ratio to the best peer."""
-    best_peer = []
-    for k in range(len(EPSILONS)):
-        ts = [r["times"][p][k] for p in r["peers"] if r["times"][p][k] is not None]
-        best_peer.append(min(ts) if ts else None)
-    lines = [f"#### {r['dataset']} ({r['shape'][0]} x {r['shape'][1]}), {r['setting']} "
-             f"(fastrisk loss {r['loss']}), J_best = {r['J_best']:.10g}", "",
-             "| method | " + " | ".join(f"t({eps:g}) s | ratio" for eps in EPSILONS) + " |",
-             "|---|" + "---:|---:|" * len(EPSILONS)]
-    for name, ts in r["times"].items():
-        cells = []
-        for k, t in enumerate(ts):
-            if t is None:
-                cells += ["-", "-"]
-            else:
-                ratio = "" if best_peer[k] is None else f"{t / best_peer[k]:.2f}"
-                cells += [f"{t:.3f}", ratio]
-        tag = " (peer)" if name in r["peers"] else ""
-        lines.append(f"| {name}{tag} | " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append("'-': not reached within the budget. ratio = time / best peer's time "
-                 "(< 1: fastrisk faster).")
-    return "\n".join(lines)
-
-
-def summary(results):
-    """Markdown table, one line per (data set, setting): the fastest fastrisk solver and
-    solver="auto"'s choice at each eps, as ratios to the best peer."""
-    lines = ["| data | setting | auto | " + " | ".join(
-                 f"best fastrisk to {eps:g} | ratio | auto ratio" for eps in EPSILONS) + " |",
-             "|---|---|---|" + "---|---:|---:|" * len(EPSILONS)]
-    for r in results:
-        cells = []
-        for k in range(len(EPSILONS)):
-            peer = [r["times"][p][k] for p in r["peers"] if r["times"][p][k] is not None]
-            ours = {n: ts[k] for n, ts in r["times"].items()
-                    if n not in r["peers"] and ts[k] is not None}
-
-            def ratio(t):
-                return "-" if t is None else (f"{t / min(peer):.2f}" if peer else "no peer")
-
-            best = min(ours, key=ours.get) if ours else None
-            cells += [best or "-", ratio(ours.get(best)), ratio(ours.get(r["auto"]))]
-        lines.append(f"| {r['dataset']} | {r['setting']} | {r['auto']} | " + " | ".join(cells)
-                     + " |")
-    lines.append("")
-    lines.append("ratio = time to eps / the best peer's time to eps (< 1: fastrisk faster); "
-                 "'-': not reached within the budget.")
-    return "\n".join(lines)
-
-
 def machine():
     from fastrisk.config import OPENMP, n_cores
 
@@ -304,16 +231,10 @@ def machine():
     import scipy
     import sklearn
 
-    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                capture_output=True, text=True).stdout.strip() or "unknown"
-    except OSError:
-        commit = "unknown"
-    return (f"{platform.platform()}, CPU {cpu}, {n_cores()} cores available, load average "
-            f"{load[0]:.1f} at start; Python {platform.python_version()}, numpy {np.__version__}, "
+    return (f"{platform.platform()}, CPU {cpu}, {n_cores()} cores available; "
+            f"Python {platform.python_version()}, numpy {np.__version__}, "
             f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}, fastrisk "
-            f"{fr.__version__} (OpenMP {'on' if OPENMP else 'off'}), commit {commit}")
+            f"{fr.__version__} (OpenMP {'on' if OPENMP else 'off'})")
 
 
 def plot(results, path):
@@ -357,8 +278,9 @@ def main(argv=None):
                         help="fastrisk solvers (those that do not support a setting are skipped)")
     parser.add_argument("--budget", type=float, default=30.0,
                         help="seconds per method and problem (default 30)")
-    parser.add_argument("--out", help="append the tables to this markdown file")
-    parser.add_argument("--plot", help="convergence plot file (png)")
+    parser.add_argument("--results", default=str(RESULTS_DIR),
+                        help="directory of the result files (default benchmarks/results)")
+    parser.add_argument("--plot", help="convergence plot file (png; keep it under results/)")
     args = parser.parse_args(argv)
     datasets = [d for d in args.datasets.split(",") if d]
     settings = [s for s in args.settings.split(",") if s]
@@ -370,29 +292,24 @@ def main(argv=None):
             parser.error(f"--settings: unknown {s!r}")
     solvers = [s for s in args.solvers.split(",") if s]
     desc = machine()
-    print(desc, flush=True)
+    load = round(os.getloadavg()[0], 1) if hasattr(os, "getloadavg") else None
+    print(f"{desc}; load average {load}", flush=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    command = "python benchmarks/compare_peers.py " + " ".join(
+        a for a in (argv if argv is not None else sys.argv[1:]))
     results = []
     for d in datasets:
         for s in settings:
             print(f"{d} {s}", flush=True)
             r = compare(d, s, solvers, args.budget, lambda msg: print(msg, flush=True))
+            r.update(budget=args.budget, machine=desc, load=load, date=stamp, command=command)
             results.append(r)
             print(table(r), flush=True)
+            print(f"  -> {write_result(args.results, r)}", flush=True)
     if results:
         print(summary(results), flush=True)
     if args.plot and results:
         plot(results, args.plot)
-    if args.out:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        with open(args.out, "a") as fh:
-            fh.write(f"\n### Run of {stamp}: `python benchmarks/compare_peers.py "
-                     f"{' '.join(argv if argv is not None else sys.argv[1:])}`\n\n"
-                     f"Machine: {desc}.\n\n")
-            fh.write("Summary:\n\n" + summary(results) + "\n\n")
-            for r in results:
-                fh.write(table(r) + "\n\n")
-            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else "?"
-            fh.write(f"Load average at the end: {load:.1f}.\n")
 
 
 if __name__ == "__main__":

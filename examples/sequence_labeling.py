@@ -1,4 +1,4 @@
-"""Sequence labeling with a max-margin Markov loss, solved by BMRM (seed 004, section 3.3).
+"""Sequence labeling with a max-margin Markov loss, solved by BMRM (Teo et al. 2007, section 3.3).
 
 A user-defined risk oracle: BMRM, the proximal bundle method and L-BFGS
 only need ``R_emp(w)`` and a subgradient, so a structured model plugs in by
@@ -7,7 +7,8 @@ writing ``__call__(w) -> (value, subgradient)`` and handing the object to
 
 Model: a chain over k states with emission weights W (k x d) and transition
 weights T (k x k); ``<w, phi(x, y)> = sum_t <W_{y_t}, x_t> + sum_t T_{y_{t-1}, y_t}``.
-Loss of one sequence (structured hinge, Taskar et al.; BMRM 3.3 with beta = 0):
+Loss of one sequence (structured hinge, Taskar et al.; Teo et al. 2007,
+section 3.3, with beta = 0):
 ``max_{y'} [Delta(y, y') + <w, phi(x, y') - phi(x, y)>]``, Delta = Hamming
 distance / length, found by loss-augmented Viterbi; its subgradient is
 ``phi(x, y*) - phi(x, y)``.  R_emp is the mean over sequences.

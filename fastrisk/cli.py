@@ -2,14 +2,17 @@
 
     fastrisk train DATA [--loss L --penalty P --alpha A --solver S ...] -o MODEL [--plot PNG]
                         [--scheduler tcp://host:8786 [--partitions N]]
-    fastrisk predict MODEL DATA [-o OUT]
-    fastrisk evaluate MODEL DATA
+    fastrisk predict MODEL DATA [-o OUT] [--n-features N]
+    fastrisk evaluate MODEL DATA [--n-features N]
     fastrisk info MODEL
     fastrisk demo [--plot PNG]
 
 DATA is an svmlight/libsvm file (``.gz``, ``.bz2``, ``.xz`` compressed too) or
 an ``.npz`` archive holding ``y`` and either ``X`` (dense) or the CSR arrays
 ``data``, ``indices``, ``indptr``, ``shape`` (read with ``allow_pickle=False``).
+``predict`` and ``evaluate`` refuse DATA whose width differs from the model's:
+an svmlight file is as wide as its largest index, so a file that merely lacks
+the highest features needs ``--n-features`` (the model's width) to say so.
 User errors print one line ``fastrisk: error: ...`` naming the argument at
 fault and exit with status 1 (2 for command-line syntax errors, from argparse).
 ``train --scheduler ADDRESS`` computes the risk oracle on a Dask cluster
@@ -76,24 +79,42 @@ def _load_model(path):
 
 
 class Progress:
-    """Callback printing a live line ``solver it N  J=...  bound=...`` to a stream."""
+    """Callback printing progress ``solver: it N  J(w) = ...  bound = ...`` to a stream.
 
-    def __init__(self, label, stream=None):
-        self.label, self.width = label, 0
+    On a terminal one line is rewritten in place (carriage returns); to a file
+    or a pipe whole lines are written, at most one every ``interval`` seconds,
+    and ``done`` writes the last state if it was not written yet.
+    """
+
+    def __init__(self, label, stream=None, interval=1.0):
+        self.label, self.width, self.interval = label, 0, interval
         self.stream = sys.stderr if stream is None else stream
+        isatty = getattr(self.stream, "isatty", None)
+        self.live = bool(isatty and isatty())
+        self.last_time, self.pending = -math.inf, None
 
     def __call__(self, res):
         bound = "n/a" if math.isnan(res.gap) else f"{res.gap:.2e}"
         line = f"{self.label}: it {res.n_iter:4d}  J(w) = {res.objective:.8f}  bound = {bound}"
-        self.stream.write("\r" + line.ljust(self.width))
+        if self.live:
+            self.stream.write("\r" + line.ljust(self.width))
+            self.width = len(line)
+        elif time.monotonic() - self.last_time >= self.interval:
+            self.stream.write(line + "\n")
+            self.last_time, self.pending = time.monotonic(), None
+        else:
+            self.pending = line
+            return True
         self.stream.flush()
-        self.width = len(line)
         return True
 
     def done(self):
-        if self.width:
+        if self.live and self.width:
             self.stream.write("\n")
-            self.stream.flush()
+        elif self.pending is not None:
+            self.stream.write(self.pending + "\n")
+            self.pending = None
+        self.stream.flush()
 
 
 def plot_convergence(runs, path, title):
@@ -209,9 +230,23 @@ def cmd_train(args, out):
         print(f"convergence plot written to {args.plot}", file=out)
 
 
+def _model_data(args, model):
+    """(X, y) of DATA for a model: the same width, or a UserError naming --n-features."""
+    X, y = load_data(args.data, n_features=args.n_features)
+    if X.shape[1] != model.n_features:
+        hint = ""
+        if X.shape[1] < model.n_features and args.n_features is None \
+                and not os.fspath(args.data).endswith(".npz"):
+            hint = (f"; if the file only lacks the highest features (svmlight files store no "
+                    f"zeros), pass --n-features {model.n_features}")
+        raise UserError(f"DATA {args.data}: {X.shape[1]} features, but the model was trained "
+                        f"on {model.n_features}{hint}")
+    return X, y
+
+
 def cmd_predict(args, out):
     model = _load_model(args.model)
-    X, _ = load_data(args.data, n_features=model.n_features)
+    X, _ = _model_data(args, model)
     pred = model.predict(X)
     target = out if args.output is None else open(args.output, "w")
     try:
@@ -222,17 +257,37 @@ def cmd_predict(args, out):
             target.close()
 
 
-def evaluate(model, X, y):
-    """{metric: value}: accuracy (+ AUC for two classes) or RMSE / MAE / R^2."""
+def evaluate(model, X, y, notes=None):
+    """{metric: value}: accuracy (+ AUC for two classes) or RMSE / MAE / R^2.
+
+    Labels none of which is a class of the model raise UserError; ``notes`` (a
+    list) receives a sentence for labels partly outside the model's classes and
+    for an AUC that cannot be computed.
+    """
     from sklearn import metrics
 
+    notes = [] if notes is None else notes
     if model.is_classifier:
         y = np.asarray(y)
         if y.dtype.kind in "fc" and model.classes.dtype.kind in "iub":
             y = y.astype(model.classes.dtype) if np.all(y == np.round(y)) else y
+        known = np.isin(y, model.classes)
+        shown = ", ".join(map(str, model.classes[:10]))
+        if not known.any():
+            raise UserError(f"DATA labels ({', '.join(map(str, np.unique(y)[:10]))}) are "
+                            f"disjoint from the model's classes ({shown}): wrong data or "
+                            "a different label coding")
+        if not known.all():
+            notes.append(f"{int((~known).sum())} of {len(y)} rows have labels that are not "
+                         f"classes of the model ({shown}); they count as errors")
         scores = {"accuracy": metrics.accuracy_score(y, model.predict(X))}
-        if len(model.classes) == 2 and np.isin(y, model.classes).all() and len(np.unique(y)) == 2:
-            scores["AUC"] = metrics.roc_auc_score(y == model.classes[1], model.decision_function(X))
+        if len(model.classes) == 2:
+            if known.all() and len(np.unique(y)) == 2:
+                scores["AUC"] = metrics.roc_auc_score(y == model.classes[1],
+                                                      model.decision_function(X))
+            else:
+                notes.append("AUC not computed: it needs the labels of both classes and "
+                             "no others")
         return scores
     pred = model.predict(X)
     return {"RMSE": math.sqrt(metrics.mean_squared_error(y, pred)),
@@ -241,9 +296,12 @@ def evaluate(model, X, y):
 
 def cmd_evaluate(args, out):
     model = _load_model(args.model)
-    X, y = load_data(args.data, n_features=model.n_features)
-    for name, value in evaluate(model, X, y).items():
+    X, y = _model_data(args, model)
+    notes = []
+    for name, value in evaluate(model, X, y, notes).items():
         print(f"{name:9s}{value:.6f}", file=out)
+    for note in notes:
+        print(f"fastrisk: note: {note}", file=sys.stderr)
 
 
 def cmd_info(args, out):
@@ -408,11 +466,15 @@ def build_parser():
     p.add_argument("model", metavar="MODEL")
     p.add_argument("data", metavar="DATA")
     p.add_argument("-o", "--output", metavar="OUT", help="write to this file instead of stdout")
+    p.add_argument("--n-features", type=_positive_int("--n-features"), default=None,
+                   help="width of DATA (svmlight files: default the largest index present)")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("evaluate", help="accuracy and AUC, or RMSE, MAE and R^2, on DATA")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("data", metavar="DATA")
+    p.add_argument("--n-features", type=_positive_int("--n-features"), default=None,
+                   help="width of DATA (svmlight files: default the largest index present)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("info", help="describe a model file")
@@ -442,6 +504,9 @@ def main(argv=None, out=None):
         if os.environ.get("FASTRISK_DEBUG"):
             raise
         print(f"fastrisk: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    except MemoryError as exc:  # e.g. an .npz whose shape claims 2**40 features
+        print(f"fastrisk: error: not enough memory for this problem ({exc})", file=sys.stderr)
         return 1
     except BrokenPipeError:  # output piped into a command that stopped reading (head)
         sys.stdout = open(os.devnull, "w")

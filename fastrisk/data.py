@@ -27,18 +27,120 @@ def _finite_or_raise(values, name):
         raise ValueError(f"{name} contains NaN or infinity")
 
 
+def _integer_vector(a, name):
+    if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be a 1-d integer array, got "
+                        f"{getattr(a, 'dtype', type(a).__name__)} of shape {np.shape(a)}")
+    return a
+
+
+def _check_index_range(lo, hi, size, name, what):
+    if lo < 0 or hi >= size:
+        bad = int(lo) if lo < 0 else int(hi)
+        hint = " (1-based indices? subtract 1)" if bad == size else ""
+        raise ValueError(f"{name} has {what} index {bad} out of range [0, {size}){hint}")
+
+
+def _check_compressed(indptr, indices, n_data, n_major, n_minor, name, what):
+    """Check compressed (CSR/CSC/BSR) index arrays; return True when canonical.
+
+    ``indptr`` must have n_major + 1 non-decreasing entries from 0 to
+    len(indices) == n_data, and every index lie in [0, n_minor).  Canonical
+    means strictly increasing indices within each row (sorted, no duplicates).
+    Vectorised O(n_major + nnz) passes that read the arrays and copy nothing
+    the size of X except one boolean per stored entry.
+    """
+    indptr = _integer_vector(indptr, f"{name}.indptr")
+    indices = _integer_vector(indices, f"{name}.indices")
+    if indptr.shape[0] != n_major + 1:
+        raise ValueError(f"{name}.indptr has {indptr.shape[0]} entries, expected {n_major + 1} "
+                         f"(one more than the {n_major} {what[1]}s)")
+    nnz = indices.shape[0]
+    if indptr[0] != 0 or indptr[-1] != nnz or n_data != nnz:
+        raise ValueError(f"{name}.indptr runs from {int(indptr[0])} to {int(indptr[-1])}, but "
+                         f"it must run from 0 to len({name}.indices) = {nnz} = "
+                         f"len({name}.data) = {n_data}")
+    steps = indptr[1:] >= indptr[:-1]
+    if not steps.all():
+        raise ValueError(f"{name}.indptr decreases at {what[1]} {int(np.argmin(steps))}")
+    if nnz == 0:
+        return True
+    increasing = indices[1:] > indices[:-1]
+    starts = indptr[1:-1]
+    increasing[starts[(starts > 0) & (starts < nnz)] - 1] = True  # across row ends
+    canonical = bool(increasing.all())
+    if canonical:  # the extremes of sorted rows are their first and last entries
+        nonempty = indptr[1:] > indptr[:-1]
+        lo = indices[indptr[:-1][nonempty]].min()
+        hi = indices[indptr[1:][nonempty] - 1].max()
+    else:
+        lo, hi = indices.min(), indices.max()
+    _check_index_range(lo, hi, n_minor, name, what[0])
+    return canonical
+
+
+def check_sparse_structure(X, name="X"):
+    """Validate the stored arrays of a scipy sparse matrix against its shape.
+
+    scipy does not check index ranges or ``indptr`` when a matrix is built
+    from its arrays (or when they are reassigned), and neither its routines
+    nor our kernels check them when they read; this check runs before any
+    of them does.  CSR, CSC, BSR and COO are checked (the other formats are
+    converted to CSR by scipy's Python code, whose result check_X checks).
+    Returns True when a compressed format is canonical (sorted, no duplicate
+    indices).  Raises TypeError / ValueError naming ``name``; copies nothing.
+    """
+    if len(X.shape) != 2:
+        raise ValueError(f"{name} must be 2-dimensional, got shape {X.shape}")
+    n, d = (int(s) for s in X.shape)
+    if n < 0 or d < 0:
+        raise ValueError(f"{name} has a negative shape {X.shape}")
+    fmt = X.format
+    if fmt not in ("csr", "csc", "bsr", "coo"):
+        return False
+    data = X.data
+    if not isinstance(data, np.ndarray) or data.ndim != (3 if fmt == "bsr" else 1):
+        raise TypeError(f"{name}.data must be a NumPy array with "
+                        f"{3 if fmt == 'bsr' else 1} dimensions")
+    if fmt == "csr":
+        return _check_compressed(X.indptr, X.indices, data.shape[0], n, d, name, ("column", "row"))
+    if fmt == "csc":
+        return _check_compressed(X.indptr, X.indices, data.shape[0], d, n, name, ("row", "column"))
+    if fmt == "bsr":
+        r, c = X.blocksize
+        if data.shape[1:] != (r, c) or n % r or d % c:
+            raise ValueError(f"{name} has blocks {data.shape[1:]} that do not tile shape {X.shape}")
+        return _check_compressed(X.indptr, X.indices, data.shape[0], n // r, d // c, name,
+                                 ("block column", "block row"))
+    coords = getattr(X, "coords", None) or (X.row, X.col)  # coo
+    for axis, (idx, size) in enumerate(zip(coords, (n, d))):
+        idx = _integer_vector(idx, f"{name}.coords[{axis}]")
+        if idx.shape[0] != data.shape[0]:
+            raise ValueError(f"{name} has {idx.shape[0]} coordinates and {data.shape} values")
+        if idx.shape[0]:
+            _check_index_range(idx.min(), idx.max(), size, name, ("row", "column")[axis])
+    return False
+
+
 def check_X(X, name="X"):
     """Return X as C-contiguous dense or canonical CSR of float32/float64.
 
-    No copy is made when X already has one of those forms.
+    No copy is made when X already has one of those forms.  A sparse X is
+    checked by ``check_sparse_structure`` before anything reads its indices.
     """
     if sp.issparse(X):
+        if X.dtype.kind not in "biuf":
+            raise TypeError(f"{name} must have a real numeric dtype, got {X.dtype}")
+        canonical = check_sparse_structure(X, name)
         if X.format != "csr":
             X = X.tocsr()
+            canonical = check_sparse_structure(X, name)
         if X.dtype not in FLOAT_DTYPES:
-            if X.dtype.kind not in "biuf":
-                raise TypeError(f"{name} must have a real numeric dtype, got {X.dtype}")
             X = X.astype(np.float64)
+        if not canonical:
+            raise ValueError(
+                f"{name} has unsorted or duplicate column indices; call {name}.sum_duplicates() first"
+            )
         arrays = (X.data, X.indices, X.indptr)
         if X.indices.dtype != X.indptr.dtype or X.indices.dtype not in (np.int32, np.int64) \
                 or not all(a.flags.c_contiguous for a in arrays):
@@ -46,13 +148,9 @@ def check_X(X, name="X"):
                 and X.indices.dtype in (np.int32, np.int64) else np.int64
             X = sp.csr_matrix((np.ascontiguousarray(X.data), np.ascontiguousarray(X.indices, itype),
                                np.ascontiguousarray(X.indptr, itype)), shape=X.shape)
-        if not X.has_canonical_format:
-            raise ValueError(
-                f"{name} has unsorted or duplicate column indices; call {name}.sum_duplicates() first"
-            )
         data = X.data
     else:
-        if isinstance(X, np.ndarray) and X.dtype in FLOAT_DTYPES:
+        if type(X) is np.ndarray and X.dtype in FLOAT_DTYPES:
             pass
         else:
             try:
@@ -174,8 +272,8 @@ class Dataset:
 
     def __init__(self, X, *, intercept_scaling=0.0, name="X"):
         X = check_X(X, name)
-        if not isinstance(intercept_scaling, numbers.Real) or not np.isfinite(intercept_scaling) \
-                or intercept_scaling < 0:
+        if not isinstance(intercept_scaling, numbers.Real) or isinstance(intercept_scaling, bool) \
+                or not np.isfinite(intercept_scaling) or intercept_scaling < 0:
             raise ValueError(f"intercept_scaling must be a finite number >= 0, got {intercept_scaling!r}")
         self.X = X
         self.n_samples, self.n_features = X.shape

@@ -43,7 +43,7 @@ from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classi
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from fastrisk.config import resolve_n_threads
-from fastrisk.data import encode_labels
+from fastrisk.data import Dataset, check_sparse_structure, encode_labels
 from fastrisk.losses import LOSSES
 from fastrisk.model import LinearModel, scores_to_proba
 from fastrisk.problem import Problem
@@ -54,7 +54,23 @@ REGRESSOR_TASKS = ("regression", "counts")
 BINARY_CLASSES = np.array([-1.0, 1.0])
 
 
+def _check_structure(X):
+    """Check a sparse X's index arrays before scikit-learn's or scipy's routines read them
+    (CSR index arrays of other integer dtypes are copied to int64, which scipy's routines
+    need), and refuse complex values by name."""
+    if sp.issparse(X):
+        check_sparse_structure(X, "X")
+        itypes = {X.indices.dtype, X.indptr.dtype} if X.format == "csr" else set()
+        if itypes and (len(itypes) > 1 or not itypes <= {np.dtype(np.int32), np.dtype(np.int64)}):
+            X = type(X)((X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)),
+                        shape=X.shape)
+    if getattr(getattr(X, "dtype", None), "kind", None) == "c":
+        raise ValueError("X: Complex data not supported (X must be real)")
+    return X
+
+
 def _check_X(est, X, reset):
+    X = _check_structure(X)
     X = validate_data(est, X, reset=reset, accept_sparse="csr", dtype=[np.float64, np.float32],
                       order="C")
     return _canonical(X)
@@ -328,6 +344,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d) dense or sparse, labels y; ``sample_weight`` rescaled to mean 1."""
         self._validate_params()
+        X = _check_structure(X)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C")
         check_classification_targets(y)
@@ -361,6 +378,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         """
         self._validate_params()
         first = _check_partial_fit_first_call(self, classes)
+        X = _check_structure(X)
         X, y = validate_data(self, X, y, reset=first, accept_sparse="csr",
                              dtype=[np.float64, np.float32], order="C")
         check_classification_targets(y)
@@ -398,9 +416,12 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
                 # on Dask the workers hold the parallelism: one problem after another
                 n_parallel = 1 if client is not None else min(k, n_threads)
                 threads_each = n_threads if client is not None else max(1, n_threads // n_parallel)
+                # locally X is validated and laid out once; every class's problem reads it
+                shared = X if client is not None else Dataset(
+                    X, intercept_scaling=self.intercept_scaling if self.fit_intercept else 0.0)
 
                 def fit_one(j):
-                    problem = self._problem(X, np.where(y_index == j, 1.0, -1.0), c,
+                    problem = self._problem(shared, np.where(y_index == j, 1.0, -1.0), c,
                                             threads_each, classes=BINARY_CLASSES, client=client)
                     return self._solve(problem, seed, previous[j], **overrides)
 
@@ -475,6 +496,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d) dense or sparse, real targets y; ``sample_weight`` rescaled to mean 1."""
         self._validate_params()
+        X = _check_structure(X)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", y_numeric=True)
         c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
@@ -491,6 +513,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         (see LinearClassifier.partial_fit)."""
         self._validate_params()
         first = not hasattr(self, "coef_")
+        X = _check_structure(X)
         X, y = validate_data(self, X, y, reset=first, accept_sparse="csr",
                              dtype=[np.float64, np.float32], order="C", y_numeric=True)
         c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)

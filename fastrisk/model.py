@@ -12,16 +12,20 @@ members:
 * ``intercept`` (float64, shape () or (n_classes,));
 * ``classes`` (classifiers only; any non-object dtype: ints, floats, bools, strings).
 
-Reading uses ``np.load(..., allow_pickle=False)`` and checks the format
-version, the member names, every dtype and shape against the metadata and the
-checksums; a truncated or altered file raises ``ValueError`` naming the
+Reading never unpickles and checks sizes before it reads any array: the
+members must be stored uncompressed (as ``np.savez`` writes them), so no
+member can expand beyond the file's own size; each member's ``.npy`` header
+must describe exactly the bytes the zip directory gives it, and the shapes and
+dtypes the metadata claims.  Then come the format version, the metadata's
+fields (types, finite hyperparameters in range), the checksums and finite
+coefficients.  A truncated or altered file raises ``ValueError`` naming the
 file and what is wrong.  Arrays are stored as raw bytes, so a round trip is
-bit-exact.
+bit-exact.  A model with NaN or infinite coefficients is refused on saving.
 """
 
 import hashlib
-import io
 import json
+import numbers
 import math
 import os
 import zipfile
@@ -32,6 +36,8 @@ from scipy.special import expit, softmax
 FORMAT_NAME = "fastrisk-linear-model"
 FORMAT_VERSION = 1
 _ARRAYS = ("coef", "intercept", "classes")
+MAX_META_BYTES = 1 << 20  # the JSON metadata; a model's is a few kB
+_CLASS_KINDS = "iufbUS"  # numbers, bools, strings: no objects, no pickle
 
 
 def _sha256(a):
@@ -76,10 +82,14 @@ class LinearModel:
     def __init__(self, coef, intercept, *, loss, penalty, alpha, solver, n_samples,
                  classes=None, loss_param=None, info=None, fastrisk_version=None):
         from fastrisk import __version__
-        from fastrisk.losses import LOSSES
+        from fastrisk.losses import Loss
+        from fastrisk.problem import check_alpha
 
-        if loss not in LOSSES:
-            raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
+        Loss(loss, loss_param)  # a known loss with a valid parameter (ValueError otherwise)
+        alpha = check_alpha(alpha)
+        if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) \
+                or n_samples < 0:
+            raise ValueError(f"n_samples must be an integer >= 0, got {n_samples!r}")
         coef = np.asarray(coef, dtype=np.float64)
         if coef.ndim not in (1, 2) or coef.shape[-1] == 0:
             raise ValueError(f"coef must have shape (n_features,) or (n_classes, n_features), "
@@ -90,8 +100,11 @@ class LinearModel:
             raise ValueError(f"intercept has shape {intercept.shape}, expected {expected}")
         if classes is not None:
             classes = np.asarray(classes)
-            if classes.dtype == object or classes.ndim != 1:
+            if classes.dtype.kind not in _CLASS_KINDS or classes.ndim != 1:
                 raise ValueError("classes must be a 1-d array of numbers, bools or strings")
+            if np.unique(classes).shape[0] != classes.shape[0] or (
+                    classes.dtype.kind == "f" and not np.isfinite(classes).all()):
+                raise ValueError("classes must be distinct (and finite)")
             n_scores = 1 if coef.ndim == 1 else coef.shape[0]
             if not (classes.shape[0] == n_scores or (n_scores == 1 and classes.shape[0] == 2)):
                 raise ValueError(f"{classes.shape[0]} classes do not fit coef of shape {coef.shape}")
@@ -185,6 +198,9 @@ class LinearModel:
     def save(self, path):
         """Write the model to ``path`` (any name; written atomically through a temp file)."""
         path = os.fspath(path)
+        if not (np.isfinite(self.coef).all() and np.isfinite(self.intercept).all()):
+            raise ValueError("coef or intercept contains NaN or infinity (a diverged fit?); "
+                             "such a model predicts nothing meaningful and is not saved")
         meta = json.dumps(self._meta(), sort_keys=True, allow_nan=False).encode("utf-8")
         tmp = f"{path}.tmp{os.getpid()}"
         try:
@@ -207,59 +223,130 @@ def _bad(path, why):
     return ValueError(f"{path}: not a valid fastrisk model file ({why})")
 
 
+def _read_npy(z, info, path):
+    """One stored .npy member: its header must describe exactly the member's size."""
+    name = info.filename[:-4]
+    with z.open(info) as fh:
+        try:
+            version = np.lib.format.read_magic(fh)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, fortran, dtype = read_header(fh)
+        except ValueError as exc:
+            raise _bad(path, f"{name}: bad .npy header ({exc})") from None
+        if dtype.hasobject:
+            raise _bad(path, f"{name} is an object array (would need pickle; refused)")
+        nbytes = math.prod(shape) * dtype.itemsize
+        if fh.tell() + nbytes != info.file_size:
+            raise _bad(path, f"{name}: header claims shape {shape} of {dtype} ({nbytes} bytes), "
+                             f"but the member holds {info.file_size - fh.tell()} bytes")
+        raw = fh.read(nbytes)
+    a = np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    return np.array(a, order="C")  # a writeable copy in C order
+
+
+def _read_members(path):
+    """{name: array} of the archive, sizes checked against the zip directory first."""
+    names = {"meta.npy"} | {f"{k}.npy" for k in _ARRAYS}
+    size = os.path.getsize(path)
+    with zipfile.ZipFile(path) as z:
+        infos = z.infolist()
+        for info in infos:
+            if info.filename not in names or len(infos) > len(names):
+                raise _bad(path, f"unexpected member {info.filename!r}")
+            if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size \
+                    or info.header_offset + info.compress_size > size:
+                raise _bad(path, f"member {info.filename!r} is compressed or larger than the file")
+            if info.filename == "meta.npy" and info.file_size > MAX_META_BYTES:
+                raise _bad(path, f"metadata of {info.file_size} bytes (at most {MAX_META_BYTES})")
+        return {info.filename[:-4]: _read_npy(z, info, path) for info in infos}
+
+
+def _check_meta(meta, path):
+    """The metadata fields a model is built from: types and ranges."""
+    from fastrisk.regularizers import PENALTIES
+
+    def need(key, ok, what):
+        if key not in meta:
+            raise _bad(path, f"metadata lacks {key!r}")
+        if not ok(meta[key]):
+            raise _bad(path, f"metadata {key!r} must be {what}, got {meta[key]!r:.80}")
+
+    def integer(lo):
+        return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo
+
+    need("penalty", lambda v: v in PENALTIES, f"one of {PENALTIES}")
+    need("solver", lambda v: isinstance(v, str), "a string")
+    need("fastrisk_version", lambda v: isinstance(v, str), "a string")
+    need("n_samples", integer(0), "an integer >= 0")
+    need("n_features", integer(1), "an integer >= 1")
+    need("info", lambda v: isinstance(v, dict) and all(
+        isinstance(x, (str, int, float, bool, type(None))) for x in v.values()),
+        "an object of numbers, strings, booleans and nulls")
+    need("arrays", lambda v: isinstance(v, dict) and all(
+        isinstance(a, dict) and isinstance(a.get("dtype"), str)
+        and isinstance(a.get("sha256"), str) and isinstance(a.get("shape"), list)
+        and all(integer(0)(n) for n in a["shape"]) for a in v.values()),
+        "an object of {dtype, shape, sha256} records")
+    for key in ("alpha", "loss_param"):
+        need(key, lambda v: v is None or isinstance(v, (int, float, str)) and not
+             isinstance(v, bool), "a number")
+
+
 def load(path):
     """Read a model written by ``LinearModel.save`` / ``estimator.save``; see the module docstring."""
     path = os.fspath(path)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        with open(path, "rb"):
+            pass
+        arrays = _read_members(path)
     except OSError as exc:
-        raise FileNotFoundError(f"{path}: cannot read model file ({exc.strerror})") from None
-    try:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
-            names = set(z.files)
-            arrays = {k: z[k] for k in names}
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{path}: cannot read model file ({exc.strerror})") from None
         raise _bad(path, f"unreadable archive: {exc}") from None
-    if "meta" not in names:
+    except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile, NotImplementedError) as exc:
+        raise _bad(path, f"unreadable archive: {exc}") from None
+    if "meta" not in arrays:
         raise _bad(path, "no 'meta' member")
+    meta_array = arrays.pop("meta")
+    if meta_array.dtype != np.uint8 or meta_array.ndim != 1:
+        raise _bad(path, "metadata is not a uint8 vector")
     try:
-        meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad(path, f"metadata is not JSON: {exc}") from None
+        meta = json.loads(meta_array.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise _bad(path, f"metadata is not JSON: {str(exc)[:80]}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-        raise _bad(path, "wrong format name")
+        raise _bad(path, "metadata is not an object with the fastrisk format name")
     if meta.get("format_version") != FORMAT_VERSION:
-        raise _bad(path, f"format version {meta.get('format_version')!r}; this fastrisk reads "
-                         f"version {FORMAT_VERSION}")
+        raise _bad(path, f"format version {meta.get('format_version')!r:.20}; this fastrisk "
+                         f"reads version {FORMAT_VERSION}")
+    _check_meta(meta, path)
+    specs = meta["arrays"]
+    expected = {"coef", "intercept"} | ({"classes"} if "classes" in specs else set())
+    if set(specs) != expected or set(arrays) != expected:
+        raise _bad(path, f"members {sorted(arrays)} do not match the metadata {sorted(specs)}")
+    for name, a in arrays.items():
+        spec = specs[name]
+        if a.dtype.str != spec["dtype"] or list(a.shape) != spec["shape"]:
+            raise _bad(path, f"{name} has dtype {a.dtype.str} shape {a.shape}, metadata says "
+                             f"{spec['dtype']:.20} {tuple(spec['shape'])}")
+        if _sha256(a) != spec["sha256"]:
+            raise _bad(path, f"checksum of {name} does not match (altered file)")
+    coef = arrays["coef"]
+    if coef.dtype != np.float64 or arrays["intercept"].dtype != np.float64:
+        raise _bad(path, "coef and intercept must be float64")
+    if coef.ndim not in (1, 2) or coef.shape[-1] != meta["n_features"]:
+        raise _bad(path, f"coef shape {coef.shape} does not match n_features "
+                         f"{meta['n_features']}")
+    if not (np.isfinite(coef).all() and np.isfinite(arrays["intercept"]).all()):
+        raise _bad(path, "coef or intercept contains NaN or infinity")
+    info = {k: _from_json_number(v) if isinstance(v, str) and v in ("nan", "inf", "-inf")
+            else v for k, v in meta["info"].items()}
     try:
-        specs = meta["arrays"]
-        expected = {"coef", "intercept"} | ({"classes"} if "classes" in specs else set())
-        if set(specs) != expected or set(arrays) != expected:
-            raise _bad(path, f"members {sorted(arrays)} do not match the metadata {sorted(specs)}")
-        for name, a in arrays.items():
-            spec = specs[name]
-            if a.dtype.str != spec["dtype"] or list(a.shape) != spec["shape"]:
-                raise _bad(path, f"{name} has dtype {a.dtype.str} shape {a.shape}, metadata says "
-                                 f"{spec['dtype']} {tuple(spec['shape'])}")
-            if _sha256(a) != spec["sha256"]:
-                raise _bad(path, f"checksum of {name} does not match (altered file)")
-        coef = arrays["coef"]
-        if coef.dtype != np.float64 or arrays["intercept"].dtype != np.float64:
-            raise _bad(path, "coef and intercept must be float64")
-        if coef.ndim not in (1, 2) or coef.shape[-1] != meta["n_features"]:
-            raise _bad(path, f"coef shape {coef.shape} does not match n_features "
-                             f"{meta['n_features']}")
-        info = {k: _from_json_number(v) if isinstance(v, str) and v in ("nan", "inf", "-inf")
-                else v for k, v in meta["info"].items()}
         return LinearModel(
-            coef, arrays["intercept"], classes=arrays.get("classes"), loss=meta["loss"],
+            coef, arrays["intercept"], classes=arrays.get("classes"), loss=meta.get("loss"),
             loss_param=_from_json_number(meta["loss_param"]), penalty=meta["penalty"],
             alpha=_from_json_number(meta["alpha"]), solver=meta["solver"],
             n_samples=meta["n_samples"], info=info, fastrisk_version=meta["fastrisk_version"])
-    except KeyError as exc:
-        raise _bad(path, f"metadata lacks {exc}") from None
     except (TypeError, ValueError) as exc:
-        if str(exc).startswith(path):
-            raise
         raise _bad(path, str(exc)) from None

@@ -13,9 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
-from fastrisk import _oracle
+from fastrisk import _oracle, _voracle
 from fastrisk.config import resolve_n_threads
-from fastrisk.losses import vector_loss
 
 
 class RiskOracle(Protocol):
@@ -49,12 +48,32 @@ def partition_rows(n_samples, n_partitions):
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
-def check_weights(w, n_weights):
-    """w as a contiguous float64 vector of length n_weights (ValueError otherwise)."""
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    if w.shape != (n_weights,):
-        raise ValueError(f"w has shape {w.shape}, expected ({n_weights},)")
-    return w
+def check_weights(w, n_weights, name="w"):
+    """w as a contiguous float64 vector of length n_weights (TypeError / ValueError otherwise)."""
+    a = np.asarray(w)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real numeric vector, got dtype {a.dtype}")
+    if a.shape != (n_weights,):
+        raise ValueError(f"{name} has shape {a.shape}, expected ({n_weights},)")
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def _check_rows(data, y, sample_weight, *, classes=None):
+    """The arrays an oracle's kernel indexes by row: y (and class indices) and weights."""
+    from fastrisk.data import Dataset
+
+    if not isinstance(data, Dataset):
+        raise TypeError(f"data must be a fastrisk.Dataset, got {type(data).__name__}")
+    m = data.n_samples
+    y = np.asarray(y)
+    if y.dtype.kind not in "biuf" or y.shape != (m,):
+        raise ValueError(f"y must be a numeric vector of length {m}, got {y.dtype} {y.shape}")
+    if classes is not None and m and (y.min() < 0 or y.max() >= classes):
+        raise ValueError(f"y must hold class indices in [0, {classes})")
+    if sample_weight is not None:
+        c = np.asarray(sample_weight)
+        if c.dtype != np.float64 or c.shape != (m,):
+            raise ValueError(f"sample_weight must be a float64 vector of length {m} or None")
 
 
 class _Multiplexer:
@@ -62,6 +81,12 @@ class _Multiplexer:
 
     def _check_w(self, w):
         return check_weights(w, self.n_weights)
+
+    def _bounds(self, k):
+        if not isinstance(k, (int, np.integer)) or not 0 <= k < len(self.partitions):
+            raise ValueError(f"k must be a partition number in [0, {len(self.partitions)}), "
+                             f"got {k!r}")
+        return self.partitions[k]
 
     def __call__(self, w):
         w = self._check_w(w)
@@ -83,9 +108,12 @@ class LocalOracle(_Multiplexer):
     """
 
     def __init__(self, data, loss, y, sample_weight=None, *, n_partitions=1, n_threads=None):
+        _check_rows(data, y, sample_weight)
+        if not hasattr(loss, "spec") or loss.spec.vector:
+            raise TypeError(f"loss must be a scalar fastrisk.Loss, got {loss!r}")
         self.data, self.loss = data, loss
         self.y = np.ascontiguousarray(y, dtype=np.float64)
-        self.c = np.empty(0) if sample_weight is None else sample_weight
+        self.c = np.empty(0) if sample_weight is None else np.ascontiguousarray(sample_weight)
         self.n_samples, self.n_weights = data.n_samples, data.n_weights
         self.n_threads = resolve_n_threads(n_threads)
         self.partitions = partition_rows(self.n_samples, n_partitions)
@@ -98,7 +126,12 @@ class LocalOracle(_Multiplexer):
         ``out`` (a float64 vector of length n_weights) when given; ``scores`` (length
         n_samples, optional) receives the partition's f_i = <w, x_i>."""
         w = self._check_w(w)
-        start, stop = self.partitions[k]
+        start, stop = self._bounds(k)
+        if out is not None and not (isinstance(out, np.ndarray) and out.dtype == np.float64
+                                    and out.shape == (self.n_weights,)
+                                    and out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError(f"out must be a writeable contiguous float64 vector of length "
+                             f"{self.n_weights}")
         grad = np.empty(self.n_weights) if out is None else out
         d = self.data
         g = self.multipliers[start:stop]
@@ -126,33 +159,70 @@ class LocalOracle(_Multiplexer):
 
 
 class VectorOracle(_Multiplexer):
-    """Multiclass oracle: w is W (k x n_weights) flattened; F = X W^T, NumPy/scipy inside."""
+    """Vector-loss oracle: w is W (k x n_weights) flattened, compiled kernel inside.
 
-    def __init__(self, data, loss_name, y_index, n_classes, sample_weight=None, *, n_partitions=1):
+    ``F = X W^T``; the loss acts on each row of F (``losses.vector_loss`` is
+    its NumPy statement).  ``y_index`` holds class indices, or the (m, k)
+    target matrix for ``multivariate_regression``.  ``cost`` and ``beta``
+    (scaled_soft_margin: Delta, default 0/1, and its exponent) and ``M``
+    (multivariate_regression) are the losses' parameters.  The kernel
+    (csrc/_voracle.pyx) reads W feature-major and runs ``n_threads`` OpenMP
+    threads with fixed-order sums.
+    """
+
+    def __init__(self, data, loss_name, y_index, n_classes, sample_weight=None, *, n_partitions=1,
+                 n_threads=None, cost=None, beta=1.0, M=None):
+        if loss_name not in _voracle.LOSS_IDS:
+            raise ValueError(f"loss_name must be one of {sorted(_voracle.LOSS_IDS)}, "
+                             f"got {loss_name!r}")
         self.data, self.loss_name = data, loss_name
-        self.y = np.asarray(y_index, dtype=np.intp)
-        self.c = sample_weight
-        self.n_classes = n_classes
+        self.kernel_id = _voracle.LOSS_IDS[loss_name]
+        k = int(n_classes)
+        empty = np.empty((0, 0))
+        self._Y, self._P, self._S = empty, empty, empty
+        if loss_name == "multivariate_regression":
+            self._Y = np.ascontiguousarray(y_index, dtype=np.float64)
+            if self._Y.shape != (data.n_samples, k):
+                raise ValueError(f"y must be a target matrix of shape {(data.n_samples, k)}, "
+                                 f"got {self._Y.shape}")
+            self._P = np.ascontiguousarray(M, dtype=np.float64)
+            if self._P.shape != (k, k) or not np.allclose(self._P, self._P.T):
+                raise ValueError(f"M must be a symmetric ({k}, {k}) matrix")
+            self.y = np.empty(0, dtype=np.int64)
+        else:
+            _check_rows(data, y_index, sample_weight, classes=k)
+            self.y = np.ascontiguousarray(y_index, dtype=np.int64)
+        if loss_name == "scaled_soft_margin":
+            cost = 1.0 - np.eye(k) if cost is None else np.asarray(cost, dtype=np.float64)
+            if cost.shape != (k, k) or (np.diag(cost) != 0).any() or (cost < 0).any():
+                raise ValueError(f"cost must be a non-negative ({k}, {k}) matrix with zero diagonal")
+            if not isinstance(beta, (int, float, np.number)) or not beta >= 0:
+                raise ValueError(f"beta must be a number >= 0, got {beta!r}")
+            self._P = np.ascontiguousarray(cost)
+            self._S = np.ascontiguousarray(cost ** beta)
+        self.c = np.empty(0) if sample_weight is None else sample_weight
+        self.n_classes = k
         self.n_samples = data.n_samples
-        self.n_weights = n_classes * data.n_weights
+        self.n_weights = k * data.n_weights
+        self.n_threads = resolve_n_threads(n_threads)
         self.partitions = partition_rows(self.n_samples, n_partitions)
+        self._workspace = np.empty((self.n_threads, k * (2 * data.n_weights + 3)))
         self.n_calls = 0
 
-    def partial(self, w, k):
-        """(sum_i c_i l_i, gradient in W flattened) over partition k, unnormalized."""
+    def __call__(self, w):
+        if len(self.partitions) > 1:
+            return super().__call__(w)
+        self.n_calls += 1
+        return self.partial(w, 0, 1.0 / self.n_samples)
+
+    def partial(self, w, k, scale=1.0):
+        """(sum_i c_i l_i, gradient in W flattened) over partition k, times ``scale``."""
+        w = self._check_w(w)
+        start, stop = self._bounds(k)
+        grad = np.empty(self.n_weights)
         d = self.data
-        W = self._check_w(w).reshape(self.n_classes, d.n_weights)
-        start, stop = self.partitions[k]
-        X = d.X[start:stop]
-        F = np.asarray(X @ W[:, : d.n_features].T)
-        if d.bias:
-            F += d.bias * W[:, -1]
-        values, G = vector_loss(self.loss_name, F, self.y[start:stop])
-        if self.c is not None:
-            values = values * self.c[start:stop]
-            G *= self.c[start:stop, None]
-        grad = np.empty((self.n_classes, d.n_weights))
-        grad[:, : d.n_features] = np.asarray(X.T @ G).T
-        if d.bias:
-            grad[:, -1] = d.bias * G.sum(axis=0)
-        return float(values.sum()), grad.ravel()
+        value = _voracle.vector_risk_gradient(
+            d.data, d.indices, d.indptr, d.dense, d.bias, w, self.n_classes, self.kernel_id,
+            self.y, self._Y, self._P, self._S, self.c, start, stop, scale, grad,
+            self._workspace, self.n_threads)
+        return value, grad

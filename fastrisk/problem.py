@@ -39,6 +39,7 @@ class Problem:
     (length of w: n_features [+1], times n_classes for vector losses).
     ``classes``: the full label set for classification losses when ``y``
     (a chunk of a stream) may lack some labels; default: the labels of ``y``.
+    ``X`` may be a ``Dataset`` (validated once and shared by several problems).
     """
 
     def __init__(self, X, y=None, loss="hinge", penalty="l2", alpha=1e-4, *, loss_param=None,
@@ -53,7 +54,15 @@ class Problem:
         if fit_intercept and (not isinstance(intercept_scaling, numbers.Real)
                               or not intercept_scaling > 0):
             raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling!r}")
-        self.data = Dataset(X, intercept_scaling=intercept_scaling if fit_intercept else 0.0)
+        bias = float(intercept_scaling) if fit_intercept else 0.0
+        if isinstance(X, Dataset):  # already validated, e.g. shared by one-vs-rest problems
+            if X.bias != bias:
+                raise ValueError(f"X is a Dataset with intercept feature {X.bias}, but "
+                                 f"fit_intercept={fit_intercept}, intercept_scaling="
+                                 f"{intercept_scaling} ask for {bias}")
+            self.data = X
+        else:
+            self.data = Dataset(X, intercept_scaling=bias)
         m = self.data.n_samples
         self.sample_weight = check_sample_weight(sample_weight, m)
         task = self.loss.spec.task
@@ -72,7 +81,8 @@ class Problem:
                 raise ValueError(f"y must be non-negative for the {loss} loss")
         if self.loss.spec.vector:
             self.oracle = VectorOracle(self.data, loss, self.y, self.n_classes,
-                                       self.sample_weight, n_partitions=n_partitions)
+                                       self.sample_weight, n_partitions=n_partitions,
+                                       n_threads=n_threads)
         else:
             self.oracle = LocalOracle(self.data, self.loss, self.y, self.sample_weight,
                                       n_partitions=n_partitions, n_threads=n_threads)

@@ -2,9 +2,11 @@
 
 import io
 import re
+import types
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import fastrisk as fr
 from fastrisk.cli import main
@@ -99,3 +101,100 @@ def test_demo(tmp_path):
     assert acc > 0.84
     assert "solver comparison" in out and "sdca" in out
     assert plot.exists()
+
+
+@pytest.fixture(scope="module")
+def a9a_model(small):
+    """A model on the 123 features of a9a, labels -1/+1."""
+    root, train, *_ = small
+    model = root / "a9a.frm"
+    code, _ = run(["train", train, "--loss", "logistic", "--solver", "lbfgs", "-o", model,
+                   "-q", "--n-features", "123"])
+    assert code == 0
+    return model
+
+
+def test_evaluate_refuses_data_of_another_width(small, a9a_model, tmp_path, capsys):
+    """A narrower file is not padded silently: 68 features against the model's 123."""
+    rng = np.random.default_rng(0)
+    narrow = tmp_path / "narrow.svm"
+    fr.dump_svmlight(rng.random((40, 68)), np.where(np.arange(40) % 2, 1.0, -1.0), narrow)
+    for command in ("evaluate", "predict"):
+        code, out = run([command, a9a_model, narrow])
+        err = capsys.readouterr().err
+        assert code == 1 and out == ""
+        assert "68 features, but the model was trained on 123" in err
+        assert "--n-features 123" in err  # the way to say the file only lacks features
+    wide = tmp_path / "wide.svm"
+    fr.dump_svmlight(rng.random((40, 130)), np.ones(40), wide)
+    code, _ = run(["evaluate", a9a_model, wide, "--n-features", "123"])
+    assert code == 1 and "n_features=123" in capsys.readouterr().err
+    # declared width: the padding is what the user asked for; scores match the estimator
+    root, train, test, X, y = small
+    part = tmp_path / "part.svm"
+    fr.dump_svmlight(X[2000:2100, :100], y[2000:2100], part)  # largest index <= 100
+    code, out = run(["evaluate", a9a_model, part, "--n-features", "123"])
+    assert code == 0
+    model = fr.load(a9a_model)
+    X_part = sp.hstack([X[2000:2100, :100], sp.csr_matrix((100, 23))]).tocsr()
+    acc = float(re.search(r"accuracy\s+([\d.]+)", out).group(1))
+    assert acc == pytest.approx(np.mean(model.predict(X_part) == y[2000:2100]), abs=1e-6)
+
+
+def test_evaluate_labels_outside_the_model_classes(small, a9a_model, tmp_path, capsys):
+    root, train, test, X, y = small
+    disjoint = tmp_path / "disjoint.npz"
+    np.savez(disjoint, X=X[:50].toarray(), y=np.where(y[:50] > 0, 1.0, 0.0) + 5)
+    code, out = run(["evaluate", a9a_model, disjoint])
+    err = capsys.readouterr().err
+    assert code == 1 and "disjoint from the model's classes (-1.0, 1.0)" in err and out == ""
+    mixed = tmp_path / "mixed.npz"
+    labels = y[:50].copy()
+    labels[:5] = 7.0
+    np.savez(mixed, X=X[:50].toarray(), y=labels)
+    code, out = run(["evaluate", a9a_model, mixed])
+    err = capsys.readouterr().err
+    assert code == 0 and "accuracy" in out and "AUC" not in out
+    assert "5 of 50 rows have labels that are not classes of the model" in err
+    assert "AUC not computed" in err
+    model = fr.load(a9a_model)
+    acc = float(re.search(r"accuracy\s+([\d.]+)", out).group(1))
+    assert acc == pytest.approx(np.mean(model.predict(X[:50]) == labels), abs=1e-6)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def _result(it):
+    """What Progress reads of a solver's Result."""
+    return types.SimpleNamespace(objective=1.0 / it, gap=0.1 / it, n_iter=it)
+
+
+def test_progress_writes_whole_lines_to_files_and_pipes():
+    from fastrisk.cli import Progress
+
+    stream = io.StringIO()  # not a terminal, like a file or a pipe
+    progress = Progress("sdca", stream=stream, interval=0.0)
+    for it in (1, 2, 3):
+        progress(_result(it))
+    progress.done()
+    text = stream.getvalue()
+    assert "\r" not in text and text.endswith("\n")
+    assert [line.split(":")[0] for line in text.splitlines()] == ["sdca"] * 3
+    # throttled: the first line at once, the last state by done()
+    stream = io.StringIO()
+    progress = Progress("sdca", stream=stream, interval=3600.0)
+    for it in (1, 2, 3):
+        progress(_result(it))
+    progress.done()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2 and "it    1" in lines[0] and "it    3" in lines[1]
+    # a terminal gets one line rewritten in place
+    term = _Terminal()
+    progress = Progress("sdca", stream=term)
+    for it in (1, 2, 3):
+        progress(_result(it))
+    progress.done()
+    assert term.getvalue().count("\r") == 3 and term.getvalue().count("\n") == 1

@@ -153,3 +153,91 @@ def test_unsorted_or_duplicate_csr_indices_are_rejected():
             Dataset(X)
         X.sum_duplicates()  # the documented fix
         assert Dataset(X).nnz == X.nnz
+
+
+def _csr(data, indices, indptr, shape):
+    """A CSR matrix whose arrays are set after construction (scipy checks nothing then)."""
+    X = sp.csr_matrix(shape)
+    X.data, X.indices, X.indptr = (np.asarray(data, dtype=float), np.asarray(indices),
+                                   np.asarray(indptr))
+    return X
+
+
+MALFORMED = [
+    # issue 13: column 10**8 of 5 made SDCA segfault
+    (lambda: sp.csr_matrix((np.ones(3), np.array([0, 10**8, 2]), np.array([0, 1, 2, 3])),
+                           shape=(3, 5)), "column index 100000000 out of range"),
+    # issue 20: a column equal to n_features trained the intercept's weight
+    (lambda: _csr(np.ones(3), [0, 5, 2], [0, 1, 2, 3], (3, 5)),
+     r"column index 5 out of range \[0, 5\) \(1-based indices\?"),
+    (lambda: _csr(np.ones(3), [0, -3, 2], [0, 1, 2, 3], (3, 5)), "column index -3"),
+    (lambda: _csr(np.ones(3), [0, 1, 2], [0, 2, 1, 3], (3, 5)), "X.indptr decreases at row 1"),
+    (lambda: _csr(np.ones(3), [0, 1, 2], [0, 1, 2, 30], (3, 5)), "X.indptr runs from 0 to 30"),
+    (lambda: _csr(np.ones(3), [0, 1, 2], [1, 1, 2, 3], (3, 5)), "X.indptr runs from 1"),
+    (lambda: _csr(np.ones(3), [0, 1, 2], [0, 1, 3], (3, 5)), "X.indptr has 3 entries, expected 4"),
+    (lambda: _csr(np.ones(2), [0, 1, 2], [0, 1, 2, 3], (3, 5)), "len.X.data. = 2"),
+    (lambda: _csr(np.ones(3), np.array([0.0, 1, 2]), [0, 1, 2, 3], (3, 5)),
+     "X.indices must be a 1-d integer array"),
+    (lambda: sp.csc_matrix((np.ones(2), np.array([0, 7]), np.array([0, 1, 2])), shape=(3, 2)),
+     "row index 7 out of range"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(MALFORMED)))
+@pytest.mark.parametrize("entry", ["Dataset", "solve", "fit", "predict", "model"])
+def test_malformed_sparse_structure_is_refused_by_every_entry_point(case, entry):
+    make, message = MALFORMED[case]
+    X = make()
+    arrays = [a.copy() for a in (X.data, X.indices, X.indptr)]
+    y = np.array([1.0, -1.0, 1.0])[: X.shape[0]]
+    good = np.random.default_rng(0).normal(size=X.shape)
+    with pytest.raises((ValueError, TypeError), match=message):
+        if entry == "Dataset":
+            Dataset(X)
+        elif entry == "solve":
+            fr.solve(fr.Problem(X, y, loss="hinge"), solver="sdca", max_iter=2)
+        elif entry == "fit":
+            fr.LinearRegressor(solver="lbfgs", max_iter=2).fit(X, y)
+        elif entry == "predict":
+            fr.LinearClassifier(solver="lbfgs", max_iter=2).fit(good, y).predict(X)
+        else:
+            fr.LinearModel(np.ones(X.shape[1]), 0.0, loss="hinge", penalty="l2", alpha=1.0,
+                           solver="sdca", n_samples=3, classes=np.array([-1, 1])).predict(X)
+    for before, after in zip(arrays, (X.data, X.indices, X.indptr)):  # nothing changed
+        np.testing.assert_array_equal(before, after)
+
+
+def test_structure_check_is_vectorised_and_copies_nothing():
+    """Valid CSR with unsigned or mixed index dtypes passes the check (check_X then copies
+    to one signed dtype, documented); the check itself returns the canonical flag."""
+    from fastrisk.data import check_sparse_structure
+
+    X = random_csr()
+    assert check_sparse_structure(X) is True
+    Y = X.copy()
+    Y.indices = Y.indices.astype(np.uint32)
+    assert check_sparse_structure(Y) is True
+    np.testing.assert_array_equal(check_X(Y).toarray(), X.toarray())
+    Z = _csr([1.0, 2.0], [3, 1], [0, 2, 2], (2, 4))
+    assert check_sparse_structure(Z) is False  # valid, unsorted
+
+
+def test_oracle_checks_w_and_class_indices():
+    from fastrisk.losses import Loss
+    from fastrisk.oracle import LocalOracle, VectorOracle
+
+    D = Dataset(random_csr(), intercept_scaling=1.0)
+    y = np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
+    oracle = LocalOracle(D, Loss("hinge"), y)
+    with pytest.raises(ValueError, match=r"w has shape \(7,\), expected \(8,\)"):
+        oracle(np.zeros(7))
+    with pytest.raises(TypeError, match="w must be a real numeric vector"):
+        oracle(np.array(["a"] * 8))
+    with pytest.raises(ValueError, match="k must be a partition number"):
+        oracle.partial(np.zeros(8), 1)
+    with pytest.raises(ValueError, match="y must be a numeric vector of length 20"):
+        LocalOracle(D, Loss("hinge"), y[:5])
+    with pytest.raises(ValueError, match=r"class indices in \[0, 3\)"):
+        VectorOracle(D, "softmax", np.arange(20) % 4, 3)
+    value, grad = oracle(np.zeros(8))
+    assert value == pytest.approx(1.0) and grad.shape == (8,)  # hinge at w = 0: mean of 1

@@ -100,3 +100,72 @@ def test_bundled_a9a(shared_file):
     assert (y == -1).sum() == 24720 and (y == 1).sum() == 7841
     assert (yt == -1).sum() == 12435 and (yt == 1).sum() == 3846
     assert_same(Xt, yt, *load_svmlight_file(str(shared_file("a9a.t.bz2")), n_features=123))
+
+
+def test_duplicate_indices_in_a_line_are_rejected_with_the_line_number(tmp_path):
+    path = tmp_path / "dup.svm"
+    path.write_text("1 1:1 2:2\n# comment\n-1 3:1 1:2 3:5\n")
+    with pytest.raises(ValueError, match="line 3: duplicate feature index 3"):
+        load_svmlight(path)
+    with pytest.raises(ValueError):  # scikit-learn refuses them too
+        load_svmlight_file(str(path))
+    # distinct indices in any order are fine (scikit-learn wants them sorted): the same
+    # matrix as scikit-learn's reading of the sorted lines
+    path.write_text("1 1:1 2:2\n-1 3:1 1:2 2:5\n")
+    X, y = load_svmlight(path)
+    (tmp_path / "sorted.svm").write_text("1 1:1 2:2\n-1 1:2 2:5 3:1\n")
+    assert_same(X, y, *load_svmlight_file(str(tmp_path / "sorted.svm")))
+
+
+def test_huge_index_is_refused_without_building_the_matrix(tmp_path):
+    path = tmp_path / "huge.svm"
+    path.write_text(f"1 1:1\n-1 {2**40}:1\n")
+    with pytest.raises(ValueError, match=r"line 2: feature index 1099511627776 is above "
+                                         r"2\*\*31 - 1.*pass n_features"):
+        load_svmlight(path)
+    with pytest.raises(ValueError, match="line 2: feature index 1099511627776 is beyond "
+                                         "n_features=1000"):
+        load_svmlight(path, n_features=1000)
+    # an explicit width that large is honoured (int64 indices; nothing of that size allocated)
+    X, _ = load_svmlight(path, n_features=2**40)
+    assert X.shape == (2, 2**40) and X.indices.dtype == np.int64 and X.indices[1] == 2**40 - 1
+
+
+def test_reader_errors_name_the_line(tmp_path):
+    path = tmp_path / "bad.svm"
+    for text, msg in [("1 1:2\n\n2 3:x\n", "line 3: feature b'3:x'"),
+                      ("1 1:2\nnan 3:1\n", "line 2: bad label"),
+                      ("1 1:2\n1 -3:1\n", "line 2: feature indices must be non-negative"),
+                      ("1 1:2\n1 2:inf\n", "line 2: contains NaN or infinity"),
+                      ("1 1:2 5\n", "line 1: feature b'5'")]:
+        path.write_text(text)
+        with pytest.raises(ValueError, match=msg):
+            load_svmlight(path)
+
+
+def test_memory_is_about_the_size_of_the_result(tmp_path, monkeypatch):
+    """Blocks of lines are parsed one at a time: the peak of traced allocations stays
+    within twice the arrays returned plus a few blocks (a whole-file token list took
+    ~12 times the result)."""
+    import tracemalloc
+
+    import fastrisk.svmlight as svm
+
+    monkeypatch.setattr(svm, "_CHUNK_BYTES", 1 << 20)
+    rng = np.random.default_rng(0)
+    counts = rng.integers(50, 150, size=6000)
+    indices = np.concatenate([np.sort(rng.choice(50000, c, replace=False)) for c in counts])
+    X = sp.csr_matrix((rng.random(indices.size), indices, np.r_[0, np.cumsum(counts)]),
+                      shape=(6000, 50000))
+    y = np.where(np.arange(6000) % 3 == 0, 1.0, -1.0)
+    path = tmp_path / "mid.svm"
+    dump_svmlight(X, y, path)
+    tracemalloc.start()
+    try:
+        X2, y2 = load_svmlight(path, n_features=50000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert_same(X2, y2, X, y)
+    result = X2.data.nbytes + X2.indices.nbytes + X2.indptr.nbytes + y2.nbytes
+    assert peak < 2 * result + 8 * svm._CHUNK_BYTES, (peak, result)

@@ -14,6 +14,7 @@ SOLVERS = {
     "lbfgs": ("fastrisk.solvers.lbfgs", "solve_lbfgs"),
     "newton": ("fastrisk.solvers.newton", "solve_newton"),
     "sdca": ("fastrisk.solvers.sdca", "solve_sdca"),
+    "msdca": ("fastrisk.solvers.msdca", "solve_msdca"),
     "pegasos": ("fastrisk.solvers.pegasos", "solve_pegasos"),
     "adaptive": ("fastrisk.solvers.pegasos", "solve_adaptive"),
     "proximal": ("fastrisk.solvers.pegasos", "solve_proximal"),

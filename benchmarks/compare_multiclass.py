@@ -1,0 +1,197 @@
+"""Multiclass side by side: time to 1e-3 and 1e-4 relative suboptimality of the same objective.
+
+Cases (no intercept, so every method minimizes the same
+J(W) = alpha/2 ||W||^2 + (1/m) sum_i loss(W x_i, y_i)):
+
+* 20 Newsgroups tf-idf (11314 x 130108, 20 classes), softmax, alpha 1e-4 and 1e-6;
+* 20 Newsgroups, multiclass hinge (Crammer-Singer), alpha 1e-4 and 1e-6;
+* MNIST test set (10000 x 778, 10 classes), softmax, alpha 1e-4.
+
+Methods, one after another in one process, on ``--threads`` threads (BLAS and
+OpenMP pools limited with threadpoolctl): fastrisk ``solver="auto"`` and its
+solvers for the loss (a trajectory from one run: the iterates captured by the
+callback, evaluated afterwards); peers with the same objective, each rerun
+with a growing budget and timed from scratch (compare_peers.run_peer):
+scikit-learn's multinomial LogisticRegression (lbfgs, saga, newton-cg,
+C = 1/(alpha m)), cyanure (multiclass-logistic, lambda_1 = alpha) and LIBLINEAR
+Crammer-Singer (LinearSVC(multi_class="crammer_singer")).  snapml and
+scikit-learn's one-vs-rest LinearSVC fit one binary problem per class: another
+objective, so they are not timed here.
+
+J* comes from a long fastrisk run (``--ref-seconds``; its certified gap is
+reported) and every point any method reached: J* = the smallest objective
+seen.  The time to eps is the first time J(W) <= J* (1 + eps).
+
+Usage:
+
+    python benchmarks/compare_multiclass.py --threads 1,2 --budget 60
+
+writes benchmarks/results/compare_multiclass.md (regenerated) and prints it.
+"""
+
+import argparse
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import fastrisk as fr  # noqa: E402
+from compare_peers import run_fastrisk, run_peer, time_to  # noqa: E402
+from fastrisk.solvers.auto import choose  # noqa: E402
+
+EPSILONS = (1e-3, 1e-4)
+CASES = {  # name -> (data set, loss, alpha)
+    "news20-softmax-1e-4": ("news20", "softmax", 1e-4),
+    "news20-softmax-1e-6": ("news20", "softmax", 1e-6),
+    "news20-hinge-1e-4": ("news20", "multiclass_hinge", 1e-4),
+    "news20-hinge-1e-6": ("news20", "multiclass_hinge", 1e-6),
+    "mnist-softmax-1e-4": ("mnist", "softmax", 1e-4),
+}
+FASTRISK_SOLVERS = {"softmax": ("msdca", "lbfgs"), "multiclass_hinge": ("msdca", "bmrm")}
+
+
+def load(name):
+    from conftest import load_20news, load_libsvm
+
+    return load_20news() if name == "news20" else load_libsvm(name)
+
+
+def peers(loss, alpha, m, n_threads):
+    """{name: (make(budget_index) -> estimator, n_budgets)} with the same objective."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+
+    C = 1.0 / (alpha * m)
+    tols = [10.0 ** -k for k in range(1, 10)]
+    iters = [2 ** k for k in range(15)]
+    if loss == "multiclass_hinge":
+        return {"LinearSVC crammer_singer": (lambda i: LinearSVC(
+            multi_class="crammer_singer", C=C, tol=tols[i], max_iter=100000,
+            fit_intercept=False), len(tols))}
+    out = {f"LogReg {s}": ((lambda s: lambda i: LogisticRegression(
+        solver=s, C=C, tol=0.0 if s != "newton-cg" else 1e-14, max_iter=iters[i],
+        fit_intercept=False))(s), len(iters)) for s in ("lbfgs", "saga", "newton-cg")}
+    try:
+        from cyanure.estimators import Classifier
+
+        out["cyanure"] = (lambda i: Classifier(
+            loss="multiclass-logistic", penalty="l2", lambda_1=alpha, fit_intercept=False,
+            tol=tols[i], max_iter=100000, n_threads=n_threads, verbose=False,
+            multi_class="multinomial"), len(tols))
+    except ImportError:
+        pass
+    return out
+
+
+class _Weights:
+    """A peer's coefficients in scikit-learn's (k, d) layout (cyanure stores (d, k))."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, est, problem):
+        coef = np.asarray(est.coef_, dtype=np.float64)
+        return (coef.T if coef.shape[0] != self.k else coef).ravel()
+
+
+def run_case(case, n_threads, budget, ref_seconds, log):
+    import compare_peers
+    from threadpoolctl import threadpool_limits
+
+    dataset, loss, alpha = CASES[case]
+    X, y = load(dataset)
+    problem = fr.Problem(X, y, loss=loss, alpha=alpha, n_threads=n_threads)
+    compare_peers.peer_weights = _Weights(problem.n_classes)
+    runs = {}
+    with threadpool_limits(n_threads):
+        ref = fr.solve(problem, "msdca", tol=1e-12, max_iter=10**7, time_limit=ref_seconds,
+                       random_state=1, n_threads=n_threads)
+        log(f"  reference msdca: J={ref.objective:.12g} certified gap {ref.gap:.3g} "
+            f"({ref.status}, {ref.n_iter} epochs)")
+        auto = choose(problem)
+        for name in dict.fromkeys((auto, *FASTRISK_SOLVERS[loss])):
+            runs[name], res = run_fastrisk(name, problem, budget)
+            log(f"  {name:26s} {res.status:10s} it {res.n_iter:6d} "
+                f"{res.history.seconds[-1]:8.2f}s  J={runs[name][-1][1]:.12g}")
+        peer_names = []
+        for name, (make, n) in peers(loss, alpha, X.shape[0], n_threads).items():
+            runs[name] = run_peer(make, n, problem, X, y, budget)
+            peer_names.append(name)
+            s, J = runs[name][-1]
+            log(f"  {name:26s} {len(runs[name]):3d} runs, last {s:8.2f}s  J={J:.12g}")
+    J_star = min([ref.objective] + [J for pts in runs.values() for _, J in pts])
+    times = {name: [time_to(pts, J_star * (1 + eps)) for eps in EPSILONS]
+             for name, pts in runs.items()}
+    return dict(case=case, threads=n_threads, shape=X.shape, J_star=J_star, ref_gap=ref.gap,
+                times=times, peers=peer_names, auto=auto)
+
+
+def table(results):
+    head = "| case | threads | method | " + " | ".join(
+        f"t({eps:g}) s | ratio" for eps in EPSILONS) + " |"
+    lines = [head, "|---|---:|---|" + "---:|---:|" * len(EPSILONS)]
+    for r in results:
+        best_peer = []
+        for k in range(len(EPSILONS)):
+            ts = [r["times"][p][k] for p in r["peers"] if r["times"][p][k] is not None]
+            best_peer.append(min(ts) if ts else None)
+        for name, ts in r["times"].items():
+            cells = []
+            for k, t in enumerate(ts):
+                ratio = "" if t is None or best_peer[k] is None else f"{t / best_peer[k]:.2f}"
+                cells += ["-" if t is None else f"{t:.2f}", ratio]
+            tag = " (peer)" if name in r["peers"] else (" (auto)" if name == r["auto"] else "")
+            lines.append(f"| {r['case']} | {r['threads']} | {name}{tag} | "
+                         + " | ".join(cells) + " |")
+    lines += ["", "ratio = time / the best peer's time to the same eps (< 1: fastrisk faster); "
+              "'-': not reached within the budget.", ""]
+    lines += [f"* {r['case']} ({r['shape'][0]} x {r['shape'][1]}), {r['threads']} thread(s): "
+              f"J* = {r['J_star']:.12g} (reference run's certified gap {r['ref_gap']:.2g})"
+              for r in results]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--budget", type=float, default=60.0, help="seconds per method")
+    parser.add_argument("--ref-seconds", type=float, default=120.0)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
+                                             "compare_multiclass.md"))
+    args = parser.parse_args(argv)
+    import os
+    import platform
+
+    command = "python benchmarks/compare_multiclass.py " + " ".join(sys.argv[1:] if argv is None
+                                                                   else argv)
+    print(command, flush=True)
+    results = []
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    for case in args.cases.split(","):
+        for n_threads in (int(t) for t in args.threads.split(",")):
+            print(f"{case}, {n_threads} thread(s)", flush=True)
+            results.append(run_case(case, n_threads, args.budget, args.ref_seconds,
+                                    lambda s: print(s, flush=True)))
+            load = os.getloadavg()
+            text = "\n".join([  # rewritten after each case: a partial run leaves its table
+                "# Multiclass: fastrisk against its peers (generated by compare_multiclass.py)",
+                "", f"Command: `{command}`", "",
+                f"Machine: {platform.machine()}, {os.cpu_count()} cores, load average "
+                f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} after the last case; "
+                f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", table(results), ""])
+            Path(args.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        main()

@@ -1,0 +1,216 @@
+"""Assemble benchmarks/RESULTS.md from the result files of the benchmark scripts.
+
+    python benchmarks/report.py --run      # run the standard grid, then write RESULTS.md
+    python benchmarks/report.py            # only rewrite RESULTS.md from benchmarks/results/
+
+``benchmarks/compare_peers.py`` writes one JSON file per (data set, setting)
+to ``benchmarks/results/compare_peers/`` (overwriting the previous one); this
+script reads all of them and overwrites ``benchmarks/RESULTS.md`` with the
+tables, the command and the machine they came from.  The report is never
+appended to: it shows the latest result of each problem and nothing else.
+``--run`` first runs the standard grid (``GRID``, one ``compare_peers.py``
+call per data set and penalty; about half an hour on two cores) into the
+same directory.  The rendering of the tables lives here, and compare_peers.py
+prints them with the same functions.
+
+The other benchmark scripts write their own regenerated reports to
+``benchmarks/results/`` (``NAME.md`` in Markdown, ``NAME.txt`` as plain
+text); each becomes a section of RESULTS.md, headings demoted to fit.
+"""
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS_DIR = HERE / "results"
+REPORT = HERE / "RESULTS.md"
+EPSILONS = (1e-2, 1e-3, 1e-4)
+DATASETS = ("a9a", "w8a", "ijcnn1", "reuters", "imdb", "news20")
+L2_SETTINGS = "hinge-l2-1e-4,hinge-l2-1e-6,logistic-l2-1e-4,logistic-l2-1e-6"
+# the standard grid: (settings, fastrisk solvers) for every data set, budget in seconds
+GRID = ((L2_SETTINGS, "sdca,lbfgs,bmrm,prox_bundle"), ("logistic-l1-1e-4", "bmrm,rda"))
+GRID_BUDGET = 6.0
+
+HOW_TO_READ = """\
+fastrisk's solvers against the strongest peers (scikit-learn's LIBLINEAR, lbfgs,
+saga and SGD), run one after another in one process on the same data and the same
+objective (no intercept: every method minimizes the same J(w)), by
+`benchmarks/compare_peers.py`. J_best is the smallest objective any method
+reached (fastrisk's iterates and the peers' final weights, all evaluated with the
+same J); t(eps) is the first time a method's objective is within a factor
+(1 + eps) of J_best; ratio = t / (the best peer's t), so a ratio below 1 means
+the fastrisk solver was faster than every peer. "-" means "not reached within the
+budget" (peers are rerun with growing budgets from scratch), not "never".
+"auto" is the solver `solver="auto"` picked for the problem when it ran."""
+
+
+# ---- rendering (also used by compare_peers.py for its printed output) -------------------
+
+def _best_peer_times(r):
+    best = []
+    for k in range(len(EPSILONS)):
+        ts = [r["times"][p][k] for p in r["peers"] if r["times"][p][k] is not None]
+        best.append(min(ts) if ts else None)
+    return best
+
+
+def table(r):
+    """Markdown table of one problem: seconds to each eps and the ratio to the best peer."""
+    best_peer = _best_peer_times(r)
+    rows, cols = r["shape"]
+    lines = [f"### {r['dataset']} ({rows} x {cols}), {r['setting']} "
+             f"(fastrisk loss {r['loss']}), J_best = {r['J_best']:.10g}", "",
+             "| method | " + " | ".join(f"t({eps:g}) s | ratio" for eps in EPSILONS) + " |",
+             "|---|" + "---:|---:|" * len(EPSILONS)]
+    for name, ts in r["times"].items():
+        cells = []
+        for k, t in enumerate(ts):
+            if t is None:
+                cells += ["-", "-"]
+            else:
+                ratio = "" if best_peer[k] is None else f"{t / best_peer[k]:.2f}"
+                cells += [f"{t:.3f}", ratio]
+        tag = " (peer)" if name in r["peers"] else ""
+        lines.append(f"| {name}{tag} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def summary(results):
+    """Markdown table, one line per problem: the fastest fastrisk solver and the
+    solver="auto" picked, at each eps, as ratios to the best peer."""
+    lines = ["| data | setting | auto | " + " | ".join(
+                 f"best fastrisk to {eps:g} | ratio | auto ratio" for eps in EPSILONS) + " |",
+             "|---|---|---|" + "---|---:|---:|" * len(EPSILONS)]
+    for r in results:
+        cells = []
+        for k, peer in enumerate(_best_peer_times(r)):
+            ours = {n: ts[k] for n, ts in r["times"].items()
+                    if n not in r["peers"] and ts[k] is not None}
+
+            def ratio(t):
+                return "-" if t is None else (f"{t / peer:.2f}" if peer else "no peer")
+
+            best = min(ours, key=ours.get) if ours else None
+            cells += [best or "-", ratio(ours.get(best)), ratio(ours.get(r["auto"]))]
+        lines.append(f"| {r['dataset']} | {r['setting']} | {r['auto']} | " + " | ".join(cells)
+                     + " |")
+    return "\n".join(lines)
+
+
+# ---- result files ----------------------------------------------------------------------
+
+def result_path(results_dir, dataset, setting):
+    return Path(results_dir) / "compare_peers" / f"{dataset}__{setting}.json"
+
+
+def write_result(results_dir, r):
+    """Store one problem's result (overwrites the previous result of that problem)."""
+    path = result_path(results_dir, r["dataset"], r["setting"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    keep = ("dataset", "setting", "shape", "loss", "J_best", "times", "peers", "auto",
+            "budget", "machine", "load", "date", "command")
+    path.write_text(json.dumps({k: r[k] for k in keep}, indent=1) + "\n")
+    return path
+
+
+def read_results(results_dir):
+    """All stored results, in the order of DATASETS, then setting name."""
+    files = sorted((Path(results_dir) / "compare_peers").glob("*.json"))
+    results = [json.loads(f.read_text()) for f in files]
+    order = {d: i for i, d in enumerate(DATASETS)}
+    return sorted(results, key=lambda r: (order.get(r["dataset"], len(order)), r["setting"]))
+
+
+def other_reports(results_dir, exclude=None):
+    """(name, markdown) of every other script's report in ``results_dir`` (not ``exclude``)."""
+    out = []
+    for path in sorted(Path(results_dir).glob("*")):
+        if exclude is not None and path.resolve() == Path(exclude).resolve():
+            continue
+        if path.suffix == ".md":
+            text = path.read_text().strip()
+            levels = [len(m.group(1)) for m in re.finditer(r"^(#+) ", text, re.M)]
+            shift = 3 - min(levels) if levels else 0       # the report's top level becomes ###
+            text = re.sub(r"^(#+) ", lambda m: "#" * (len(m.group(1)) + shift) + " ", text,
+                          flags=re.M)
+            out.append((path.name, text))
+        elif path.suffix == ".txt":
+            out.append((path.name, "```\n" + path.read_text().rstrip() + "\n```"))
+    return out
+
+
+def render(results, others=()):
+    out = ["# Benchmark results", "",
+           "Generated by `python benchmarks/report.py` from the result files of the "
+           "benchmark scripts (see benchmarks/README.md); do not edit by hand.", "",
+           HOW_TO_READ, ""]
+    if not results:
+        out += ["No results of compare_peers.py yet: run `python benchmarks/report.py --run`.",
+                ""]
+    else:
+        out += _peers_sections(results)
+    for name, text in others:
+        out += [f"## {name}", "", f"The report in `benchmarks/results/{name}`.", "", text, ""]
+    return "\n".join(out)
+
+
+def _peers_sections(results):
+    out = ["## Runs", ""]
+    runs = {}
+    for r in results:
+        runs.setdefault((r["command"], r["machine"], r["date"]), []).append(r)
+    out += ["| date | command | problems | load average at start |", "|---|---|---|---|"]
+    for (command, _, date), rs in runs.items():
+        out.append(f"| {date} | `{command}` | {len(rs)} | {rs[0].get('load', '?')} |")
+    out.append("")
+    machines = sorted({r["machine"] for r in results})
+    out += ["Machine" + ("s" if len(machines) > 1 else "") + ":", ""]
+    out += [f"* {m}" for m in machines] + [""]
+    out += ["## Summary", "", summary(results), ""]
+    out += ["## Every problem", ""]
+    for r in results:
+        out += [table(r), ""]
+    return out
+
+
+def write_report(results_dir=RESULTS_DIR, report=REPORT):
+    """Overwrite the report; returns the number of compare_peers problems in it."""
+    results = read_results(results_dir)
+    Path(report).write_text(render(results, other_reports(results_dir, exclude=report)))
+    return len(results)
+
+
+def run_grid(results_dir, budget):
+    sys.path.insert(0, str(HERE))
+    import compare_peers
+
+    for dataset in DATASETS:
+        for settings, solvers in GRID:
+            argv = ["--datasets", dataset, "--settings", settings, "--solvers", solvers,
+                    "--budget", f"{budget:g}"]
+            if Path(results_dir).resolve() != RESULTS_DIR:
+                argv += ["--results", str(results_dir)]
+            compare_peers.main(argv)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run", action="store_true",
+                        help="run the standard grid of compare_peers.py first (long)")
+    parser.add_argument("--budget", type=float, default=GRID_BUDGET,
+                        help=f"seconds per method and problem with --run (default {GRID_BUDGET:g})")
+    parser.add_argument("--results", default=str(RESULTS_DIR),
+                        help="directory of the result files (default benchmarks/results)")
+    parser.add_argument("--out", default=str(REPORT), help="the report (overwritten)")
+    args = parser.parse_args(argv)
+    if args.run:
+        run_grid(args.results, args.budget)
+    n = write_report(args.results, args.out)
+    print(f"{args.out}: {n} problems")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,367 @@
+# cython: language_level=3
+"""Multiclass SDCA epoch kernels (Shalev-Shwartz & Zhang 2014, prox-SDCA; docs/math.md §7).
+
+Each row i has a dual point p_i on the k-simplex; its dual vector is
+``A_i = e_{y_i} - p_i`` and ``V = (1/(lambda n)) sum_i c_i x_i A_i^T`` is kept in
+the feature-major layout of fr_vec.pxd (the k entries of feature j contiguous).
+The primal iterate is ``W = soft(V, kappa)`` (``W = V`` for l2).  The per-row
+dual terms are ``-phi*(-A_i)``:
+
+* softmax: the entropy ``H(p_i) = -sum_c p_ic log p_ic`` (the conjugate of
+  log-sum-exp restricted to the simplex);
+* multiclass hinge (Crammer & Singer 2001): ``1 - p_iy``.
+
+A coordinate step maximizes the dual in p_i with the other rows fixed, the
+quadratic term of ``lambda g*`` bounded by its smoothness (exact for l2):
+with s = W^T x_i and ``a = c_i ||x_i||^2 / (lambda n)``,
+
+    max_{p in simplex}  h(p) + <s, p> - (a/2) ||p - p_old||^2,
+
+h the row's dual term.  For the hinge, h(p) = <1 - e_y, p> + const is linear
+and the step is the Euclidean projection of ``p_old + (s + 1 - e_y)/a`` onto
+the simplex (the sub-problem of Keerthi et al. 2008, solved exactly by
+sorting).  For softmax the optimality conditions are
+``log p_c + a p_c = s_c + a p_old,c - 1 - nu`` with nu the multiplier of
+sum p = 1; Newton's method solves them to machine precision (in (log p, nu),
+or, where that crawls, in nu alone with ``p_c = W0(a e^{r_c - nu}) / a``,
+Lambert's W): the dual coordinate step of Yu, Huang & Lin 2011, over all k
+coordinates of the row at once.
+"""
+
+import numpy as np
+from cython cimport floating
+from cython.parallel cimport prange, threadid
+from libc.math cimport exp, log, fabs, INFINITY
+from libc.stdint cimport int64_t
+from libc.stdlib cimport malloc, free
+
+from fr_rows cimport index_t, row_view
+from fr_vec cimport *
+
+cdef enum:
+    NEWTON_MAX_ITER = 100
+    JOINT_MAX_ITER = 12
+
+
+cdef inline double soft(double v, double t) noexcept nogil:
+    return v - t if v > t else (v + t if v < -t else 0.0)
+
+
+cdef void project_simplex(double* v, Py_ssize_t k, double* work) noexcept nogil:
+    """v <- argmin_{p in simplex} ||p - v|| (sort, then threshold; Held et al. 1974)."""
+    cdef Py_ssize_t c, j
+    cdef double cum = 0.0, tau = 0.0, t
+    for c in range(k):  # insertion sort, descending (k is small)
+        t = v[c]
+        j = c
+        while j > 0 and work[j - 1] < t:
+            work[j] = work[j - 1]
+            j -= 1
+        work[j] = t
+    for c in range(k):
+        cum += work[c]
+        t = (cum - 1.0) / (c + 1)
+        if work[c] - t > 0.0:
+            tau = t
+    for c in range(k):
+        v[c] = v[c] - tau if v[c] > tau else 0.0
+
+
+cdef double lambert_w_exp(double L, double w) noexcept nogil:
+    """W0(e^L), the w >= 0 with w e^w = e^L, to rounding level; ``w`` > 0 is a start
+    (a recent value, see softmax_step) or 0 for the cold start.
+
+    Newton on w e^w - x (convex increasing) for e^L < 1/e, from x >= W(x),
+    else on w + log w - L (concave increasing) from a lower bound: 0.2 <= W(1/e),
+    and L - log L <= W(e^L) for L > 1 (Hoorfar & Hassani 2008).  From those
+    sides the iterates converge monotonically.
+    """
+    cdef double x, dw, ew
+    cdef int it
+    if L < -1.0:
+        x = exp(L)
+        if w <= 0.0:
+            w = x
+        for it in range(NEWTON_MAX_ITER):
+            ew = exp(w)
+            dw = (w * ew - x) / (ew * (1.0 + w))
+            w -= dw
+            if fabs(dw) <= 4e-16 * w:
+                break
+        return w
+    if w <= 0.0:
+        w = 0.2 if L <= 1.0 else L - log(L)
+    for it in range(NEWTON_MAX_ITER):
+        dw = (w + log(w) - L) * w / (w + 1.0)
+        w -= dw
+        if fabs(dw) <= 4e-16 * w:
+            break
+    return w
+
+
+cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, double* z,
+                       double* e) noexcept nogil:
+    """Newton in (z = log p, nu) on z_c + a e^{z_c} = r_c - nu, sum e^{z_c} = 1, from
+    z = r - nu (the a = 0 solution when nu = logsumexp(r)); True when the residuals
+    reach rounding level within JOINT_MAX_ITER iterations (z then holds log p).
+
+    Eliminating dz: with h_c = p_c / (1 + a p_c), F_c the residuals and
+    G = sum p - 1, dnu = (G - sum h_c F_c) / sum h_c and
+    dz_c = -(F_c + dnu) / (1 + a p_c).  Cheap (k exponentials an iteration) and
+    quadratically convergent near the solution; from far away (large a, where
+    p stays near p_old) it can crawl, hence the bounded iteration count.
+    """
+    cdef Py_ssize_t c
+    cdef int it
+    cdef double G, sh, shf, F, res, tol = 0.0, dnu
+    for c in range(k):
+        z[c] = r[c] - nu
+        tol = max(tol, fabs(r[c]))
+    tol = 4e-16 * (1.0 + tol + a + fabs(nu))
+    for it in range(JOINT_MAX_ITER):
+        G = -1.0
+        sh = 0.0
+        shf = 0.0
+        res = 0.0
+        for c in range(k):
+            e[c] = exp(z[c])
+            G += e[c]
+            F = z[c] + a * e[c] - r[c] + nu
+            res = max(res, fabs(F))
+            sh += e[c] / (1.0 + a * e[c])
+            shf += F * e[c] / (1.0 + a * e[c])
+        if res <= tol and fabs(G) <= 4e-16 * k:
+            return True
+        dnu = (G - shf) / sh
+        for c in range(k):
+            F = z[c] + a * e[c] - r[c] + nu
+            z[c] -= (F + dnu) / (1.0 + a * e[c])
+        nu += dnu
+    return False
+
+
+cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, double a,
+                         double* p, double* r, double* z) noexcept nogil:
+    """p <- the softmax dual step (module docstring); returns H(p).
+
+    With r = s + a p_old - 1: first the cheap joint Newton (joint_newton);
+    when it does not converge quickly, the conditions are solved in nu alone:
+    p_c(nu) = W0(a e^{r_c - nu}) / a (Lambert's W) and
+    phi(nu) = sum_c p_c(nu) - 1 is convex and decreasing
+    (phi' = -sum_c p_c / (1 + a p_c)), so Newton's method on nu converges from
+    any start, monotonically after its first step.  Both start at
+    nu = logsumexp(r), the a = 0 solution, and stop at rounding level (or after
+    NEWTON_MAX_ITER steps: p is normalized onto the simplex anyway, so the dual
+    stays feasible and the gap stays certified).  Each W starts from its value
+    at the previous nu: nu first moves down, then up by ever smaller steps, so
+    these starts lie below the new W or above it by less than a step of nu,
+    where Newton on the concave form cannot leave w > 0 while the step is
+    below 1 (a cold start otherwise).
+    """
+    cdef Py_ssize_t c
+    cdef int it
+    cdef double mx, tot, nu, dnu, phi, dphi, loga, H
+    mx = -INFINITY
+    for c in range(k):
+        r[c] = s[c] + a * p_old[c] - 1.0
+        if r[c] > mx:
+            mx = r[c]
+    tot = 0.0
+    for c in range(k):
+        tot += exp(r[c] - mx)
+    nu = mx + log(tot)
+    if a > 0.0 and joint_newton(r, nu, k, a, z, p):
+        for c in range(k):
+            p[c] = exp(z[c])
+    elif a > 0.0:
+        loga = log(a)
+        dnu = INFINITY  # cold starts in the first iteration
+        for it in range(NEWTON_MAX_ITER):
+            phi = -1.0
+            dphi = 0.0
+            for c in range(k):
+                p[c] = lambert_w_exp(loga + r[c] - nu, a * p[c] if dnu < 1.0 else 0.0) / a
+                phi += p[c]
+                dphi -= p[c] / (1.0 + a * p[c])
+            dnu = -phi / dphi
+            nu += dnu
+            if fabs(phi) <= 4e-16 * k or fabs(dnu) <= 4e-16 * (1.0 + fabs(nu)):
+                break
+    else:
+        for c in range(k):
+            p[c] = exp(r[c] - nu)
+    tot = 0.0
+    for c in range(k):
+        tot += p[c]
+    H = 0.0
+    for c in range(k):
+        p[c] = p[c] / tot
+        if p[c] > 0.0:
+            H -= p[c] * log(p[c])
+    return H
+
+
+cdef double dual_term(int loss, const double* p, Py_ssize_t k, int64_t yi) noexcept nogil:
+    """-phi*(-A) at A = e_y - p: the entropy (softmax) or 1 - p_y (hinge)."""
+    cdef Py_ssize_t c
+    cdef double H = 0.0
+    if loss == FR_VEC_MULTICLASS_HINGE:
+        return 1.0 - p[yi]
+    for c in range(k):
+        if p[c] > 0.0:
+            H -= p[c] * log(p[c])
+    return H
+
+
+def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+                bint dense, double bias, const int64_t[::1] y, const double[::1] sample_weight,
+                const double[::1] sqnorm, const int64_t[::1] order, int loss, double lam_n,
+                double kappa, double[:, ::1] P, double[:, ::1] V, double[:, ::1] W,
+                double[::1] row_loss, double[::1] row_dual, double[::1] sums,
+                unsigned char[::1] shrink):
+    """One epoch of coordinate steps over the rows in ``order``, in place.
+
+    ``shrink[i]`` is set to 1 for a hinge row whose dual point is the vertex
+    e_y and whose margin s_y - max_{c != y} s_c exceeds 1: its step leaves it
+    there (the projection of e_y + (s + 1 - e_y)/a is e_y exactly when the
+    margin is at least 1), so the solver may skip it (shrinking, as LIBLINEAR
+    does for Crammer-Singer); 0 otherwise.
+
+    ``P`` (n, k) holds the dual points, ``V`` and ``W`` (D, k) the dual sum and
+    the primal iterate (the same array when kappa = 0).  ``row_loss[i]`` gets
+    c_i phi_i at the scores before the step, ``row_dual[i]`` c_i times the new
+    dual term; ``sums`` = [sum row_loss, sum row_dual, ||W||^2, ||W||_1] is
+    updated by differences, so the estimated gap costs O(1) (||W||_1 only when
+    kappa > 0, the only case that uses it).
+    """
+    cdef Py_ssize_t k = P.shape[1], D = V.shape[0], d = D - (bias != 0)
+    cdef Py_ssize_t t, i, c, nnz, n_active, q, j
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double ci, a, scale, old, new, xv, margin
+    cdef double* buf
+    cdef double* s
+    cdef double* g
+    cdef double* pn
+    cdef double* z
+    cdef int* active
+    cdef bint same = &V[0, 0] == &W[0, 0]
+    if loss not in (FR_VEC_SOFTMAX, FR_VEC_MULTICLASS_HINGE):
+        raise ValueError("msdca_epoch supports the softmax and multiclass_hinge losses")
+    if V.shape[1] != k or W.shape[0] != D or W.shape[1] != k or (kappa != 0.0 and same):
+        raise ValueError("V and W must be distinct (D, k) arrays unless kappa = 0")
+    if shrink.shape[0] != P.shape[0] or row_loss.shape[0] != P.shape[0] \
+            or row_dual.shape[0] != P.shape[0] or y.shape[0] != P.shape[0]:
+        raise ValueError("shrink, row_loss, row_dual and y must have one entry per row")
+    buf = <double*>malloc(6 * k * sizeof(double))
+    if buf == NULL:
+        raise MemoryError()
+    s, g, pn, z = buf, buf + k, buf + 2 * k, buf + 3 * k  # z: 2k scratch doubles
+    active = <int*>(buf + 5 * k)
+    with nogil:
+        for t in range(order.shape[0]):
+            i = order[t]
+            ci = sample_weight[i] if sample_weight.shape[0] > 0 else 1.0
+            nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+            row_scores(val, idx, nnz, nnz, bias, d, &W[0, 0], k, k, s)
+            old = row_loss[i]
+            row_loss[i] = vector_loss_row(loss, s, k, y[i], NULL, NULL, NULL, ci, g, active,
+                                          &n_active)
+            sums[0] += row_loss[i] - old
+            shrink[i] = 0
+            if loss == FR_VEC_MULTICLASS_HINGE and P[i, y[i]] == 1.0:
+                margin = INFINITY
+                for c in range(k):
+                    if c != y[i] and s[y[i]] - s[c] < margin:
+                        margin = s[y[i]] - s[c]
+                if margin > 1.0:
+                    shrink[i] = 1
+                    continue
+            if ci == 0.0 or sqnorm[i] == 0.0:
+                continue
+            a = ci * sqnorm[i] / lam_n
+            if loss == FR_VEC_SOFTMAX:
+                new = ci * softmax_step(s, &P[i, 0], k, a, pn, z, z + k)
+            else:
+                for c in range(k):
+                    pn[c] = P[i, c] + (s[c] + (0.0 if c == y[i] else 1.0)) / a
+                project_simplex(pn, k, z)
+                new = ci * (1.0 - pn[y[i]])
+            sums[1] += new - row_dual[i]
+            row_dual[i] = new
+            # A changes by p_old - p_new: V += c_i x_i (p_old - p_new)^T / (lambda n)
+            n_active = 0
+            scale = ci / lam_n
+            for c in range(k):
+                g[c] = scale * (P[i, c] - pn[c])
+                P[i, c] = pn[c]
+                if g[c] != 0.0:
+                    active[n_active] = <int>c
+                    n_active += 1
+            if n_active == 0:
+                continue
+            if same:
+                # W = V: ||W + x g^T||^2 - ||W||^2 = 2 <g, s> + ||x||^2 ||g||^2 with s = W^T x
+                # the scores (||W||_1 is not needed without an l1 term)
+                for c in range(k):
+                    sums[2] += g[c] * (2.0 * s[c] + sqnorm[i] * g[c])
+                for q in range(nnz):
+                    fr_axpy_k(val[q], g, &V[idx[q], 0], k)
+                if bias != 0.0:
+                    fr_axpy_k(bias, g, &V[d, 0], k)
+            else:
+                for q in range(nnz + (bias != 0)):
+                    j = idx[q] if q < nnz else d
+                    xv = val[q] if q < nnz else bias
+                    for c in range(k):
+                        if g[c] != 0.0:
+                            V[j, c] += xv * g[c]
+                            old = W[j, c]
+                            new = soft(V[j, c], kappa)
+                            W[j, c] = new
+                            sums[2] += new * new - old * old
+                            sums[3] += fabs(new) - fabs(old)
+    free(buf)
+
+
+def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
+                    const index_t[::1] indptr, bint dense, double bias, const double[:, ::1] W,
+                    const int64_t[::1] y, const double[::1] sample_weight, int loss,
+                    double[::1] values, int n_threads):
+    """sum_i c_i phi(W^T x_i, y_i), rows in parallel; the terms go to ``values``
+    and are added in row order (same bits for any thread count)."""
+    cdef Py_ssize_t k = W.shape[1], D = W.shape[0], d = D - (bias != 0), n = y.shape[0]
+    cdef Py_ssize_t i, nnz
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double total = 0.0
+    cdef double[:, ::1] scratch = np.empty((max(n_threads, 1), 4 * k))
+    cdef double* s
+    if values.shape[0] != n or indptr.shape[0] != n + 1:
+        raise ValueError("values and y must have one entry per row")
+    with nogil:
+        for i in prange(n, num_threads=n_threads, schedule="static"):
+            s = &scratch[threadid(), 0]
+            nnz = indptr[i + 1] - indptr[i]
+            val = &data[indptr[i]]
+            idx = &indices[0] if dense else &indices[indptr[i]]
+            row_scores(val, idx, nnz, nnz, bias, d, &W[0, 0], k, k, s)
+            values[i] = vector_loss_row(loss, s, k, y[i], NULL, NULL, NULL,
+                                        sample_weight[i] if sample_weight.shape[0] > 0 else 1.0,
+                                        s + k, <int*>(s + 2 * k), <Py_ssize_t*>(s + 3 * k))
+        for i in range(n):
+            total += values[i]
+    return total
+
+
+def dual_terms(const double[:, ::1] P, const int64_t[::1] y, const double[::1] sample_weight,
+               int loss, double[::1] out):
+    """out[i] = c_i (-phi*(-A_i)); returns their sum in row order."""
+    cdef Py_ssize_t i, n = P.shape[0], k = P.shape[1]
+    cdef double total = 0.0
+    with nogil:
+        for i in range(n):
+            out[i] = dual_term(loss, &P[i, 0], k, y[i]) * (
+                sample_weight[i] if sample_weight.shape[0] > 0 else 1.0)
+            total += out[i]
+    return total

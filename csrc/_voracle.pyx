@@ -1,0 +1,140 @@
+# cython: language_level=3
+"""Batched risk oracle for vector losses (docs/math.md §2-3, BMRM Table 2).
+
+One call computes, over the rows [start, stop) of one partition, each row's
+k scores ``s = W x_i``, its loss ``c_i l(s, y_i)`` and gradient ``g_i``, and
+the scatter ``G += x_i g_i^T`` in the same pass, without the GIL.  Rows are
+split into ``n_threads`` contiguous blocks of roughly equal nnz.  Thread t
+lays out its own workspace feature-major, the k weights of feature j followed
+by the k entries of its gradient buffer (fr_vec.pxd, block stride 2k): the
+gather of a row's scores brings in the cache lines its scatter then writes,
+which matters because on text data W is far larger than the caches.  The
+buffers are added in block order into the class-major ``(k, D)`` gradient
+(scikit-learn's layout), so a fixed thread count gives identical bits on
+every run (as csrc/_oracle.pyx does).
+"""
+
+import numpy as np
+from cython cimport floating
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t
+
+from fr_rows cimport index_t, row_view, block_bounds
+from fr_vec cimport *
+
+LOSS_IDS = {
+    "softmax": FR_VEC_SOFTMAX,
+    "multiclass_hinge": FR_VEC_MULTICLASS_HINGE,
+    "scaled_soft_margin": FR_VEC_SCALED_SOFT_MARGIN,
+    "multivariate_regression": FR_VEC_MULTIVARIATE_REGRESSION,
+}
+
+
+cdef double risk_block(const floating* data, const index_t* indices, const index_t* indptr,
+                       bint dense, double b, Py_ssize_t d, double* ws, Py_ssize_t k,
+                       int loss, const int64_t* y, const double* Y, const double* P,
+                       const double* S, const double* c, Py_ssize_t lo, Py_ssize_t hi,
+                       double* scratch, int* active) noexcept nogil:
+    """Rows [lo, hi): adds sum_i x_i g_i^T to the gradient halves of the blocks
+    of ``ws`` (stride 2k, see the module docstring); returns sum_i c_i l_i.
+
+    ``scratch`` holds 2k doubles (the scores and the row gradient).
+    """
+    cdef Py_ssize_t i, nnz, n_active, ahead, end = indptr[hi]
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double total = 0.0
+    cdef double* s = scratch
+    cdef double* g = scratch + k
+    for i in range(lo, hi):
+        nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
+        ahead = nnz if dense else end - indptr[i]
+        row_scores(val, idx, nnz, ahead, b, d, ws, k, 2 * k, s)
+        total += vector_loss_row(loss, s, k, y[i] if y != NULL else 0,
+                                 Y + i * k if Y != NULL else NULL, P, S,
+                                 c[i] if c != NULL else 1.0, g, active, &n_active)
+        row_scatter(val, idx, nnz, b, d, g, k, 2 * k, active, n_active, ws + k)
+    return total
+
+
+def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
+                         const index_t[::1] indptr, bint dense, double bias,
+                         const double[::1] w, Py_ssize_t n_classes, int loss,
+                         const int64_t[::1] y, const double[:, ::1] Y,
+                         const double[:, ::1] P, const double[:, ::1] S,
+                         const double[::1] sample_weight, Py_ssize_t start, Py_ssize_t stop,
+                         double scale, double[::1] grad, double[:, ::1] workspace,
+                         int n_threads):
+    """Partial risk of rows [start, stop); returns scale sum_i c_i l(W x_i, y_i).
+
+    ``w`` and ``grad`` (length k D, D = d or d + 1 with ``bias != 0``) are W
+    and the gradient in class-major layout (``w[c D + j]``).  ``y`` holds
+    class indices (empty for multivariate_regression), ``Y`` the (m, k)
+    targets of multivariate_regression (else empty); ``P`` is the cost matrix
+    (scaled_soft_margin) or M (multivariate_regression), ``S = P^beta``
+    (scaled_soft_margin), both (k, k) or empty.  ``sample_weight`` is empty
+    for unit weights.  ``grad`` receives scale sum_i x_i g_i^T.  ``workspace``
+    (n_threads, 2 D k + 3 k, any content) holds each thread's interleaved
+    weights and gradient buffer, and its scratch.
+    """
+    cdef Py_ssize_t k = n_classes, D = w.shape[0] // max(n_classes, 1), d = D - (bias != 0)
+    cdef Py_ssize_t n = stop - start, j, cc, t, width = 2 * D * k
+    cdef double* ws
+    cdef double s
+    cdef double value = 0.0
+    cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
+    cdef const int64_t* yp = &y[0] if y.shape[0] > 0 else NULL
+    cdef const double* Yp = &Y[0, 0] if Y.shape[0] > 0 else NULL
+    cdef const double* Pp = &P[0, 0] if P.shape[0] > 0 else NULL
+    cdef const double* Sp = &S[0, 0] if S.shape[0] > 0 else NULL
+    if not 0 <= loss < FR_VEC_N_LOSSES:
+        raise ValueError(f"vector loss id must be in [0, {FR_VEC_N_LOSSES}), got {loss}")
+    if k < 1 or D * k != w.shape[0] or grad.shape[0] != w.shape[0] or D < (bias != 0) + 1:
+        raise ValueError("w and grad must hold n_classes x D weights")
+    if D - (bias != 0) != (indptr[1] - indptr[0] if dense else D - (bias != 0)):
+        raise ValueError("w does not match the number of columns of dense X")
+    if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] < width + 3 * k:
+        raise ValueError("workspace must have shape (n_threads, 2 D k + 3 k)")
+    if start < 0 or stop > indptr.shape[0] - 1 or (c != NULL and sample_weight.shape[0] < stop):
+        raise ValueError("rows [start, stop) out of range of X or sample_weight")
+    if loss == FR_VEC_MULTIVARIATE_REGRESSION:
+        if Yp == NULL or Y.shape[0] < stop or Y.shape[1] != k or Pp == NULL:
+            raise ValueError("multivariate_regression needs Y (m, k) and M (k, k)")
+    elif yp == NULL or y.shape[0] < stop:
+        raise ValueError("y must hold a class index for every row")
+    if loss == FR_VEC_SCALED_SOFT_MARGIN and (Pp == NULL or Sp == NULL):
+        raise ValueError("scaled_soft_margin needs the cost matrix and its power")
+    if (Pp != NULL and (P.shape[0] != k or P.shape[1] != k)) or (
+            Sp != NULL and (S.shape[0] != k or S.shape[1] != k)):
+        raise ValueError("P and S must have shape (n_classes, n_classes)")
+    if yp != NULL and n > 0:
+        for j in range(start, stop):
+            if not 0 <= yp[j] < k:
+                raise ValueError(f"y[{j}] = {yp[j]} is not a class index in [0, {k})")
+    if n <= 0:
+        grad[:] = 0.0
+        return 0.0
+    if n_threads > n:
+        n_threads = <int>n
+    cdef Py_ssize_t[::1] bounds = np.empty(n_threads + 1, dtype=np.intp)
+    cdef double[::1] values = np.zeros(n_threads)
+    with nogil:
+        block_bounds(&indptr[0], start, stop, n_threads, &bounds[0])
+        for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
+            ws = &workspace[t, 0]
+            for j in range(D):
+                for cc in range(k):
+                    ws[2 * k * j + cc] = w[cc * D + j]
+                    ws[2 * k * j + k + cc] = 0.0
+            values[t] = risk_block(&data[0], &indices[0], &indptr[0], dense, bias, d, ws, k,
+                                   loss, yp, Yp, Pp, Sp, c, bounds[t], bounds[t + 1],
+                                   ws + width, <int*>(ws + width + 2 * k))
+        for j in prange(D, num_threads=n_threads, schedule="static"):
+            for cc in range(k):
+                s = workspace[0, 2 * k * j + k + cc]
+                for t in range(1, n_threads):
+                    s = s + workspace[t, 2 * k * j + k + cc]
+                grad[cc * D + j] = scale * s
+        for t in range(n_threads):
+            value += values[t]
+    return scale * value

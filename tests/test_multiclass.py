@@ -1,0 +1,188 @@
+"""Multiclass SDCA (fastrisk/solvers/msdca.py) against independent optima.
+
+* softmax, l2: scikit-learn's multinomial LogisticRegression (lbfgs) on the same
+  objective, C = 1/(alpha m), no intercept; elastic net: its saga solver.  J agrees to
+  1e-6 relative (both runs are driven to ~1e-10; 1e-6 is the issue's criterion).
+* multiclass hinge: LIBLINEAR's Crammer-Singer solver via
+  ``LinearSVC(multi_class="crammer_singer")``, whose objective C sum_i loss + 0.5 ||W||^2
+  is m C J; J agrees to 1e-5 relative (LIBLINEAR stops on its own dual criterion).
+* every certified gap is at least the true gap J(W) - J* (J* from the references,
+  minus their own 1e-9 slack).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression
+from sklearn.svm import LinearSVC
+
+import fastrisk as fr
+from fastrisk.problem import Problem
+from fastrisk.solvers import solve
+
+
+def data(m=200, d=12, k=4, seed=0, layout="dense", dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(k, d))
+    y = rng.integers(0, k, m)
+    X = centers[y] + rng.normal(size=(m, d)) * 1.5
+    X *= rng.random((m, d)) < 0.7
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    X = X.astype(dtype)
+    return (sp.csr_matrix(X) if layout == "csr" else X), y
+
+
+def sklearn_softmax(X, y, alpha, penalty="l2", l1_ratio=None):
+    m = X.shape[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kw = dict(solver="lbfgs") if penalty == "l2" else dict(solver="saga", penalty=penalty,
+                                                                l1_ratio=l1_ratio)
+        model = LogisticRegression(C=1.0 / (alpha * m), fit_intercept=False, tol=1e-12,
+                                   max_iter=100000, **kw).fit(X, y)
+    return model.coef_
+
+
+def liblinear_cs(X, y, alpha):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LinearSVC(multi_class="crammer_singer", C=1.0 / (alpha * X.shape[0]),
+                          fit_intercept=False, tol=1e-10, max_iter=1000000).fit(X, y)
+    return model.coef_
+
+
+@pytest.mark.parametrize("layout,dtype", [("dense", np.float64), ("csr", np.float32)])
+@pytest.mark.parametrize("alpha", [1e-2, 1e-3])
+def test_softmax_matches_sklearn(alpha, layout, dtype):
+    X, y = data(layout=layout, dtype=dtype)
+    prob = Problem(X, y, loss="softmax", alpha=alpha)
+    ref = prob.objective(sklearn_softmax(X.astype(np.float64), y, alpha).ravel())
+    r = solve(prob, "msdca", tol=1e-10, max_iter=20000, random_state=0)
+    assert r.status == "converged"
+    assert r.objective == pytest.approx(ref, rel=1e-6)
+    assert r.gap >= r.objective - ref - 1e-9 * ref
+    assert r.coef_.shape == (4, X.shape[1])
+
+
+def test_softmax_elasticnet_matches_saga():
+    X, y = data(m=120, d=8, k=3)
+    alpha, l1_ratio = 1e-2, 0.5
+    prob = Problem(X, y, loss="softmax", penalty="elasticnet", l1_ratio=l1_ratio, alpha=alpha)
+    ref = prob.objective(sklearn_softmax(X, y, alpha, "elasticnet", l1_ratio).ravel())
+    r = solve(prob, "msdca", tol=1e-10, max_iter=20000, random_state=0)
+    assert r.status == "converged"
+    assert r.objective == pytest.approx(ref, rel=1e-6)
+    assert r.gap >= r.objective - ref - 1e-9 * ref
+    assert (r.coef_ == 0).any()  # the l1 term's exact zeros (soft-thresholded V)
+
+
+@pytest.mark.parametrize("alpha", [1e-1, 1e-2])
+def test_crammer_singer_matches_liblinear(alpha):
+    X, y = data(m=150, d=10, k=3, seed=1)
+    prob = Problem(X, y, loss="multiclass_hinge", alpha=alpha)
+    ref = prob.objective(liblinear_cs(X, y, alpha).ravel())
+    r = solve(prob, "msdca", tol=1e-9, max_iter=50000, random_state=0)
+    assert r.status == "converged"
+    assert r.objective == pytest.approx(ref, rel=1e-5)
+    assert r.gap >= r.objective - ref - 1e-8 * ref
+
+
+@pytest.mark.parametrize("loss", ["softmax", "multiclass_hinge"])
+def test_certified_gap_bounds_true_gap_along_the_run(loss):
+    """Every recorded certificate is >= J(W_t) - J*, J* from a run to 1e-12."""
+    X, y = data(m=150, d=10, k=3, seed=2, layout="csr")
+    prob = Problem(X, y, loss=loss, alpha=1e-2, fit_intercept=True)
+    best = solve(prob, "msdca", tol=1e-12, max_iter=50000, random_state=1)
+    J_star = best.objective - best.gap  # a lower bound on J*: the comparison is conservative
+    gaps = []
+    for it in (1, 3, 10, 30):
+        r = solve(prob, "msdca", tol=1e-14, max_iter=it, random_state=0, check_every=1)
+        true_gap = prob.objective(r.w) - J_star
+        gaps.append(r.gap)
+        assert r.gap >= true_gap - 1e-12
+    assert gaps[-1] < gaps[0]
+
+
+def test_same_bits_for_same_seed_and_warm_start():
+    X, y = data(layout="csr")
+    prob = Problem(X, y, loss="softmax", alpha=1e-3, n_threads=2)
+    a = solve(prob, "msdca", tol=1e-6, random_state=3)
+    b = solve(prob, "msdca", tol=1e-6, random_state=3)
+    assert np.array_equal(a.w, b.w) and a.gap == b.gap
+    warm = solve(prob, "msdca", tol=1e-9, random_state=4, start=a)
+    cold = solve(prob, "msdca", tol=1e-9, random_state=4)
+    assert warm.status == "converged" and warm.n_iter < cold.n_iter
+    P = a.extra["dual"]
+    assert P.shape == (200, 4) and np.allclose(P.sum(axis=1), 1.0) and (P >= 0).all()
+
+
+def test_rejects_what_it_cannot_solve():
+    X, y = data()
+    with pytest.raises(ValueError, match="msdca"):
+        solve(Problem(X, np.where(y > 1, 1, -1), loss="logistic"), "msdca")
+    with pytest.raises(ValueError, match="strongly convex"):
+        solve(Problem(X, y, loss="softmax", penalty="l1"), "msdca")
+    prob = Problem(X, y, loss="softmax")
+    with pytest.raises(ValueError, match="start"):
+        solve(prob, "msdca", start=np.ones((3, 3)))
+    with pytest.raises(ValueError, match="check_every"):
+        solve(prob, "msdca", check_every=0)
+
+
+def test_one_vs_rest_validates_once_and_equals_separate_fits(monkeypatch):
+    """OvR: X is checked once for all classes, and each class's coef_ equals a separate
+    binary fit of the same problem (same solver, seed; deterministic kernels: 1e-12)."""
+    import fastrisk.data as frdata
+
+    X, y = data(m=150, d=10, k=4, seed=5, layout="csr")
+    calls = []
+    real = frdata.check_X
+    monkeypatch.setattr(frdata, "check_X", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    est = fr.LinearClassifier(loss="logistic", alpha=1e-2, solver="sdca", tol=1e-10,
+                              random_state=0, n_threads=2).fit(X, y)
+    assert len(calls) == 1
+    monkeypatch.setattr(frdata, "check_X", real)
+    for j in range(4):
+        single = fr.LinearClassifier(loss="logistic", alpha=1e-2, solver="sdca", tol=1e-10,
+                                     random_state=0, n_threads=1).fit(X, np.where(y == j, 1, 0))
+        np.testing.assert_allclose(est.coef_[j], single.coef_[0], rtol=1e-12, atol=1e-14)
+
+
+def test_softmax_step_with_large_curvature_matches_sklearn():
+    """Rows of squared norm 25 at alpha 1e-3: the step's a = ||x||^2 / (lambda n) is 125,
+    where p moves little from a vertex of the simplex (the regime of MNIST at alpha 1e-4)."""
+    X, y = data(m=200, d=12, k=3, seed=6)
+    X = X * 5.0
+    alpha = 1e-3
+    prob = Problem(X, y, loss="softmax", alpha=alpha)
+    ref = prob.objective(sklearn_softmax(X, y, alpha).ravel())
+    r = solve(prob, "msdca", tol=1e-9, max_iter=200000, random_state=0)
+    assert r.status == "converged"
+    assert r.objective == pytest.approx(ref, rel=1e-6)
+
+
+def test_auto_choice():
+    """solver='auto' (fastrisk/solvers/auto.py): msdca for the multiclass hinge and for
+    softmax with more features than samples, lbfgs for softmax on fewer features."""
+    from fastrisk.solvers import choose_solver
+
+    X, y = data(m=50, d=80, k=3)
+    assert choose_solver(Problem(X, y, loss="softmax")) == "msdca"
+    assert choose_solver(Problem(X, y, loss="multiclass_hinge")) == "msdca"
+    assert choose_solver(Problem(X, y, loss="softmax", penalty="l1")) == "bmrm"
+    X, y = data(m=100, d=10, k=3)
+    assert choose_solver(Problem(X, y, loss="softmax")) == "lbfgs"
+    assert choose_solver(Problem(X, y, loss="multiclass_hinge")) == "msdca"
+
+
+def test_crammer_singer_shrinking_same_optimum_fewer_visits():
+    """Shrinking skips rows at e_y with margin > 1; the certified optimum is the same."""
+    X, y = data(m=300, d=10, k=3, seed=7, layout="csr")
+    prob = Problem(X, y, loss="multiclass_hinge", alpha=1e-2)
+    full = solve(prob, "msdca", tol=1e-8, max_iter=50000, random_state=0, shrinking=False)
+    shrunk = solve(prob, "msdca", tol=1e-8, max_iter=50000, random_state=0)
+    assert full.status == shrunk.status == "converged"
+    assert shrunk.objective == pytest.approx(full.objective, rel=2e-8)
+    assert shrunk.extra["row_visits"] < full.extra["row_visits"]

@@ -1,0 +1,117 @@
+"""The compiled vector-loss oracle (csrc/_voracle.pyx via oracle.VectorOracle) against NumPy.
+
+Reference: tests/reference/vector.py, F = X W^T on a float64 copy of X, each row's loss
+and gradient from its definition (BMRM Table 2), grad = G^T X / m.  Both sum the same
+float64 products in different orders, so 1e-12 relative (values) and 1e-11 relative with a
+1e-14 floor (gradient entries near 0) are ample; float32 X is read as the same float64
+numbers by both.  The 0/1 losses' argmax ties are broken alike (first maximizer).
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fastrisk as fr
+from fastrisk.data import Dataset
+from fastrisk.oracle import VectorOracle
+from reference.vector import numpy_oracle
+
+K = 4
+
+
+def make_X(layout, dtype=np.float64, itype=np.int32, read_only=False, m=90, d=25, seed=0):
+    rng = np.random.default_rng(seed)
+    Xd = (rng.normal(size=(m, d)) * (rng.random((m, d)) < 0.3)).astype(dtype)
+    Xd[3] = 0.0  # an empty row
+    if layout == "dense":
+        X, arrays = Xd, [Xd]
+    else:
+        X = sp.csr_matrix(Xd)
+        X.indices, X.indptr = X.indices.astype(itype), X.indptr.astype(itype)
+        arrays = [X.data, X.indices, X.indptr]
+    for a in arrays:
+        a.flags.writeable = not read_only
+    return X
+
+
+def loss_setup(name, m, rng):
+    """(y for the oracle, params for both) of a loss with non-trivial parameters."""
+    if name == "multivariate_regression":
+        A = rng.normal(size=(K, K))
+        return rng.normal(size=(m, K)), {"M": A @ A.T}
+    y = rng.integers(0, K, m)
+    if name == "scaled_soft_margin":
+        cost = rng.random((K, K)) * 2
+        np.fill_diagonal(cost, 0.0)
+        return y, {"cost": cost, "beta": 0.7}
+    return y, {}
+
+
+LOSSES = ["softmax", "multiclass_hinge", "scaled_soft_margin", "multivariate_regression"]
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("layout,dtype,itype,read_only", [
+    ("csr", np.float64, np.int32, False), ("csr", np.float32, np.int64, True),
+    ("dense", np.float64, None, True), ("dense", np.float32, None, False)])
+@pytest.mark.parametrize("name", LOSSES)
+def test_matches_numpy_reference(name, layout, dtype, itype, read_only, n_threads):
+    rng = np.random.default_rng(1)
+    X = make_X(layout, dtype, itype, read_only)
+    m = X.shape[0]
+    y, params = loss_setup(name, m, rng)
+    for bias, c in [(0.0, None), (1.5, rng.random(m) * 2)]:
+        data = Dataset(X, intercept_scaling=bias)
+        oracle = VectorOracle(data, name, y, K, c, n_threads=n_threads, **params)
+        W = rng.normal(size=(K, data.n_weights)) * 0.5
+        value, grad = oracle(W.ravel())
+        ref_value, ref_grad = numpy_oracle(X, y, W, name, c=c, bias=bias, **params)
+        assert value == pytest.approx(ref_value, rel=1e-12)
+        np.testing.assert_allclose(grad, ref_grad.ravel(), rtol=1e-11, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", LOSSES)
+def test_partitions_add_up(name):
+    """n_partitions=3 (the multiplexer's partial sums) equals one partition."""
+    rng = np.random.default_rng(2)
+    X = make_X("csr")
+    y, params = loss_setup(name, X.shape[0], rng)
+    data = Dataset(X)
+    W = rng.normal(size=K * data.n_weights)
+    v1, g1 = VectorOracle(data, name, y, K, **params)(W)
+    v3, g3 = VectorOracle(data, name, y, K, n_partitions=3, **params)(W)
+    assert v3 == pytest.approx(v1, rel=1e-13)
+    np.testing.assert_allclose(g3, g1, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_same_bits_for_a_thread_count(n_threads):
+    """Fixed-order reductions: repeated calls give identical bits."""
+    X = make_X("csr", m=400, d=60)
+    y = np.random.default_rng(3).integers(0, K, 400)
+    prob = fr.Problem(X, y, loss="softmax", n_threads=n_threads)
+    w = np.random.default_rng(4).normal(size=prob.n_weights)
+    first = prob.oracle(w)
+    for _ in range(3):
+        again = prob.oracle(w)
+        assert again[0] == first[0]
+        assert np.array_equal(again[1], first[1])
+
+
+def test_problem_uses_kernel_and_checks_input():
+    X = make_X("csr")
+    y = np.random.default_rng(5).integers(0, K, X.shape[0])
+    prob = fr.Problem(X, y, loss="multiclass_hinge", fit_intercept=True, n_threads=2)
+    assert isinstance(prob.oracle, VectorOracle) and prob.oracle.n_threads in (1, 2)
+    with pytest.raises(ValueError, match="w has shape"):
+        prob.oracle(np.zeros(3))
+    data = Dataset(X)
+    with pytest.raises(ValueError, match="class indices"):
+        VectorOracle(data, "softmax", np.full(X.shape[0], K), K)
+    with pytest.raises(ValueError, match="symmetric"):
+        VectorOracle(data, "multivariate_regression", np.zeros((X.shape[0], K)), K,
+                     M=np.triu(np.ones((K, K))))
+    with pytest.raises(ValueError, match="cost"):
+        VectorOracle(data, "scaled_soft_margin", y, K, cost=np.ones((K, K)))
+    with pytest.raises(ValueError, match="loss_name"):
+        VectorOracle(data, "hinge", y, K)
