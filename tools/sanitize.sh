@@ -45,8 +45,10 @@ CC="$CC" CFLAGS="$SAN -g" LDFLAGS="$SAN" FASTRISK_OPT=-O1 \
 cp -r "$ROOT/tests" "$ROOT/conftest.py" "$RUN/"
 
 export LD_PRELOAD="$("$CC" -print-file-name=libasan.so) $("$CC" -print-file-name=libubsan.so)"
-# CPython leaks by design at exit; PYTHONMALLOC=malloc puts Python objects on ASan's heap
-export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:log_path=$LOGS/asan"
+# CPython leaks by design at exit; PYTHONMALLOC=malloc puts Python objects on ASan's heap;
+# an impossible allocation returns NULL (NumPy's MemoryError, which tests expect) instead
+# of aborting
+export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:allocator_may_return_null=1:log_path=$LOGS/asan"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$LOGS/ubsan"
 export PYTHONMALLOC=malloc
 export PYTHONPATH="$SITE"
