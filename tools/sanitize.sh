@@ -80,9 +80,12 @@ if [[ $only_kernels == 0 && $status == 0 ]]; then
 fi
 
 if compgen -G "$LOGS/*" >/dev/null; then
-    echo "sanitize: sanitizer reports:" >&2
     cat "$LOGS"/* >&2
-    status=1
+    # errors fail the run; warnings (e.g. an allocation refused as above) are only shown
+    if grep -qE "ERROR: |runtime error" "$LOGS"/*; then
+        echo "sanitize: sanitizer errors reported (above)" >&2
+        status=1
+    fi
 fi
 if [[ $status == 0 && -z "${FASTRISK_SANITIZE_DIR:-}" ]]; then rm -rf "$WORK"; fi
 exit $status
