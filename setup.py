@@ -3,7 +3,9 @@
 Every ``csrc/_<name>.pyx`` becomes ``fastrisk._<name>``. OpenMP is used when
 the compiler accepts ``-fopenmp`` (probed by compiling a tiny program); a
 serial build is produced otherwise. ``FASTRISK_NATIVE=1`` adds
-``-march=native`` and ``FASTRISK_NO_OPENMP=1`` forces the serial build.
+``-march=native``, ``FASTRISK_NO_OPENMP=1`` forces the serial build and
+``FASTRISK_OPT`` replaces the optimization flag ``-O3`` (tools/sanitize.sh uses
+``-O1``). ``$CFLAGS`` and the flags above are compiled into ``fastrisk._buildinfo``.
 """
 
 import glob
@@ -38,21 +40,32 @@ def openmp_works(compiler_cmd):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def c_string(text):
+    """``text`` as a C string literal, for a ``-D`` macro (argv, no shell in between)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 class BuildExt(build_ext):
+    """Adds the OpenMP and optimization flags, and compiles them into ``fastrisk._buildinfo``."""
+
+    def finalize_options(self):
+        if self.parallel is None:  # compile the extensions side by side unless -j says otherwise
+            self.parallel = True
+        super().finalize_options()
+
     def build_extensions(self):
         cc = list(self.compiler.compiler_so[:1]) if hasattr(self.compiler, "compiler_so") else ["cc"]
         omp = sys.platform != "win32" and openmp_works(cc)
-        flags = ["-O3", "-fno-math-errno", "-Wno-unused-function"]
+        flags = [os.environ.get("FASTRISK_OPT", "-O3"), "-fno-math-errno", "-Wno-unused-function"]
         if os.environ.get("FASTRISK_NATIVE") == "1":
             flags.append("-march=native")
+        cflags = flags + (["-fopenmp"] if omp else [])
+        reported = " ".join([os.environ.get("CFLAGS", "")] + cflags).strip()  # CFLAGS: e.g. sanitizers
+        facts = [("FR_COMPILER", c_string(" ".join(cc))), ("FR_CFLAGS", c_string(reported))]
         for ext in self.extensions:
-            ext.extra_compile_args = flags + (["-fopenmp"] if omp else [])
+            ext.extra_compile_args = cflags
             ext.extra_link_args = ["-fopenmp"] if omp else []
-            ext.define_macros = list(ext.define_macros or []) + [("FR_OPENMP", "1" if omp else "0")]
-        config = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fastrisk", "_build_config.py")
-        with open(config, "w") as fh:
-            fh.write("# Written by setup.py at build time.\n")
-            fh.write(f"OPENMP = {omp!r}\nCOMPILER = {' '.join(cc)!r}\nCFLAGS = {' '.join(flags)!r}\n")
+            ext.define_macros = list(ext.define_macros or []) + facts
         super().build_extensions()
 
 

@@ -34,8 +34,9 @@ from fastrisk.solvers.rda import solve_rda, solve_sgd_l1, solve_truncated_gradie
 LAMBDAS = {"reuters": (1e-4, 1e-5), "imdb": (1e-5, 1e-6)}
 
 
-def load(name):
-    """(X_train, y_train, X_test, y_test) with labels -1/+1."""
+def load(name, imdb=None):
+    """(X_train, y_train, X_test, y_test) with labels -1/+1; ``imdb``: the (X, y) to split
+    for "imdb" (default: the full IMDB problem)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from conftest import load_imdb_bigrams, load_libsvm
 
@@ -43,9 +44,11 @@ def load(name):
         Xtr, ytr = load_libsvm("reuters")
         Xte, yte = load_libsvm("reuters", "test")
     else:
-        X, y = load_imdb_bigrams()
+        X, y = imdb if imdb is not None else load_imdb_bigrams()
         perm = np.random.default_rng(0).permutation(X.shape[0])
-        Xtr, ytr, Xte, yte = X[perm[:20000]], y[perm[:20000]], X[perm[20000:]], y[perm[20000:]]
+        n_train = X.shape[0] * 4 // 5
+        Xtr, ytr = X[perm[:n_train]], y[perm[:n_train]]
+        Xte, yte = X[perm[n_train:]], y[perm[n_train:]]
     return Xtr, np.where(ytr > 0, 1.0, -1.0), Xte, np.where(yte > 0, 1.0, -1.0)
 
 
@@ -83,7 +86,8 @@ def problem(Xtr, ytr, lam):
 
 @pytest.fixture(scope="module", params=["reuters", "imdb"])
 def dataset(request):
-    return request.param, load(request.param)
+    imdb = request.getfixturevalue("imdb_bigrams") if request.param == "imdb" else None
+    return request.param, load(request.param, imdb)
 
 
 @pytest.mark.parametrize("method", ["rda", "sgd_l1", "tg K=1", "sklearn"])

@@ -25,7 +25,8 @@ PROBLEMS = {  # group -> (data set, loss, penalty, alpha)
     "reuters hinge l2 1e-4": ("reuters", "hinge", "l2", 1e-4),
     "abalone absolute l2 1e-4": ("abalone", "absolute", "l2", 1e-4),
 }
-TIME_LIMIT = 1.0  # seconds per run
+TIME_LIMIT = 1.0  # seconds per run (timed)
+SMOKE_TIME_LIMIT = 0.2  # seconds per run with --benchmark-disable
 _problems = {}
 
 
@@ -45,8 +46,9 @@ def test_solver(benchmark, group, solver):
     if reason is not None:
         pytest.skip(reason)
     benchmark.group = group
+    time_limit = SMOKE_TIME_LIMIT if benchmark.disabled else TIME_LIMIT
     res = benchmark.pedantic(fr.solve, args=(problem,),
-                             kwargs=dict(solver=solver, tol=1e-4, time_limit=TIME_LIMIT,
+                             kwargs=dict(solver=solver, tol=1e-4, time_limit=time_limit,
                                          random_state=0), rounds=3, iterations=1)
     benchmark.extra_info.update(objective=res.objective, bound=res.gap, n_iter=res.n_iter,
                                 status=res.status)

@@ -1,20 +1,20 @@
-"""Build facts and the thread-count convention (``n_threads=None`` = all cores)."""
+"""Build facts and the thread-count convention (``n_threads=None`` = all cores).
+
+The build facts are read from the compiled extension ``fastrisk._buildinfo``
+(constants set by the compiler when the kernels were built), so every kind of
+install reports what it actually runs.
+"""
 
 import os
 import sys
+import warnings
 
 import numpy as np
 
+from fastrisk import _buildinfo
 
-def _build_config():
-    try:
-        from fastrisk import _build_config as cfg
-    except ImportError:  # pragma: no cover - only in a broken source tree
-        return {"OPENMP": False, "COMPILER": "unknown", "CFLAGS": "unknown"}
-    return {"OPENMP": cfg.OPENMP, "COMPILER": cfg.COMPILER, "CFLAGS": cfg.CFLAGS}
-
-
-OPENMP = _build_config()["OPENMP"]
+OPENMP = _buildinfo.OPENMP
+_WARNED = set()  # the kinds of n_threads warning already given in this process
 
 
 def n_cores():
@@ -25,15 +25,36 @@ def n_cores():
         return os.cpu_count() or 1
 
 
+def _warn_once(kind, message):
+    if kind not in _WARNED:
+        _WARNED.add(kind)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
 def resolve_n_threads(n_threads):
-    """Validate ``n_threads``: None means all cores; 1 without OpenMP."""
+    """Threads a kernel will run: None means all cores.
+
+    A request above the cores available is capped at their number (more OpenMP
+    threads than cores only make each parallel region slower); a serial build runs
+    one thread.  Each of the two cases warns once per process.
+    """
     if n_threads is None:
         n = n_cores()
     elif isinstance(n_threads, (int, np.integer)) and not isinstance(n_threads, bool) and n_threads >= 1:
         n = int(n_threads)
     else:
         raise ValueError(f"n_threads must be None or an integer >= 1, got {n_threads!r}")
-    return n if OPENMP else 1
+    if not OPENMP:
+        if n_threads is not None and n > 1:
+            _warn_once("serial", f"n_threads={n}: this fastrisk build has no OpenMP, it runs "
+                                 "1 thread (rebuild with a compiler that accepts -fopenmp)")
+        return 1
+    cores = n_cores()
+    if n > cores:
+        _warn_once("cores", f"n_threads={n} is more than the {cores} cores available; "
+                            f"using {cores}")
+        return cores
+    return n
 
 
 def single_threaded_blas():
@@ -61,14 +82,14 @@ def show_config(file=None):
     """Print version, OpenMP status, thread count and compiler flags."""
     from fastrisk import __version__
 
-    cfg = _build_config()
+    openmp = f"on (OpenMP {_buildinfo.OPENMP_VERSION})" if OPENMP else "off (serial build)"
     lines = [
         f"fastrisk {__version__}",
         f"python   {sys.version.split()[0]}, numpy {np.__version__}",
-        f"openmp   {'on' if cfg['OPENMP'] else 'off (serial build)'}",
+        f"openmp   {openmp}",
         f"threads  {resolve_n_threads(None)} (n_threads=None), "
         f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}",
-        f"compiler {cfg['COMPILER']}",
-        f"cflags   {cfg['CFLAGS']}",
+        f"compiler {_buildinfo.COMPILER} ({_buildinfo.COMPILER_VERSION})",
+        f"cflags   {_buildinfo.CFLAGS}",
     ]
     print("\n".join(lines), file=file or sys.stdout)

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import check_against, random_problem, run_with_storage, wide_problem
 from reference import batch as ref
 from reference.liblinear import assert_matches_liblinear, liblinear_objective
 from scipy.optimize import minimize
@@ -20,34 +21,11 @@ from fastrisk.solvers import solve
 from fastrisk.solvers.bmrm import Bundle, solve_bmrm
 from fastrisk.solvers.qp import simplex_qp
 
-REL = 1e-6
-
 
 def Problem(*args, **kw):
     """Small problems run the oracle on one thread (OpenMP start-up dominates below ~1e4 nnz)."""
     kw.setdefault("n_threads", 1)
     return FRProblem(*args, **kw)
-
-
-def random_problem(seed, m=40, d=6, task="binary"):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(m, d))
-    w = rng.normal(size=d)
-    if task == "binary":
-        y = np.where(X @ w + 0.5 * rng.normal(size=m) > 0, 1.0, -1.0)
-    elif task == "regression":
-        y = X @ w + 0.3 * rng.normal(size=m)
-    else:  # counts
-        y = rng.poisson(np.exp(0.3 * X @ w)).astype(float)
-    return X, y
-
-
-def check_against(res, J_ref):
-    assert res.status == "converged"
-    assert abs(res.objective - J_ref) <= REL * abs(J_ref)
-    # certificate: lower bound <= J* <= J_ref (rounding slack 1e-12 relative)
-    assert res.extra["lower_bound"] <= J_ref + 1e-12 * abs(J_ref)
-    assert res.objective - res.gap <= J_ref + 1e-12 * abs(J_ref)
 
 
 # ------------------------------------------------------------------ inner QP
@@ -306,38 +284,13 @@ def test_l1_bmrm_writes_nothing_to_stdout():
 
 # ------------------------------------------------------------------ cut storage
 
-def _wide_problem(penalty="l2", loss="hinge", **kw):
-    """Sparse data with more weights than rows (text-like), intercept and sample weights."""
-    import scipy.sparse as sp
-
-    rng = np.random.default_rng(0)
-    m, d = 60, 400
-    X = sp.random(m, d, density=0.05, random_state=1, format="csr")
-    y = np.where(rng.random(m) < 0.5, 1.0, -1.0)
-    return Problem(X, y, loss=loss, penalty=penalty, alpha=0.01,
-                   sample_weight=rng.uniform(0.5, 1.5, m), fit_intercept=True, **kw)
-
-
-def run_with_storage(monkeypatch, storage, solver, *args, **kw):
-    """Run ``solver`` with the bundle's cut storage forced to "dense" or "samples"."""
-    import functools
-
-    from fastrisk.solvers import bmrm, prox_bundle
-
-    forced = functools.partial(bmrm.make_bundle, storage=storage)
-    with monkeypatch.context() as mp:
-        mp.setattr(bmrm, "make_bundle", forced)
-        mp.setattr(prox_bundle, "make_bundle", forced)
-        return solver(*args, **kw)
-
-
 @pytest.mark.parametrize("penalty", ["l2", "l1"])
 def test_sample_space_cuts_same_iterates_as_dense(monkeypatch, penalty):
     """Cuts kept as their multipliers g (a = X^T g / m; Gram rows and combinations through
     X) against dense cuts: the same iterates, the bundle small enough (8 cuts) that cuts are
     dropped and aggregated.  1e-10 relative: the Gram entries and the combinations differ only
     by float64 rounding of sums over O(100) terms."""
-    prob = _wide_problem(penalty)
+    prob = wide_problem(penalty)
     runs = [run_with_storage(monkeypatch, s, solve_bmrm, prob, tol=1e-10, max_iter=60,
                              max_bundle=8) for s in ("dense", "samples")]
     dense, samples = runs
@@ -353,7 +306,7 @@ def test_sample_space_cuts_generic_inner_solver(monkeypatch):
     """Elastic net (FISTA inner solver, which stops on its own gap test, so rounding can change
     its step count: not the same iterates) with sample-space cuts reaches the same certified
     optimum as with dense cuts, 1e-6 relative."""
-    prob = _wide_problem("elasticnet", "logistic", l1_ratio=0.5)
+    prob = wide_problem("elasticnet", "logistic", l1_ratio=0.5)
     runs = [run_with_storage(monkeypatch, s, solve_bmrm, prob, tol=1e-8, max_iter=3000)
             for s in ("dense", "samples")]
     assert all(r.status == "converged" for r in runs)

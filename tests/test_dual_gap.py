@@ -9,8 +9,8 @@ slack is 1e-12 relative to J (the sums of m terms in double precision).
 
 import numpy as np
 import pytest
+from helpers import random_problem
 from reference import batch as ref
-from test_bmrm import random_problem
 
 from fastrisk.problem import Problem
 from fastrisk.solvers._dual_gap import GapCertificate

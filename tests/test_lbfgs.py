@@ -8,15 +8,13 @@ J(w) - bound (= J_-(w), Lemma 5) must not exceed the reference optimum.
 
 import numpy as np
 import pytest
+from helpers import REL, random_problem
 from reference import batch as ref
 from reference.liblinear import assert_matches_liblinear, liblinear_objective
-from test_bmrm import random_problem
 
 from fastrisk.problem import Problem as FRProblem
 from fastrisk.solvers import solve
 from fastrisk.solvers.lbfgs import solve_lbfgs
-
-REL = 1e-6
 
 
 def Problem(*args, **kw):

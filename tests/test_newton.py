@@ -15,10 +15,10 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers import random_problem
 from reference import batch as ref
 from reference.liblinear import assert_matches_liblinear, liblinear_objective
 from scipy.optimize import minimize
-from test_bmrm import random_problem
 
 from fastrisk import _hessian
 from fastrisk.losses import LOSSES

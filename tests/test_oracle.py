@@ -136,10 +136,16 @@ def test_partial_sums_add_up():
 
 
 def test_more_threads_than_rows():
+    # the kernel itself with 4 threads for 2 rows (Problem caps n_threads at the cores)
     X = np.array([[1.0, 2.0], [0.0, -1.0]])
-    prob = fr.Problem(X, [1, -1], loss="squared_hinge", n_threads=4)
+    prob = fr.Problem(X, [1, -1], loss="squared_hinge", n_threads=1)
     w = np.array([0.3, 0.1])
-    value, grad = prob.oracle(w)
+    d, grad = prob.data, np.empty(2)
+    value, status = _oracle.risk_gradient(d.data, d.indices, d.indptr, d.dense, d.bias, w,
+                                          prob.loss.spec.kernel_id, prob.loss.param, prob.y,
+                                          np.empty(0), 0, 2, grad, np.empty((4, 4)), 4)
+    assert status == _oracle.STATUS_OK
+    value, grad = value / 2, grad / 2
     ref_value, ref_grad = reference(X, np.array([1.0, -1.0]), w, "squared_hinge", 0.0)
     assert value == pytest.approx(ref_value, rel=1e-15)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-15)

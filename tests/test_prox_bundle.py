@@ -3,9 +3,9 @@
 import math
 
 import pytest
+from helpers import check_against, random_problem, run_with_storage, wide_problem
 from reference import batch as ref
 from reference.liblinear import assert_matches_liblinear, liblinear_objective
-from test_bmrm import _wide_problem, check_against, random_problem, run_with_storage
 
 from fastrisk.problem import Problem as FRProblem
 from fastrisk.solvers.bmrm import solve_bmrm
@@ -110,7 +110,7 @@ def test_sample_space_cuts_same_iterates_as_dense(monkeypatch):
     when the products A w_best are formed from the cuts).  1e-10 relative: float64 rounding."""
     import numpy as np
 
-    prob = _wide_problem()
+    prob = wide_problem()
     dense, samples = [run_with_storage(monkeypatch, s, solve_prox_bundle, prob, tol=1e-10,
                                        max_iter=60, max_bundle=8) for s in ("dense", "samples")]
     assert dense.extra["n_aggregated"] + dense.extra["n_dropped"] > 0

@@ -5,7 +5,6 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-from conftest import SHARED_DATA
 from fastrisk.datasets import load_a9a
 from fastrisk.svmlight import dump_svmlight, load_svmlight
 
@@ -20,9 +19,9 @@ def assert_same(X, y, X_ref, y_ref):
 # text; scikit-learn's reader is the reference (exact equality: both parse decimals
 # to the nearest double).
 @pytest.mark.parametrize("fname", ["mushrooms.bz2", "housing_scale.bz2", "reuters-moneyfx.tst.bz2"])
-def test_real_files_match_sklearn(fname):
-    X, y = load_svmlight(SHARED_DATA / fname)
-    assert_same(X, y, *load_svmlight_file(str(SHARED_DATA / fname)))
+def test_real_files_match_sklearn(shared_file, fname):
+    X, y = load_svmlight(shared_file(fname))
+    assert_same(X, y, *load_svmlight_file(str(shared_file(fname))))
 
 
 @pytest.mark.parametrize("suffix", ["", ".gz", ".bz2", ".xz"])
@@ -92,7 +91,7 @@ def test_bad_arguments(tmp_path):
         dump_svmlight(np.ones((1, 2)), [1, 2], tmp_path / "x.svm")
 
 
-def test_bundled_a9a():
+def test_bundled_a9a(shared_file):
     # shapes, nnz and label counts from ../shared/data/README.md; the test split equals
     # scikit-learn's reading of the shared copy.
     X, y, Xt, yt = load_a9a()
@@ -100,7 +99,7 @@ def test_bundled_a9a():
     assert Xt.nnz == 225732
     assert (y == -1).sum() == 24720 and (y == 1).sum() == 7841
     assert (yt == -1).sum() == 12435 and (yt == 1).sum() == 3846
-    assert_same(Xt, yt, *load_svmlight_file(str(SHARED_DATA / "a9a.t.bz2"), n_features=123))
+    assert_same(Xt, yt, *load_svmlight_file(str(shared_file("a9a.t.bz2")), n_features=123))
 
 
 def test_duplicate_indices_in_a_line_are_rejected_with_the_line_number(tmp_path):

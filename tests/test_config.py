@@ -1,0 +1,81 @@
+"""Build facts read from the compiled extensions, and the n_threads convention."""
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fastrisk as fr
+from fastrisk import _buildinfo, _oracle, _sdca, config
+
+
+def test_build_facts_come_from_the_compiler():
+    assert config.OPENMP == _buildinfo.OPENMP == (_buildinfo.OPENMP_VERSION > 0)
+    assert ("-fopenmp" in _buildinfo.CFLAGS.split()) == _buildinfo.OPENMP
+    assert _buildinfo.COMPILER != "unknown" and _buildinfo.COMPILER_VERSION != "unknown"
+
+
+def test_team_size_is_what_the_parallel_region_runs():
+    assert _buildinfo.team_size(1) == 1
+    assert _buildinfo.team_size(2) == (2 if config.OPENMP else 1)
+    with pytest.raises(ValueError, match="n_threads"):
+        _buildinfo.team_size(0)
+
+
+@pytest.mark.parametrize("module", [_oracle, _sdca])
+def test_kernels_call_the_openmp_runtime_iff_openmp_is_on(module):
+    # the parallel kernels are compiled with the same flags as _buildinfo: their shared
+    # object references the OpenMP runtime's entry points (GNU or LLVM) exactly when it is on
+    binary = Path(module.__file__).read_bytes()
+    assert (b"GOMP_parallel" in binary or b"__kmpc_fork_call" in binary) == config.OPENMP
+
+
+@pytest.fixture
+def fresh_warnings(monkeypatch):
+    monkeypatch.setattr(config, "_WARNED", set())
+
+
+def _resolve_recording(n_threads):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        n = config.resolve_n_threads(n_threads)
+    return n, [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+def test_more_threads_than_cores_are_capped_with_one_warning(fresh_warnings, monkeypatch):
+    monkeypatch.setattr(config, "OPENMP", True)
+    monkeypatch.setattr(config, "n_cores", lambda: 3)
+    assert _resolve_recording(3) == (3, [])
+    n, messages = _resolve_recording(1000)
+    assert n == 3 and len(messages) == 1 and "n_threads=1000" in messages[0]
+    assert "3 cores" in messages[0]
+    assert _resolve_recording(1000) == (3, [])  # once per process
+    assert _resolve_recording(None) == (3, [])
+
+
+def test_serial_build_runs_one_thread_and_says_so_once(fresh_warnings, monkeypatch):
+    monkeypatch.setattr(config, "OPENMP", False)
+    assert _resolve_recording(1) == (1, [])
+    assert _resolve_recording(None) == (1, [])  # "all cores" asks for nothing specific
+    n, messages = _resolve_recording(2)
+    assert n == 1 and len(messages) == 1 and "no OpenMP" in messages[0]
+    assert _resolve_recording(4) == (1, [])
+
+
+def test_problem_with_1000_threads_runs_on_the_cores(fresh_warnings):
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        prob = fr.Problem(X, y, n_threads=1000)
+    assert prob.oracle.n_threads == config.resolve_n_threads(None)
+    ref = fr.Problem(X, y, n_threads=config.resolve_n_threads(None))
+    w = np.arange(3.0)
+    assert prob.oracle(w)[0] == ref.oracle(w)[0]  # same thread count: same bits
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_bad_n_threads_is_an_error_naming_it(bad):
+    with pytest.raises(ValueError, match="n_threads"):
+        config.resolve_n_threads(bad)
