@@ -23,17 +23,12 @@ from libc.math cimport INFINITY, fabs, sqrt
 from libc.stdint cimport int64_t, uint64_t
 
 from fr_rows cimport index_t
-from fr_loss cimport FR_OK, fr_loss_batch, fr_loss_derivs_batch, fr_loss_curvature_bound
+from fr_loss cimport FR_OK, fr_loss_batch, fr_loss_derivs_batch
 
 cdef extern from "fr_sdca.h" nogil:
     void fr_shuffle(int64_t* a, int64_t n, uint64_t* state)
 
 STATUS_OK = FR_OK
-
-
-def curvature_bound(int loss, double loss_param):
-    """sup_f l''(f, y) for |y| <= 1 (inf when unbounded): the dual's strong concavity."""
-    return fr_loss_curvature_bound(loss, loss_param)
 
 
 def derivatives(int loss, double loss_param, const double[::1] f, const double[::1] y,

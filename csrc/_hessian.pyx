@@ -17,42 +17,12 @@ thread count gives identical bits on every run.
 """
 
 import numpy as np
-from libc.math cimport exp, fabs
+
 from cython cimport floating
 from cython.parallel cimport prange
 
 from fr_rows cimport index_t, row_view, row_dot_ahead, block_bounds, row_axpy_pairs
 from fr_loss cimport *
-
-
-cdef inline double second_derivative(int loss, double p, double f, double y) noexcept nogil:
-    """l''(f, y) (generalized at kinks of l'), or -1 when l' is not differentiable a.e."""
-    cdef double z, e, r
-    if loss == FR_LOGISTIC:
-        z = y * f
-        e = exp(-fabs(z))
-        return e / ((1.0 + e) * (1.0 + e))
-    if loss == FR_SQUARED_HINGE:
-        return 1.0 if y * f < 1.0 else 0.0
-    if loss == FR_SQUARED_ZERO_MARGIN:
-        return 1.0 if y * f < 0.0 else 0.0
-    if loss == FR_SQUARED:
-        return 1.0
-    if loss == FR_HUBER:
-        return 1.0 if fabs(f - y) <= p else 0.0
-    if loss == FR_SMOOTHED_HINGE:
-        z = y * f
-        return 1.0 / p if (z < 1.0 and z > 1.0 - p) else 0.0
-    if loss == FR_EXPONENTIAL:
-        return exp(-y * f)
-    if loss == FR_POISSON:
-        return exp(f)
-    return -1.0
-
-
-def has_curvature(int loss):
-    """True when l'(f, y) is differentiable almost everywhere in f (Newton applies)."""
-    return second_derivative(loss, 1.0, 0.0, 1.0) >= 0.0
 
 
 def curvature(int loss, double loss_param, const double[::1] f, const double[::1] y,
@@ -63,13 +33,11 @@ def curvature(int loss, double loss_param, const double[::1] f, const double[::1
     """
     cdef Py_ssize_t i, n = f.shape[0], active = 0
     cdef bint weighted = sample_weight.shape[0] > 0
-    if not has_curvature(loss):
-        raise ValueError(f"loss id {loss} has no second derivative")
     if y.shape[0] != n or out.shape[0] != n or (weighted and sample_weight.shape[0] != n):
         raise ValueError("f, y, out (and sample_weight) must have the same length")
     with nogil:
         for i in range(n):
-            out[i] = second_derivative(loss, loss_param, f[i], y[i])
+            out[i] = fr_loss_curv(loss, loss_param, f[i], y[i])
             if weighted:
                 out[i] *= sample_weight[i]
             active += out[i] != 0.0

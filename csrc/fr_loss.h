@@ -337,7 +337,7 @@ static inline int fr_loss_derivs_batch(int kind, double p, ptrdiff_t n, const do
     double total = 0.0;
     ptrdiff_t i;
     switch (kind) {
-#define FR_DERIVS_CASE(ID, FN) \
+#define FR_DERIVS_CASE(ID, FN, NAME) \
     case ID: \
         for (i = 0; i < n; ++i) { \
             double di, v = FN(f[i], y[i], p, &di); \
@@ -357,16 +357,16 @@ static inline int fr_loss_derivs_batch(int kind, double p, ptrdiff_t n, const do
     return isfinite(total) ? FR_OK : FR_ERR_OVERFLOW;
 }
 
-/* sup over f of l''(f, y) for |y| <= 1 (the Lipschitz constant of l'), INFINITY
- * when unbounded (exponential, Poisson) and for the nonsmooth losses. */
-static inline double fr_loss_curvature_bound(int kind, double p)
+/* l''(f, y) of one example (the generalized second derivative at kinks of l'; 0 for the
+ * nonsmooth losses, whose l' is not differentiable: callers take smooth losses only). */
+static inline double fr_loss_curv(int kind, double p, double f, double y)
 {
     switch (kind) {
-    case FR_LOGISTIC: return 0.25;
-    case FR_SQUARED: case FR_SQUARED_HINGE: case FR_SQUARED_ZERO_MARGIN: case FR_HUBER:
-        return 1.0;
-    case FR_SMOOTHED_HINGE: return 1.0 / p;
-    default: return INFINITY;
+#define FR_CURV_CASE(ID, FN, NAME) \
+    case ID: return FN##_curv(f, y, p);
+    FR_ALL_LOSSES(FR_CURV_CASE)
+#undef FR_CURV_CASE
+    default: return 0.0;
     }
 }
 

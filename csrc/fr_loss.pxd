@@ -31,4 +31,4 @@ cdef extern from "fr_loss.h" nogil:
     int fr_loss_derivs_batch(int kind, double p, Py_ssize_t n, const double* f, const double* y,
                              const double* c, double s, double* d, double* g, double* h,
                              double* value)
-    double fr_loss_curvature_bound(int kind, double p)
+    double fr_loss_curv(int kind, double p, double f, double y)

@@ -64,7 +64,6 @@ A candidate is skipped when its registry record (``SOLVER_INFO``) does not
 accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 """
 
-from fastrisk import _hessian
 from fastrisk.solvers import SOLVERS
 
 # measured extra memory of solve_newton in vectors of n_weights float64 (IMDB bigrams)
@@ -81,7 +80,7 @@ AUTO_TIME_LIMIT = 3600.0
 def _newton_fits(problem):
     """A loss with a second derivative and Newton's vectors within half the bytes of X."""
     spec, data = problem.loss.spec, problem.data
-    if not (spec.smooth and _hessian.has_curvature(spec.kernel_id)):
+    if not (spec.smooth and not spec.vector):
         return False
     data_bytes = data.data.nbytes + (0 if data.dense else data.indices.nbytes + data.indptr.nbytes)
     return NEWTON_VECTORS * 8 * problem.n_weights <= 0.5 * data_bytes

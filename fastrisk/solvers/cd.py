@@ -30,7 +30,7 @@ containing 0 and l'(f)).  ``gap = J(w) - max_k D(u_k) >= J(w) - J*`` over all
 dual points met so far; ``tol`` stops on gap <= tol J(w) as for every solver.
 
 Gap Safe screening (Ndiaye, Fercoq, Gramfort & Salmon 2017, Theorem 6): when l'
-is L-Lipschitz (fr_loss_curvature_bound), D is (m / (L max c))-strongly concave
+is L-Lipschitz (the loss's ``curvature``, sup l''), D is (m / (L max c))-strongly concave
 in v = c u / m, so the dual optimum lies in the ball of radius
 r = sqrt(2 (J(w) - D(u)) L max c / m) around v, and a column with
 |x_j^T v| + ||x_j|| r < lam1 has w*_j = 0: it is set to zero and never read
@@ -165,8 +165,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     kept = np.arange(n_weights, dtype=np.int64)  # columns not screened out
     grad, hdiag, wpd = np.zeros(n_weights), np.zeros(n_weights), w.copy()
     deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
-    curv = _cd.curvature_bound(kid, p)
-    screen = screening and lam1 > 0 and math.isfinite(curv)
+    curv = problem.loss.curvature  # sup l'', None when unbounded
+    screen = screening and lam1 > 0 and curv is not None
     if screen:
         colnorm = np.empty(n_weights)
         _cd.column_sqnorms(*cols, colnorm)

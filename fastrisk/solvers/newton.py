@@ -248,7 +248,7 @@ def _target(mon, J):
 
 
 def _twice_differentiable(spec):
-    return spec.smooth and not spec.vector and _hessian.has_curvature(spec.kernel_id)
+    return spec.smooth and not spec.vector
 
 
 SOLVER_INFO = SolverInfo(
