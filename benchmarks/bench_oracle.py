@@ -1,4 +1,4 @@
-"""Risk oracle benchmarks (issue 2; MATH.md 3): logistic loss, value + gradient.
+"""Risk oracle benchmarks (docs/math.md §3): logistic loss, value + gradient.
 
 Compared in the same process, interleaved repeats (best and median of each):
 

@@ -1,4 +1,4 @@
-"""Pegasos family benchmarks (issue 5; MATH.md 5, seed 000 Table 1).
+"""Pegasos family benchmarks (docs/math.md §5, Do, Le & Foo 2009 Table 1).
 
 * One Pegasos epoch (kernel call) on IMDB unigram+bigram tf-idf against one
   epoch of scikit-learn's ``SGDClassifier(loss="hinge")``, same process,
@@ -108,7 +108,7 @@ def test_table1_low_curvature(benchmark, libsvm):
     else:
         sets, lambdas, epochs = ["a9a", "w8a", "ijcnn1"], [1e-4, 1e-5, 1e-6, 1e-7, 1e-8], 100
     rows = []
-    print(f"\nseed 000 Table 1 on our data ({epochs} epochs, last iterates, J(0) = 1):")
+    print(f"\nDo, Le & Foo 2009 Table 1 on our data ({epochs} epochs, last iterates, J(0) = 1):")
     print(f"{'data':8s} {'lambda':>7s} {'solver':10s} {'best J':>10s} {'epochs to 0.99':>15s}")
 
     def table():

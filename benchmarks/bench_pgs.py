@@ -1,4 +1,4 @@
-"""PGS benchmark (issue 5; MATH.md 5, seed 003): epoch time for p = 1.8 against p = 2 on Reuters money-fx.
+"""PGS benchmark (docs/math.md §5, Zhu et al. 2009): epoch time for p = 1.8 against p = 2 on Reuters money-fx.
 
 p = 2 is the paper's fast case (w = theta / ((t+1) sigma), no power); for
 p < 2 our kernel pays one table-driven power (csrc/fr_pow.h) per updated

@@ -1,7 +1,7 @@
 """RDA vs its baselines (SGD-l1, truncated gradient) and scikit-learn's
 ``SGDClassifier(penalty="l1")``: time per epoch, nonzeros, test error.
 
-l1-regularized logistic regression (seed 001's experiment) on Reuters
+l1-regularized logistic regression (Xiao 2010's experiment) on Reuters
 money-fx (train/test files) and IMDB unigram+bigram tf-idf (20000 rows to
 train, 5000 held out), with an intercept, default gamma / step sizes.
 

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Array kernels for the regularizers' maps (csrc/fr_conj.h; MATH.md 5, 6).
+"""Array kernels for the regularizers' maps (csrc/fr_conj.h; docs/math.md §5, §6).
 
 Inputs are read-only-safe ``const double[::1]`` vectors, ``out`` is
 preallocated by the caller (fastrisk/regularizers.py validates and may pass

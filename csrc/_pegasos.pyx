@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Epoch kernels of the Pegasos family (MATH.md 5; seed 000 Alg. 1-3, seed 002).
+"""Epoch kernels of the Pegasos family (docs/math.md §5; Do, Le & Foo 2009 Alg. 1-3, Takac et al. 2013).
 
 One call runs the projected subgradient steps over the rows ``order[0..n)``
 in mini-batches of ``batch_size`` consecutive entries, without the GIL, on
@@ -10,7 +10,7 @@ start of the run, or of the optimistic phase) on the batch A_t:
     tau_t  = (-(lambda t + tau_{1:t-1}) + sqrt((lambda t + tau_{1:t-1})^2 + G^2/R^2)) / 2
              (0 for Pegasos; written in the cancellation-free form c / (b + sqrt(b^2 + c)))
     eta_t  = 1 / (lambda t + tau_{1:t})
-    w_t+1  = Pi_S[w_t - eta_t g_t]          (proximal, seed 000 Alg. 2)
+    w_t+1  = Pi_S[w_t - eta_t g_t]          (proximal, Do, Le & Foo 2009 Alg. 2)
     w_t+1  = Pi_S[w_t - eta_t (g_t + tau_t w_t)]   (adaptive: Bartlett et al.'s f + tau/2 ||w||^2)
 
 S is the ball of radius ``radius``.  The shrink is O(1) and every example

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Epoch kernel of the Primal Gradient Solver (MATH.md 5; seed 003, Fig. 1 and 2).
+"""Epoch kernel of the Primal Gradient Solver (docs/math.md §5; Zhu et al. 2009, Fig. 1 and 2).
 
 Objective sigma ||w||_p^2 / (2(p-1)) + R_emp(w), p in (1, 2], 1/p + 1/q = 1.
 Step t on the mini-batch A_t (rows order[pos..pos+k)):

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Kernels of the bundle methods' inner problems (MATH.md 4; seed 004 eq. 12).
+"""Kernels of the bundle methods' inner problems (docs/math.md §4; Teo et al. 2007 eq. 12).
 
 ``simplex_active_set`` -- minimize ``f(beta) = 0.5 beta^T H beta - c^T beta``
 over the simplex ``beta >= 0, sum beta = 1`` (BMRM's dual (12) with the slack

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Epoch kernels of regularized dual averaging (MATH.md 6; Xiao, JMLR 2010).
+"""Epoch kernels of regularized dual averaging (docs/math.md §6; Xiao, JMLR 2010).
 
 Three kernels, each running one call (one or more epochs, or one streamed
 chunk) without the GIL, over rows in the order Python gives (``order``), in
@@ -25,7 +25,7 @@ over the steps where |s| > theta_r, an initial segment of the window found in
 O(1) (or by bisection when the threshold is crossed inside the window).  The
 two sums come from prefix sums (``PB``, ``PT``) that Python computes once
 per call -- for l1-RDA these are the prefix sums of t^{-1/2} and t^{1/2} of
-MATH.md 6.  A coordinate is caught up just before its S_j changes, and every
+docs/math.md §6.  A coordinate is caught up just before its S_j changes, and every
 coordinate at the end of the call (``flush_end``).
 
 ``pnorm_rda_epoch`` -- p-norm RDA (section 7.2).  w = theta^{-1}(g_hat) divides
@@ -80,7 +80,7 @@ cdef struct Schedule:
 
 cdef inline double z_value(double s, double th, double b) noexcept nogil:
     """The iterate z_r(s) at one coordinate, th = theta_r, b = b_r (closed form
-    (10)/(30) of seed 001)."""
+    (10)/(30) of Xiao 2010)."""
     if fabs(s) <= th:
         return 0.0
     return -(s - sgn(s) * th) * b
@@ -424,7 +424,7 @@ def truncated_gradient_epoch(const floating[::1] data, const index_t[::1] indice
                              bint truncate):
     """Steps t = t0 + 1 .. of SGD-l1 (truncate=0):
     w_{t+1} = w_t - eta (g_t + lam sgn(w_t)), or TG (truncate=1):
-    w_{t+1} = trnc(w_t - eta g_t, eta lam K) when t % K == 0 (seed 001 (29),
+    w_{t+1} = trnc(w_t - eta g_t, eta lam K) when t % K == 0 (Xiao 2010 (29),
     theta = inf).  ``coords`` (n_weights x 2) holds per coordinate (w_j, last_j):
     w_j is the value after step last_j; on return every coordinate is brought
     to the last step.  Returns (loss sum, status)."""

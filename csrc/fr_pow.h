@@ -2,7 +2,7 @@
  * exp(a log x) and more accurate (a few ulps; exp(a log x) loses |a log x| ulps).
  *
  * Used by the PGS kernel (csrc/_pgs.pyx) for phi(theta_j) = |theta_j|^{q-1}
- * once per updated coordinate (MATH.md 5).
+ * once per updated coordinate (docs/math.md §5).
  *
  * Write x = 2^e m with m in [1, 2), and let c_i = 1 + (i + 1/2) / FR_POW_M be
  * the centre of the sub-interval of m (i = the top FR_POW_BITS bits of m's

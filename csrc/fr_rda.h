@@ -1,4 +1,4 @@
-/* Helpers of the regularized dual averaging kernels (csrc/_rda.pyx, MATH.md 6).
+/* Helpers of the regularized dual averaging kernels (csrc/_rda.pyx, docs/math.md §6).
  *
  * fr_loss_pointer picks the scalar loss of fr_loss.h once per kernel call
  * (the switch stays outside the epoch loop); the loop then calls it through a

@@ -1,4 +1,4 @@
-# Row view over CSR or dense rows (DESIGN.md, kernel conventions).
+# Row view over CSR or dense rows: the one accessor every kernel reads X through.
 #
 # A data set reaches the kernels as (data, indices, indptr, dense): for CSR
 # these are scipy's arrays; for a C-contiguous dense matrix, data is the

@@ -1,4 +1,4 @@
-/* Lazily scaled weight vector w = scale * v (MATH.md 5, DESIGN.md "Lazy updates").
+/* Lazily scaled weight vector w = scale * v (docs/math.md §5).
  *
  * The shrink w <- a w is `scale *= a` in O(1); a sparse update w += c x is
  * v += (c / scale) x in O(nnz(x)) (fr_scaled.pxd, which is generic over the

@@ -4,7 +4,7 @@
 int32 or int64 indices) without copying it when it already has that form, and
 exposes it as ``(data, indices, indptr, dense)`` (see csrc/fr_rows.pxd).  The
 intercept is a virtual constant feature of value ``intercept_scaling`` that
-the kernels add on the fly (MATH.md 1): X is never widened.
+the kernels add on the fly (docs/math.md §1): X is never widened.
 
 Conversions that do copy (documented, never silent in-place changes): CSC/COO
 and other sparse formats to CSR, other real dtypes (bool, integers) to
@@ -262,7 +262,7 @@ def encode_multiclass(y, n_samples, name="y", classes=None):
 
 
 class Dataset:
-    """X in kernel layout plus the intercept feature (MATH.md 1).
+    """X in kernel layout plus the intercept feature (docs/math.md §1).
 
     Attributes: ``X`` (validated matrix), ``data``, ``indices``, ``indptr``,
     ``dense`` (the row view of csrc/fr_rows.pxd), ``n_samples``,

@@ -1,4 +1,4 @@
-"""The risk oracle on a Dask cluster (BMRM section 4 and Figure 2; MATH.md 3).
+"""The risk oracle on a Dask cluster (BMRM section 4 and Figure 2; docs/math.md §3).
 
 ``DaskOracle`` is the multiplexer of BMRM Figure 2 across machines: the data
 are cut into row partitions that live on the Dask workers (loaded there from
@@ -104,7 +104,7 @@ def used_columns(X, n_features, bias):
 
 class Partition:
     """One partition on a worker: the LocalOracle over its rows and only the
-    columns they use (MATH.md 3, partition-local gradients).
+    columns they use (docs/math.md §3, partition-local gradients).
 
     ``cols`` are the weight indices the rows touch; X is stored with its
     column indices renumbered 0..len(cols)-1 (order kept), so ``partial``

@@ -1,4 +1,4 @@
-"""Multivariate, ranking and user-defined losses as risk oracles (BMRM 3.1-3.3; MATH.md 2-3).
+"""Multivariate, ranking and user-defined losses as risk oracles (BMRM 3.1-3.3; docs/math.md §2-3).
 
 BMRM only needs ``R_emp(w)`` and a subgradient.  For a loss of the whole
 score vector ``f = X w`` (or score matrix ``F = X W^T`` with one column per

@@ -1,4 +1,4 @@
-"""The risk oracle (MATH.md 3, BMRM section 4): w -> (R_emp(w), dR_emp(w)).
+"""The risk oracle (docs/math.md §3, BMRM section 4): w -> (R_emp(w), dR_emp(w)).
 
 ``R_emp(w) = (1/m) sum_i c_i l(<w, x_i>, y_i)`` and
 ``dR_emp(w) = (1/m) X^T g`` with ``g_i = c_i l'(f_i, y_i)``.  The rows are

@@ -1,4 +1,4 @@
-"""BMRM (seed 004 Algorithm 1, MATH.md 4) against independent optima.
+"""BMRM (Teo et al. 2007 Algorithm 1, docs/math.md §4) against independent optima.
 
 Small random problems: BMRM runs to a certified relative gap of 1e-8 and must
 match the optimum of an independent scipy formulation (tests/reference/batch.py)

@@ -82,7 +82,7 @@ def test_lp_link_inverse_round_trip(r):
 
 @pytest.mark.parametrize("p", P_VALUES)
 def test_pgs_link_norm_identity(p):
-    # MATH.md 5: ||grad r*(u)||_p = ||u||_q / (q - 1) for r = ||w||_p^2 / (2(p-1)).
+    # docs/math.md §5: ||grad r*(u)||_p = ||u||_q / (q - 1) for r = ||w||_p^2 / (2(p-1)).
     q = dual(p)
     u = np.random.default_rng(2).normal(size=50) * 3
     out = np.empty(50)

@@ -1,4 +1,4 @@
-"""L-BFGS on the oracle (seed 004 section 4.2) against independent optima.
+"""L-BFGS on the oracle (Teo et al. 2007 section 4.2) against independent optima.
 
 Random problems: run to a Lemma 5 relative bound of 1e-10 (l2) or until it
 stalls (lp, no certificate); the optimum must match scipy on a NumPy

@@ -1,5 +1,5 @@
 """The scalar loss kernels (csrc/fr_loss.h) against the NumPy references of fastrisk/losses.py,
-finite differences and the Fenchel-Young equality (MATH.md 2)."""
+finite differences and the Fenchel-Young equality (docs/math.md §2)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Pegasos, adaptive, proximal, optimistic and mini-batch Pegasos (MATH.md 5; seed 000, seed 002).
+"""Pegasos, adaptive, proximal, optimistic and mini-batch Pegasos (docs/math.md §5; Do, Le & Foo 2009, Takac et al. 2013).
 
 References: the plain NumPy step-by-step implementations of
 tests/reference/pegasos.py (same rows, same order: iterates agree to 1e-10

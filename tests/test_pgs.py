@@ -1,4 +1,4 @@
-"""Primal Gradient Solver (MATH.md 5; seed 003) against independent references.
+"""Primal Gradient Solver (docs/math.md §5; Zhu et al. 2009) against independent references.
 
 The O(nnz) kernel (cached phi(theta), one scalar K_t, incremental
 ||theta||_q^q) against tests/reference/pgs.py, which applies Fig. 2's O(d)

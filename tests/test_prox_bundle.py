@@ -1,4 +1,4 @@
-"""Proximal bundle method (seed 000 Algorithm 4) against independent optima and BMRM."""
+"""Proximal bundle method (Do, Le & Foo 2009 Algorithm 4) against independent optima and BMRM."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Regularized dual averaging and its baselines (seed 001, MATH.md 6).
+"""Regularized dual averaging and its baselines (Xiao 2010, docs/math.md §6).
 
 Compared against: the step-by-step NumPy implementations in
 tests/reference/rda.py (dense, written from the paper's algorithm boxes),
@@ -461,7 +461,7 @@ def test_accelerated_rda_within_corollary7_bound(small_a9a):
 
 
 # ---------------------------------------------------------------------------
-# seed 001, section 6: MNIST digits 6 vs 7, sparsity against SGD, TG and the batch optimum
+# Xiao 2010, section 6: MNIST digits 6 vs 7, sparsity against SGD, TG and the batch optimum
 
 @pytest.fixture(scope="module")
 def mnist67(libsvm):

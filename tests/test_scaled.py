@@ -1,4 +1,4 @@
-"""The lazily scaled weight vector of csrc/fr_scaled.h (MATH.md 5) against a plain NumPy vector.
+"""The lazily scaled weight vector of csrc/fr_scaled.h (docs/math.md §5) against a plain NumPy vector.
 
 A long random sequence of shrinks, sparse adds, projections and averaging
 records is applied both to the scaled representation (through the test

@@ -1,4 +1,4 @@
-"""SDCA (MATH.md 7, seed 002): dual steps, optimality, duality gap, mini-batch variants.
+"""SDCA (docs/math.md §7, Takac et al. 2013): dual steps, optimality, duality gap, mini-batch variants.
 
 References: scipy.optimize (brute-force 1-D maximization of the dual along a
 coordinate; SLSQP / L-BFGS-B on the primal of small problems), the
@@ -263,7 +263,7 @@ def test_safe_minibatch_never_decreases_the_dual_in_expectation():
                 _one_batch(prob, u, A, beta, gamma)
                 total += _dual(prob, u) - D0
             gains[name] = total / len(subsets)
-        # Lemma (seed 002): E[D(alpha + delta_A)] >= D(alpha) for beta_b; 1e-14 is rounding
+        # Lemma (Takac et al. 2013): E[D(alpha + delta_A)] >= D(alpha) for beta_b; 1e-14 is rounding
         assert gains["safe"] >= -1e-14
         naive_gains.append(gains["naive"])
     assert min(naive_gains) < 0  # the data are hard enough to make the check meaningful

@@ -1,4 +1,4 @@
-"""Vector losses (softmax, multiclass_hinge; MATH.md 2) against per-row brute force and
+"""Vector losses (softmax, multiclass_hinge; docs/math.md §2) against per-row brute force and
 finite differences, directly and through the multiclass oracle of Problem."""
 
 import math

@@ -1,4 +1,4 @@
-"""BMRM: the bundle method for regularized risk minimization (seed 004, Algorithm 1; MATH.md 4).
+"""BMRM: the bundle method for regularized risk minimization (Teo et al. 2007, Algorithm 1; docs/math.md §4).
 
 Teo, Le, Smola, Vishwanathan, KDD 2007.  With ``a_t = dR_emp(w_{t-1})`` and
 ``b_t = R_emp(w_{t-1}) - <a_t, w_{t-1}>`` the piecewise linear model
@@ -591,7 +591,7 @@ def inner_solver(problem):
 
 def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
                callback=None, verbose=0, random_state=None, max_bundle=None, start=None):
-    """Minimize ``problem`` with BMRM (seed 004 Algorithm 1); see the module docstring.
+    """Minimize ``problem`` with BMRM (Teo et al. 2007 Algorithm 1); see the module docstring.
 
     tol / abs_tol: stop when ``gamma_t <= max(tol * J(w_best), abs_tol)``.
     max_bundle: cuts kept (default ``default_max_bundle``).  start: w (or a Result) to

@@ -53,6 +53,7 @@ import scipy.sparse as sp
 
 from fastrisk import _cd
 from fastrisk.config import resolve_n_threads
+from fastrisk.solvers._checks import start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
@@ -106,16 +107,6 @@ def _check_problem(problem):
         raise ValueError(f"solver 'cd' takes smooth scalar losses, got loss {spec.name!r}")
 
 
-def _start(start, n_weights):
-    if start is None:
-        return np.zeros(n_weights)
-    w = np.array(getattr(start, "w", start), dtype=np.float64)
-    if w.shape != (n_weights,) or not np.isfinite(w).all():
-        raise ValueError(f"start must be a finite weight vector of length {n_weights} "
-                         f"(or a Result), got shape {w.shape}")
-    return w
-
-
 def _raise_on(status, problem):
     if status != _cd.STATUS_OK:
         raise FloatingPointError(f"the {problem.loss.name} loss is not finite at the current "
@@ -160,7 +151,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     inv_m = 1.0 / m
     rng = np.array([np.random.default_rng(random_state).integers(2**63)], dtype=np.uint64)
 
-    w = _start(start, n_weights)
+    w = start_weights(problem, start)
     f = data.decision(w)
     kept = np.arange(n_weights, dtype=np.int64)  # columns not screened out
     grad, hdiag, wpd = np.zeros(n_weights), np.zeros(n_weights), w.copy()

@@ -37,6 +37,7 @@ import numpy as np
 from fastrisk import _hessian
 from fastrisk.config import single_threaded_blas
 from fastrisk.solvers._dual_gap import GapCertificate
+from fastrisk.solvers._checks import start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
@@ -46,16 +47,6 @@ SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 ARMIJO = 0.01  # sufficient-decrease constant of the line search (LIBLINEAR's newton)
 PRECONDITION = 0.01  # weight of diag(H) in the CG preconditioner (Hsia, Chiang & Lin 2018)
 GLOBALIZATIONS = ("line_search", "trust_region")
-
-
-def _check_start(problem, start):
-    if start is None:
-        return np.zeros(problem.n_weights)
-    w = np.array(getattr(start, "w", start), dtype=np.float64).ravel()
-    if w.shape != (problem.n_weights,) or not np.isfinite(w).all():
-        raise ValueError(f"start must be a finite vector of length {problem.n_weights} "
-                         "(or a Result)")
-    return w
 
 
 class _Hessian:
@@ -168,7 +159,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
     cert = GapCertificate(problem, need_scores=True)
     hess = _Hessian(problem)
 
-    w = _check_start(problem, start)
+    w = start_weights(problem, start)
     with mon.interruptible(), single_threaded_blas():
         J, g = cert.evaluate(w)
         n_active = hess.update(cert.scores)

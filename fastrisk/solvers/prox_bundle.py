@@ -1,4 +1,4 @@
-"""Proximal bundle method (seed 000, Algorithm 4 with Algorithm 3's optimistic R; MATH.md 4).
+"""Proximal bundle method (Do, Le & Foo 2009, Algorithm 4 with Algorithm 3's optimistic R; docs/math.md §4).
 
 Do, Le, Foo, ICML 2009.  For ``J(w) = lambda/2 ||w||^2 + R_emp(w)`` with the
 cuts ``(a_i, b_i)`` of BMRM taken at the iterates ``w_i``, step t of a phase

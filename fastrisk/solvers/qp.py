@@ -1,6 +1,6 @@
 """Inner problems of the bundle methods: small dense QPs over the simplex.
 
-BMRM's dual (12) (MATH.md 4) and the proximal bundle dual both have the form
+BMRM's dual (12) (docs/math.md §4) and the proximal bundle dual both have the form
 
     minimize  f(beta) = 0.5 beta^T H beta - c^T beta   over the simplex  beta >= 0, sum beta = 1
 

@@ -1,4 +1,4 @@
-"""Plain NumPy, step-by-step versions of the Pegasos family (MATH.md 5; seed 000 Alg. 1-3).
+"""Plain NumPy, step-by-step versions of the Pegasos family (docs/math.md §5; Do, Le & Foo 2009 Alg. 1-3).
 
 An explicit dense weight vector, no scaling tricks, no laziness: the kernel
 tests run these on the same rows in the same order and compare iterates.
@@ -13,7 +13,7 @@ def pegasos_steps(X, y, order, *, lam, rule, radius, G=1.0, R=1.0, batch_size=1,
                   c=None, avg_start=None, eps=0.0, delta=0.1, phase_length=None):
     """Iterates of projected subgradient descent over ``order``.
 
-    rule: "pegasos" (tau = 0), "proximal" (seed 000 Alg. 2) or "adaptive"
+    rule: "pegasos" (tau = 0), "proximal" (Do, Le & Foo 2009 Alg. 2) or "adaptive"
     (gradient of f + tau/2 ||w||^2).  Returns (w, average of the iterates after
     step avg_start or None, list of iterates, final R).  ``eps > 0`` runs the
     optimistic R doubling of Alg. 3; ``phase_length(R)`` gives T.

@@ -1,4 +1,4 @@
-"""Plain NumPy Primal Gradient Solver (seed 003, Fig. 1 and Fig. 2), one explicit O(d) step at a time.
+"""Plain NumPy Primal Gradient Solver (Zhu et al. 2009, Fig. 1 and Fig. 2), one explicit O(d) step at a time.
 
 w_t is computed from theta with Fig. 2's formula over every coordinate (no
 cached phi, no incremental norm), as the paper states it.

@@ -1,4 +1,4 @@
-"""Plain NumPy, step-by-step, dense implementations of seed 001's algorithms.
+"""Plain NumPy, step-by-step, dense implementations of Xiao 2010's algorithms.
 
 Written from the paper's algorithm boxes (running average g_bar, dense w at
 every step, penalty applied to every coordinate every step), independently of
@@ -94,7 +94,7 @@ def pnorm_rda(X, y, c, order, k, loss, lam, gamma, rho, p):
 
 
 def sgd_l1(X, y, c, order, k, loss, lam, eta, w=None, t0=0):
-    """w_{t+1} = w_t - eta (g_t + lam sgn(w_t)) on every coordinate (seed 001, section 6)."""
+    """w_{t+1} = w_t - eta (g_t + lam sgn(w_t)) on every coordinate (Xiao 2010, section 6)."""
     w = np.zeros(X.shape[1]) if w is None else w.copy()
     total = 0.0
     for rows in _batches(order, k):
