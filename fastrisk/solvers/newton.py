@@ -136,11 +136,10 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
     gradient stops (the paper's xi).  max_cg: conjugate-gradient iterations
     per Newton step.  globalization: "line_search" (backtracking on the
     untruncated CG step) or "trust_region" (the 2008 paper's).  precondition:
-    diagonal preconditioner for CG (line search only); off by default: on the
-    benchmark grid it halved the time on a9a at alpha 1e-6 and doubled it on
-    w8a logistic at 1e-6 (Hsia, Chiang & Lin 2018 report the same mixed
-    picture).  random_state
-    is accepted for the common signature; the method is deterministic.
+    diagonal preconditioner for CG (line search only); off by default, because it
+    helps on some problems and hurts on others (benchmarks/compare_binary.py; Hsia,
+    Chiang & Lin 2018 report the same mixed picture).  random_state is accepted for
+    the common signature; the method is deterministic.
     ``result.extra``: ``n_cg`` (Hessian-vector products in all),
     ``n_evaluations`` (oracle passes), ``n_active`` (rows with nonzero
     curvature at the end).
