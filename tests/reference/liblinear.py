@@ -1,7 +1,9 @@
 """Objectives reached by LIBLINEAR through scikit-learn: the outside reference for l2/l1 problems.
 
 With ``C = 1 / (alpha m)`` LIBLINEAR minimizes ``m C`` times our J (no
-intercept), so its solution is ours; tolerances are tight (1e-9 by default).
+intercept), so its solution is ours; our squared hinge carries a factor 1/2 that
+LIBLINEAR's L2-loss SVM does not, so there ``C = 1 / (2 alpha m)``.  Tolerances are
+tight (1e-9 by default).
 """
 
 import functools
@@ -29,7 +31,7 @@ def objective(X, y, w, loss, alpha, penalty="l2"):
 
 def liblinear_solution(X, y, loss, alpha, penalty="l2", tol=1e-9, max_iter=100_000):
     """(w, J(w)) from LIBLINEAR at tight tolerance, labels -1/+1, no intercept."""
-    C = 1.0 / (alpha * X.shape[0])
+    C = 1.0 / (alpha * X.shape[0]) / (2.0 if loss == "squared_hinge" else 1.0)
     if loss in ("hinge", "squared_hinge") and penalty == "l2":
         est = LinearSVC(loss=loss, dual=True, C=C, tol=tol, max_iter=max_iter, fit_intercept=False,
                         random_state=0)
