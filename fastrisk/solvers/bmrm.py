@@ -424,6 +424,9 @@ def _inner_l2(bundle, lam, regularizer, best):
     return bundle.combination(-1.0 / lam), -info.value / lam
 
 
+LP_MAX_COEF = 1e15  # HiGHS's default large_matrix_value: larger entries count as infinite
+
+
 class LinearProgram:
     """LP (11) in its dual form, one HiGHS model changed in place and warm-started.
 
@@ -469,6 +472,9 @@ class LinearProgram:
             coef[slot] = 1.0
             a = bundle.combination(1.0, coef)
         rows = np.flatnonzero(a)
+        if rows.size and np.abs(a[rows]).max() >= LP_MAX_COEF:
+            raise FloatingPointError(f"a cut of BMRM's l1 LP has a coefficient beyond "
+                                     f"{LP_MAX_COEF:g}, outside HiGHS's range: scale X down")
         return np.append(rows, self.n).astype(np.int32), np.append(a[rows], 1.0)
 
     def _update(self, bundle):
@@ -488,6 +494,10 @@ class LinearProgram:
         """Solve the LP over the bundle's cuts: (w_t, certified lower bound); sets bundle.beta."""
         k, n, lam = bundle.k, self.n, self.lam
         self._update(bundle)
+        if self.serials.size == 0:  # only the constant cut 0: the LP's optimum is alpha = 0
+            bundle.beta[:k] = 0.0
+            bundle.beta[0] = 1.0
+            return np.zeros(n), float(bundle.b[0])
         if not self.highs.getBasis().valid:
             self.n_cold += 1
         self.highs.run()
@@ -519,11 +529,23 @@ def _inner_l1(bundle, lam, regularizer, best):
 
 
 def project_simplex(v):
-    """Euclidean projection onto {x >= 0, sum x = 1} (sort-based)."""
+    """Euclidean projection onto {x >= 0, sum x = 1} (sort-based).
+
+    Entries of +inf (a dual step that overflowed) share the mass equally: the limit of the
+    projection as those entries grow.  With huge finite entries rounding can leave no index
+    with a positive margin; the largest entry then takes the mass (rho = 0).
+    """
+    top = np.isposinf(v)
+    if top.any():
+        return top / top.sum()
+    if np.isnan(v).any():
+        raise FloatingPointError("the bundle's inner problem produced NaN; alpha is too large "
+                                 "for the scale of the data")
     u = np.sort(v)[::-1]
     css = np.cumsum(u) - 1.0
     ind = np.arange(1, len(v) + 1)
-    rho = np.flatnonzero(u - css / ind > 0)[-1]
+    positive = np.flatnonzero(u - css / ind > 0)
+    rho = positive[-1] if positive.size else 0
     return np.maximum(v - css[rho] / (rho + 1.0), 0.0)
 
 
@@ -556,7 +578,8 @@ def _inner_generic(bundle, lam, regularizer, best, max_steps=5000):
         grad = b + bundle.products(z_w)  # cut values at w(z): the gradient of the dual at z
         lip = max(lip / 2.0, 1e-12 * lip_max)
         while True:
-            new = project_simplex(z + grad / lip)
+            with np.errstate(over="ignore"):  # an overflow to +inf is handled by the projection
+                new = project_simplex(z + grad / lip)
             new_value, new_w = dual(new)
             step = new - z
             if new_value >= z_value + grad @ step - 0.5 * lip * (step @ step) - 1e-15 * abs(best) \

@@ -107,7 +107,8 @@ def _default_gamma(problem, lam):
     (its calibration: benchmarks/bench_rda.py); tune gamma as the paper does.
     """
     lip = problem.loss.lipschitz or 1.0
-    G = lip * math.sqrt(float(problem.data.row_sqnorms().max()))
+    # all-zero rows: the subgradients vanish and every gamma > 0 gives the same run
+    G = lip * (math.sqrt(float(problem.data.row_sqnorms().max())) or 1.0)
     risk0 = problem.risk(np.zeros(problem.n_weights))
     D1 = risk0 / (lam * math.sqrt(2.0)) if lam > 0 and risk0 > 0 else 1.0
     return G / math.sqrt(D1)
