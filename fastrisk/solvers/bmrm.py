@@ -141,9 +141,9 @@ def cut_matrix(rows, cols):
 
     NumPy asks the kernel for transparent huge pages on large arrays; with the
     common THP setting ``defrag=madvise`` the first write to each page may then
-    compact memory synchronously (on the benchmark machine 2.4-2.9 s to first
-    touch 22 IMDB cuts, 276 MB, against 0.7-1.0 s with ordinary pages).  Each
-    cut row is written once and then streamed, so ordinary pages cost nothing.
+    compact memory synchronously, which makes the first write to a large bundle several
+    times slower.  Each cut row is written once and then streamed, so ordinary pages
+    cost nothing.
     """
     buffer = mmap.mmap(-1, max(rows * cols * 8, 1))
     return np.frombuffer(buffer, dtype=np.float64, count=rows * cols).reshape(rows, cols)

@@ -45,21 +45,17 @@ iterate replaces Algorithm 3's randomly drawn ``w_r``).  A phase starts
   ``gamma >= J(w_best) - J*``), so each such restart contracts the true
   suboptimality; it moves the proximal centre to the best point like the
   serious steps of the proximal bundle methods of Kiwiel (1983) that
-  Section 4 cites.  The default is measured: steps to a certified 1e-4 on a9a
-  (hinge, lambda = 1e-4 / 1e-6) 249 / 765 with 0.03 (0.01: the same), 1672 /
-  4731 with 0.1 (the certified gap is loose at small lambda, so a large
-  fraction seldom triggers a restart); without progress restarts the steps to
-  1e-4 of LIBLINEAR's objective grow up to 3x (a9a, w8a, Reuters).
+  Section 4 cites.  A small fraction is the better default: the certified gap is
+  loose at small lambda, so a large fraction seldom triggers a restart;
+  ``restart`` is an option for users who want to tune it.
 
 Why: without phases, tau_1 (the largest weight, ``~ (lambda R + A_1) / (2 R)``)
 keeps ``w_1 = 0`` a proximal point for ever, and the proximal weight per step
 ``tau_{1:t} / t ~ A / (R sqrt(2 t))`` stays far above lambda (a9a, hinge,
 lambda = 1e-4, R = 4: 4.5e-4 after 2000 steps), so ``w_{t+1}`` stays pulled toward
-the tau-weighted mean of all past iterates: on a9a (hinge, logistic) the method
-was still 1.5e-4 to 9e-4 above LIBLINEAR's objective after 20 s, and 0.07-7
-relative on Reuters.  With phases it reaches 1e-4 relative in 19-800 steps on
-a9a, w8a and Reuters at lambda = 1e-4 and 1e-6 (BMRM: 20-4400), except
-Reuters-hinge at 1e-6 (28392 steps, 123 s; BMRM 42011 steps).
+the tau-weighted mean of all past iterates and the method stalls far from the
+optimum; with phases it reaches LIBLINEAR's objective on the real data sets
+(tests/test_prox_bundle.py).
 
 Certificate: the cuts lower-bound R_emp exactly as in BMRM, so BMRM's dual
 (12) over the same bundle, maximized by a second warm-started QP, gives a
