@@ -90,6 +90,28 @@ def libsvm():
 IMDB_CACHE = Path(os.environ.get("FASTRISK_CACHE", Path.home() / ".cache" / "fastrisk"))
 
 
+def _read_cache(name):
+    """(X CSR, y) from ``$FASTRISK_CACHE/name``, or None when it is not cached yet."""
+    import scipy.sparse as sp
+
+    cache = IMDB_CACHE / name
+    if not cache.exists():
+        return None
+    with np.load(cache, allow_pickle=False) as z:
+        return sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"])), z["y"]
+
+
+def _write_cache(name, X, y):
+    """Sort X's indices, store (X, y) as ``$FASTRISK_CACHE/name`` atomically; return them."""
+    X.sort_indices()
+    IMDB_CACHE.mkdir(parents=True, exist_ok=True)
+    cache = IMDB_CACHE / name
+    tmp = cache.with_suffix(".tmp.npz")
+    np.savez(tmp, data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape), y=y)
+    os.replace(tmp, cache)
+    return X, y
+
+
 @functools.cache
 def load_imdb_bigrams():
     """IMDB train set as unigram+bigram tf-idf, (X CSR float64, y -1/+1): 25000 x ~1.5M, ~8.8M nnz.
@@ -100,13 +122,9 @@ def load_imdb_bigrams():
     """
     import tarfile
 
-    import scipy.sparse as sp
-
-    cache = IMDB_CACHE / "imdb_bigrams_train.npz"
-    if cache.exists():
-        with np.load(cache, allow_pickle=False) as z:
-            X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
-            return X, z["y"]
+    cached = _read_cache("imdb_bigrams_train.npz")
+    if cached is not None:
+        return cached
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     docs, labels = [], []
@@ -118,12 +136,7 @@ def load_imdb_bigrams():
     docs.sort()
     labels = np.array([1.0 if name.split("/")[2] == "pos" else -1.0 for name, _ in docs])
     X = TfidfVectorizer(ngram_range=(1, 2)).fit_transform([text for _, text in docs]).tocsr()
-    X.sort_indices()
-    IMDB_CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp.npz")
-    np.savez(tmp, data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape), y=labels)
-    os.replace(tmp, cache)
-    return X, labels
+    return _write_cache("imdb_bigrams_train.npz", X, labels)
 
 
 @functools.cache
@@ -136,13 +149,9 @@ def load_20news():
     """
     import tarfile
 
-    import scipy.sparse as sp
-
-    cache = IMDB_CACHE / "20news_train.npz"
-    if cache.exists():
-        with np.load(cache, allow_pickle=False) as z:
-            X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
-            return X, z["y"]
+    cached = _read_cache("20news_train.npz")
+    if cached is not None:
+        return cached
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     docs = []
@@ -155,12 +164,7 @@ def load_20news():
     groups = sorted({name.split("/")[-2] for name, _ in docs})
     labels = np.array([groups.index(name.split("/")[-2]) for name, _ in docs])
     X = TfidfVectorizer().fit_transform([text for _, text in docs]).tocsr()
-    X.sort_indices()
-    IMDB_CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp.npz")
-    np.savez(tmp, data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape), y=labels)
-    os.replace(tmp, cache)
-    return X, labels
+    return _write_cache("20news_train.npz", X, labels)
 
 
 @pytest.fixture(scope="session")
