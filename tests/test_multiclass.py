@@ -105,6 +105,21 @@ def test_certified_gap_bounds_true_gap_along_the_run(loss):
     assert gaps[-1] < gaps[0]
 
 
+def test_history_marks_estimated_objectives():
+    """Between the exact passes the recorded objective is the O(1) estimate (exact=False,
+    no bound); at each exact pass (every check_every epochs) it is J of the returned-so-far
+    iterate, with its certified gap."""
+    X, y = data(layout="csr")
+    prob = Problem(X, y, loss="multiclass_hinge", alpha=1e-3)
+    r = solve(prob, "msdca", tol=1e-14, max_iter=12, random_state=0, check_every=5,
+              shrinking=False)
+    h = r.history.as_arrays()
+    assert list(h["iteration"][h["exact"]]) == [0, 5, 10, 12]
+    assert np.isfinite(h["bound"][h["exact"]]).all()
+    assert np.isnan(h["bound"][~h["exact"]]).all()
+    assert h["objective"][-1] == pytest.approx(prob.objective(r.w), rel=1e-12)
+
+
 def test_same_bits_for_same_seed_and_warm_start():
     X, y = data(layout="csr")
     prob = Problem(X, y, loss="softmax", alpha=1e-3, n_threads=2)

@@ -148,7 +148,7 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
             # O(1): the Monitor gets the last certified iterate (the current one, transposed,
             # only for a callback)
             status = mon.check(epoch, class_major(W) if callback is not None else w, P_est,
-                               np.nan, keep_best=False)
+                               np.nan, keep_best=False, exact=False)
             if status is not None:
                 (w, P_obj), D = certify((w, P_obj))
     return mon.result(status, epoch, w=w, objective=P_obj, bound=max(P_obj - D, 0.0), dual=P,
