@@ -305,10 +305,8 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                 # the scores (||W||_1 is not needed without an l1 term)
                 for c in range(k):
                     sums[2] += g[c] * (2.0 * s[c] + sqnorm[i] * g[c])
-                for q in range(nnz):
-                    fr_axpy_k(val[q], g, &V[idx[q], 0], k)
-                if bias != 0.0:
-                    fr_axpy_k(bias, g, &V[d, 0], k)
+                # only the classes whose dual moved (a hinge step moves a few of the k)
+                row_scatter(val, idx, nnz, bias, d, g, k, k, active, n_active, &V[0, 0])
             else:
                 for q in range(nnz + (bias != 0)):
                     j = idx[q] if q < nnz else d
