@@ -7,13 +7,16 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    ``msdca`` (multiclass SDCA) with a strongly convex penalty on data (X, y);
    otherwise ``lbfgs`` when the loss is smooth and the penalty differentiable
    ("l2", "lp"), else ``bmrm``.  Measured by benchmarks/compare_multiclass.py
-   (1 thread, time to 1e-3 / 1e-4 relative suboptimality as a ratio to the
-   best peer, scikit-learn lbfgs/saga/newton-cg, cyanure, LIBLINEAR
-   Crammer-Singer): 20 Newsgroups (130108 features > 11314 rows) softmax
-   alpha 1e-4, msdca 0.22 / 0.36 and lbfgs 4.0 / 4.4; alpha 1e-6, msdca
-   0.61 / 0.86, lbfgs not there within the budget; multiclass hinge alpha
-   1e-4, msdca 1.39 / 1.39, bmrm not there.  MNIST (780 features < 10000
-   rows) softmax alpha 1e-4: lbfgs 1.42 / 1.48, msdca 2.61 / 3.15;
+   (every method rerun from scratch with a growing budget; time to 1e-3 / 1e-4
+   relative suboptimality as a ratio to the best peer, scikit-learn
+   lbfgs/saga/newton-cg, cyanure, LIBLINEAR Crammer-Singer; 1 thread unless
+   said): 20 Newsgroups (130108 features > 11314 rows) softmax alpha 1e-4,
+   msdca 0.35 / 0.60 (2 threads 0.54 / 0.58), lbfgs 5.2 / 5.2; alpha 1e-6,
+   msdca 0.09 at 1e-3 (lbfgs 0.69; no peer reached 1e-4 within the budget,
+   msdca did); multiclass hinge alpha 1e-4, msdca 0.58 / 0.71 (2 threads
+   0.30 / 0.52), bmrm not there; alpha 1e-6: neither msdca nor bmrm reached
+   1e-3 within the budget, LIBLINEAR did.  MNIST (780 features < 10000 rows)
+   softmax alpha 1e-4: lbfgs 1.42 / 1.48, msdca 2.61 / 3.15;
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
    NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
