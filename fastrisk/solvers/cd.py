@@ -17,7 +17,10 @@ Algorithm (newGLMNET, Yuan, Ho & Lin 2012, Algorithm 3; LIBLINEAR's ``solve_l1r_
 4. coordinate descent on the quadratic model over the working set until the sum of
    its violations is at most eps_in times that of the first iteration (eps_in
    starts at 1 and is divided by 4 each time a single pass suffices) and at most
-   0.1 times the current outer violations (an inexact-Newton forcing term);
+   0.1 times the current outer violations (an inexact-Newton forcing term); the passes
+   run over the columns of X_W (O(nnz(X_W)) each) or, when the working set is small and
+   the passes many, over its Gram matrix X_W^T diag(h) X_W (built once per iteration,
+   O(|W|^2) per pass; ``inner=``);
 5. Armijo line search along the model's minimizer (their eqs. (19)-(20)).
 
 Certificate (Massias, Gramfort & Salmon 2018, Section 3): any dual point u gives
@@ -53,7 +56,7 @@ import scipy.sparse as sp
 
 from fastrisk import _cd
 from fastrisk.config import resolve_n_threads
-from fastrisk.solvers._checks import start_weights
+from fastrisk.solvers._checks import check_choice, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
@@ -64,6 +67,7 @@ FORCING = 0.1                     # inner stop: violations <= FORCING x the oute
 PASS_GRAIN = 50_000               # nonzeros per thread below which the column pass is serial
 ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line search slack)
 SCREEN_MARGIN = 1e-9              # relative slack of the sphere test against rounding
+GRAM_MAX_COLUMNS = 2000           # largest working set of the Gram inner solve (32 MB)
 
 
 def column_view(data):
@@ -115,7 +119,7 @@ def _raise_on(status, problem):
 
 def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, callback=None,
              verbose=0, start=None, check_every=1, n_threads=None, random_state=None,
-             screening=True, columns=None):
+             screening=True, columns=None, inner="auto"):
     """Minimize ``problem`` by proximal Newton / coordinate descent; see the module docstring.
 
     ``max_iter`` counts Newton (outer) iterations.  Options beyond the common ones:
@@ -125,10 +129,14 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     random_state: seed of the coordinate order in the inner passes.
     screening: Gap Safe screening (needs a loss with bounded l'', an l1 term).
     columns: the ``column_view(problem.data)`` to use (made here when None).
+    inner: the inner solver: "columns" (passes over X_W), "gram" (passes over the
+        Gram matrix of W) or "auto" (the one estimated cheaper, Gram only up to
+        GRAM_MAX_COLUMNS working columns).
 
     ``result.extra``: ``dual`` (the dual point u of the best D), ``dual_objective``,
     ``n_screened`` (columns removed by screening), ``screened`` (their indices),
-    ``n_working`` (working-set size of the last iteration), ``n_inner_passes``.
+    ``n_working`` (working-set size of the last iteration), ``n_inner_passes``,
+    ``n_gram`` (outer iterations whose inner solve ran on the Gram matrix).
     """
     _check_problem(problem)
     lam1, lam2 = penalty_split(problem)
@@ -137,6 +145,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         raise ValueError(f"check_every must be an integer >= 1, got {check_every!r}")
     if not isinstance(screening, (bool, np.bool_)):
         raise ValueError(f"screening must be a bool, got {screening!r}")
+    check_choice(inner, "inner", ("auto", "columns", "gram"))
     mon = Monitor(problem, "cd", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
     data, loss = problem.data, problem.loss
@@ -172,9 +181,42 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                                              / (2.0 * lam2))
         return -inv_m * risk - reg
 
+    rows = (data.data, data.indices, data.indptr.astype(np.int64, copy=False), data.dense)
+    pos = np.full(data.n_features + 1, -1, dtype=np.int64)  # column -> position in W
+    col_nnz = np.diff(cols[2]).astype(np.float64)
+
+    def gram_pays(working, passes):
+        """Whether the Gram inner solve is estimated cheaper than the column one.
+
+        Column passes cost 2 nnz(X_W) each; the Gram matrix costs nnz(X) plus
+        sum_i r_i^2 / 2 (estimated as nnz(X_W)^2 / (2m), r_i uniform) once, then
+        |W|^2 per pass; the pass count is guessed from the previous inner solve.
+        """
+        n_w = working.shape[0]
+        if n_w > GRAM_MAX_COLUMNS:
+            return False
+        nnz_w = float(col_nnz[working].sum())
+        gram_cost = data.nnz + nnz_w * nnz_w / (2.0 * m) + passes * n_w * n_w + nnz_w
+        return gram_cost < 2.0 * passes * nnz_w
+
+    def gram_inner(working, stop):
+        """newGLMNET's inner coordinate descent on the Gram matrix of W; sets wpd and X d."""
+        n_w = working.shape[0]
+        pos[working] = np.arange(n_w)
+        H = np.empty((n_w, n_w))
+        _cd.gram(*rows, data.bias, pos, h, H, np.empty(n_w), np.empty(n_w, dtype=np.int64))
+        pos[working] = -1
+        w_w = w[working]
+        wpd_w, q = w_w.copy(), np.zeros(n_w)
+        passes = _cd.inner_cd_gram(H, np.arange(n_w, dtype=np.int64), grad[working], w_w, wpd_w,
+                                   q, lam1, lam2, NU, stop, MAX_INNER_PASSES, inv_m, rng)
+        wpd[working] = wpd_w
+        _cd.column_combination(*cols, working, wpd_w - w_w, xtd)
+        return passes
+
     M_prev, gnorm1_init, inner_eps = math.inf, None, 1.0
     D_best, u_best, gap = -math.inf, None, math.nan
-    status, it, n_passes, n_working = None, 0, 0, n_weights
+    status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
     with mon.interruptible():
         while status is None:
             it += 1
@@ -217,10 +259,14 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             n_working = working.shape[0]
             grad[kept] = G
             wpd[working] = w[working]
-            xtd[:] = 0.0
             stop = min(inner_eps * gnorm1_init, FORCING * gnorm1)
-            passes = _cd.inner_cd(*cols, h, working, n_working, grad, hdiag, w, wpd, xtd, lam1,
-                                  lam2, NU, stop, MAX_INNER_PASSES, inv_m, rng)
+            if inner == "gram" or (inner == "auto" and gram_pays(working, passes)):
+                passes = gram_inner(working, stop)
+                n_gram += 1
+            else:
+                xtd[:] = 0.0
+                passes = _cd.inner_cd(*cols, h, working, n_working, grad, hdiag, w, wpd, xtd,
+                                      lam1, lam2, NU, stop, MAX_INNER_PASSES, inv_m, rng)
             n_passes += passes
             if passes == 1:
                 inner_eps *= 0.25
@@ -240,7 +286,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     screened = np.flatnonzero(screened)
     return mon.result(status, it, w=w, objective=P, bound=gap, dual=u_best, dual_objective=D_best,
                       n_screened=int(screened.shape[0]), screened=screened,
-                      n_working=int(n_working), n_inner_passes=int(n_passes))
+                      n_working=int(n_working), n_inner_passes=int(n_passes),
+                      n_gram=int(n_gram))
 
 
 SOLVER_INFO = SolverInfo(
