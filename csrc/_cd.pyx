@@ -250,10 +250,12 @@ def gram(const floating[::1] data, const index_t[::1] indices, const int64_t[::1
             for a in range(r):
                 hv = h[i] * vbuf[a]
                 pa = pbuf[a]
-                for b in range(r):
+                for b in range(a, r):
                     pb = pbuf[b]
                     if pa <= pb:
                         H[pa, pb] += hv * vbuf[b]
+                    else:
+                        H[pb, pa] += hv * vbuf[b]
         for a in range(n):
             for b in range(a):
                 H[a, b] = H[b, a]
@@ -269,11 +271,13 @@ def inner_cd_gram(const double[:, ::1] H, int64_t[::1] active, const double[::1]
     over positions 0..|W|-1 (``active``: a permutation of them; ``grad``, ``w``,
     ``wpd`` indexed by position), keeping q = H d (zero on entry) instead of X d:
     a coordinate costs O(1) to read and O(|W|) to move, so a pass costs at most
-    O(|W|^2) whatever nnz(X_W).  X d is left to the caller.
+    O(|W|^2) whatever nnz(X_W).  X d is left to the caller.  Returns (passes,
+    whether the stopping rule was met).
     """
     cdef Py_ssize_t p, s, k, j, n_active = active.shape[0], n_qp = active.shape[0]
     cdef double G, viol, z, gnorm1, gmax, gmax_old = INFINITY
     cdef double lam2nu = lam2 + nu
+    cdef bint done = False
     with nogil:
         p = 0
         while p < max_passes:
@@ -301,12 +305,50 @@ def inner_cd_gram(const double[:, ::1] H, int64_t[::1] active, const double[::1]
                     q[k] += z * H[j, k]
             if gnorm1 <= stop:
                 if n_qp == n_active:
+                    done = True
                     break
                 n_qp = n_active
                 gmax_old = INFINITY
             else:
                 gmax_old = gmax
-    return p
+    return p, done
+
+
+def cholesky_solve(double[:, ::1] A, double[::1] b):
+    """Solve A x = b for a symmetric positive definite A in place (x into b); False if
+    A is not numerically positive definite.
+
+    A dense Cholesky factorization (A = L L^T, L into the lower triangle of A) and two
+    triangular solves, in a fixed order: serial, so the bits do not depend on a BLAS's
+    threads (the systems are small: the support of a Newton step on the Gram matrix).
+    """
+    cdef Py_ssize_t i, j, k, n = A.shape[0]
+    cdef double acc
+    with nogil:
+        for j in range(n):
+            acc = A[j, j]
+            for k in range(j):
+                acc -= A[j, k] * A[j, k]
+            if not acc > 0.0:
+                with gil:
+                    return False
+            A[j, j] = sqrt(acc)
+            for i in range(j + 1, n):
+                acc = A[i, j]
+                for k in range(j):
+                    acc -= A[i, k] * A[j, k]
+                A[i, j] = acc / A[j, j]
+        for i in range(n):
+            acc = b[i]
+            for k in range(i):
+                acc -= A[i, k] * b[k]
+            b[i] = acc / A[i, i]
+        for i in range(n - 1, -1, -1):
+            acc = b[i]
+            for k in range(i + 1, n):
+                acc -= A[k, i] * b[k]
+            b[i] = acc / A[i, i]
+    return True
 
 
 def column_combination(const floating[::1] data, const index_t[::1] indices,

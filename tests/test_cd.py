@@ -176,6 +176,22 @@ def test_auto_inner_switches_to_the_gram_matrix_on_collinear_one_hot_columns():
     assert abs(auto.objective - J_ll) <= 1e-6 * J_ll
 
 
+def test_newton_steps_on_the_support_converge_on_nearly_collinear_columns():
+    # two features near 100 and the intercept (scikit-learn's estimator checks use such
+    # data): coordinate descent creeps along the near-null direction of the Hessian; the
+    # Gram inner solve's Newton steps on the support reach a certified 1e-8 in a few
+    # dozen outer iterations (the column passes alone need over 10^4)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(67, 2)) + 100.0
+    y = np.where(rng.uniform(size=67) > 0.5, 1.0, -1.0)
+    prob = fr.Problem(X, y, loss="logistic", penalty="l1", alpha=7.6e-5, fit_intercept=True)
+    res = solve_cd(prob, tol=1e-8, max_iter=1000)
+    assert res.status == "converged" and res.n_iter <= 200 and res.extra["n_gram"] > 0
+    J_ll = prob.objective(_liblinear_l1(X, y, 7.6e-5, True))
+    assert abs(res.objective - J_ll) <= 1e-6 * J_ll
+    assert res.objective <= J_ll + res.gap + 1e-14
+
+
 @pytest.mark.parametrize("inner", INNER)
 def test_layouts_dtypes_and_index_types_give_the_same_solution(inner):
     X, y = _classification()
