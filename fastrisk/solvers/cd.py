@@ -186,9 +186,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                                              / (2.0 * lam2))
         return -inv_m * risk - reg
 
-    rows = (data.data, data.indices, data.indptr.astype(np.int64, copy=False), data.dense)
-    pos = np.full(data.n_features + 1, -1, dtype=np.int64)  # column -> position in W
-    col_nnz = np.diff(cols[2]).astype(np.float64)
+    rows, pos = None, None  # the row view and column -> position in W, made at first use
 
     def gram_pays(working, passes):
         """Whether the Gram inner solve is estimated cheaper than the column one.
@@ -200,7 +198,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         n_w = working.shape[0]
         if n_w > GRAM_MAX_COLUMNS:
             return False
-        nnz_w = float(col_nnz[working].sum())
+        nnz_w = float((cols[2][working + 1] - cols[2][working]).sum())
         gram_cost = data.nnz + nnz_w * nnz_w / (2.0 * m) + passes * n_w * n_w + nnz_w
         return gram_cost < 2.0 * passes * nnz_w
 
@@ -211,6 +209,10 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         the model's nonzero coordinates S (``polish``) before the passes go on: on
         nearly collinear columns coordinate descent creeps, the reduced system does not.
         """
+        nonlocal rows, pos
+        if rows is None:
+            rows = (data.data, data.indices, data.indptr.astype(np.int64), data.dense)
+            pos = np.full(data.n_features + 1, -1, dtype=np.int64)
         n_w = working.shape[0]
         pos[working] = np.arange(n_w)
         H = np.empty((n_w, n_w))
@@ -341,8 +343,13 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                 status = "stalled"
     if mon.interrupted:
         status = "interrupted"
-    # the reported objective and gap are recomputed from X w (f accumulated updates)
-    P = problem.objective(w)
+    # the reported objective and gap are recomputed from X w (f accumulated updates), read
+    # from the support's columns only
+    support = np.flatnonzero(w)
+    _cd.column_combination(*cols, support, w[support], f)
+    loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
+    _raise_on(st, problem)
+    P = loss_value + lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(w @ w)
     gap = max(P - D_best, 0.0)
     screened = np.ones(n_weights, dtype=bool)
     screened[kept] = False
