@@ -13,7 +13,9 @@ Algorithm (newGLMNET, Yuan, Ho & Lin 2012, Algorithm 3; LIBLINEAR's ``solve_l1r_
 2. certificate (below) and Gap Safe screening;
 3. working set: every coordinate except the zero ones whose |G_j| is below
    lam1 - M / m, M the largest optimality violation of the previous iteration
-   (newGLMNET's outer shrinking, their eq. (31));
+   (newGLMNET's outer shrinking, their eq. (31)), M = 0 at the first iteration: the
+   nonzeros and the violators only (with M = inf, every column of a wide problem would
+   enter the first inner solve);
 4. coordinate descent on the quadratic model over the working set until the sum of
    its violations is at most eps_in times that of the first iteration (eps_in
    starts at 1 and is divided by 4 each time a single pass suffices) and at most
@@ -279,7 +281,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         wpd_w[S] = new
         return True
 
-    M_prev, gnorm1_init, inner_eps = math.inf, None, 1.0
+    M_prev, gnorm1_init, inner_eps = 0.0, None, 1.0
     D_best, u_best, gap = -math.inf, None, math.nan
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
     with mon.interruptible():
