@@ -168,7 +168,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     rng = np.array([np.random.default_rng(random_state).integers(2**63)], dtype=np.uint64)
 
     w = start_weights(problem, start)
-    f = data.decision(w)
+    f = data.decision(w) if w.any() else np.zeros(m)  # no pass over X from w = 0
     kept = np.arange(n_weights, dtype=np.int64)  # columns not screened out
     grad, hdiag, wpd = np.zeros(n_weights), np.zeros(n_weights), w.copy()
     deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
