@@ -10,10 +10,11 @@ descent minimizes the quadratic model
 
 over a working set W of columns, keeping X d in ``xtd`` (``inner_cd``) or, on
 the Gram matrix X_W^T diag(h) X_W of a small working set, H d (``gram``,
-``inner_cd_gram``); a backtracking line search along d then gives the next w.  X is read by columns: ``(data,
-indices, indptr, dense)`` is the CSC view made once by the solver (for a dense
-matrix: the column-major copy, ``indices = arange(m)`` shared by every
-column, ``indptr[j] = j m``), the intercept's constant column included.
+``inner_cd_gram``); a backtracking line search along d then gives the next w.
+X is read by columns: ``(data, indices, indptr, dense)`` is the CSC view made
+once by the solver (for a dense matrix: the column-major copy, ``indices =
+arange(m)`` shared by every column, ``indptr[j] = j m``), the intercept's
+constant column included; ``gram`` reads the rows (the Dataset's row view).
 Every function runs without the GIL; status codes of fr_loss.h are returned.
 """
 
