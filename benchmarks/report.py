@@ -48,6 +48,7 @@ STANDARD_RUNS = {
                 "--out", "benchmarks/results/compare_binary_2threads.md"],
     "l1": ["compare_l1.py"],
     "multiclass": ["compare_multiclass.py"],
+    "threads": ["compare_threads.py"],
     "voracle": ["bench_voracle.py"],
     "scale": ["bench_scale.py"],
     "memory": ["memory_binary.py", "--out", "benchmarks/results/memory_binary.md"],
