@@ -136,9 +136,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     random_state: seed of the coordinate order in the inner passes.
     screening: Gap Safe screening (needs a loss with bounded l'', an l1 term).
     columns: the ``column_view(problem.data)`` to use (made here when None).
-    inner: the inner solver: "columns" (passes over X_W), "gram" (passes over the
-        Gram matrix of W) or "auto" (the one estimated cheaper, Gram only up to
-        GRAM_MAX_COLUMNS working columns).
+    inner: "columns" (inner passes over X_W), "gram" (over the Gram matrix of W) or
+    "auto" (the one estimated cheaper; Gram up to GRAM_MAX_COLUMNS working columns).
 
     ``result.extra``: ``dual`` (the dual point u of the best D), ``dual_objective``,
     ``n_screened`` (columns removed by screening), ``screened`` (their indices),
