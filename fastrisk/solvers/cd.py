@@ -188,19 +188,23 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         return -inv_m * risk - reg
 
     rows, pos = None, None  # the row view and column -> position in W, made at first use
+    row_sq = float(np.square(np.diff(data.indptr).astype(np.float64)).sum()) \
+        if not data.dense else float(m) * data.n_features ** 2  # sum_i nnz(x_i)^2
 
     def gram_pays(working, passes):
         """Whether the Gram inner solve is estimated cheaper than the column one.
 
         Column passes cost 2 nnz(X_W) each; the Gram matrix costs nnz(X) plus
-        sum_i r_i^2 / 2 (estimated as nnz(X_W)^2 / (2m), r_i uniform) once, then
-        |W|^2 per pass; the pass count is guessed from the previous inner solve.
+        sum_i r_i^2 / 2 once (r_i the row's nonzeros in W, estimated as the row's
+        nonzeros in X times nnz(X_W) / nnz(X)), then |W|^2 per pass; the pass count
+        is guessed from the previous inner solve.
         """
         n_w = working.shape[0]
         if n_w > GRAM_MAX_COLUMNS:
             return False
         nnz_w = float((cols[2][working + 1] - cols[2][working]).sum())
-        gram_cost = data.nnz + nnz_w * nnz_w / (2.0 * m) + passes * n_w * n_w + nnz_w
+        pairs = row_sq * (nnz_w / max(data.nnz, 1)) ** 2  # rows' nonzeros thinned evenly
+        gram_cost = data.nnz + pairs / 2.0 + passes * n_w * n_w + nnz_w
         return gram_cost < 2.0 * passes * nnz_w
 
     def gram_inner(working, stop):
