@@ -100,6 +100,7 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
     bundle.extra["beta_lb"][0] = 1.0
     Ac, Aw = bundle.extra["Ac"], bundle.extra["Aw"]
     w = start_weights(problem, start)
+    w_sq = float(w @ w)  # ||w||^2 of the query point, formed once per iterate
     c = np.zeros(problem.n_weights)  # sum_i tau_i w_i over the phase's proximal points
     lower, best_A, t_phase, tau_sum = -np.inf, 0.0, 0, 0.0
     new_phase, n_phases, phase_J, phase_gap = True, 0, math.inf, math.inf
@@ -109,13 +110,21 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
         while status is None:
             t += 1
             risk, a = problem.oracle(w)
-            objective = 0.5 * lam * float(w @ w) + risk
-            A_t = float(np.linalg.norm(a))
+            objective = 0.5 * lam * w_sq + risk
             start = time.perf_counter()
-            aw = float(a @ w)
-            bundle.add(a, risk - aw, t, Ac=float(a @ c), Aw=aw, beta_lb=0.0)
+            ac = float(a @ c)
+            bundle.add(a, 0.0, t, Ac=ac, beta_lb=0.0)
             k = bundle.k
             Q, b = bundle.Q[:k, :k], bundle.b[:k]
+            A_t = math.sqrt(Q[k - 1, k - 1])  # ||a_t||, the new Gram row's diagonal entry
+            if t == 1:
+                aw = float(a @ w)
+            else:
+                # w = (c - t' A^T beta) / s' of the previous step (c, beta unchanged since;
+                # making room keeps A^T beta), so <a_t, w> comes from the new Gram row
+                aw = (ac - t_phase * float(Q[k - 1] @ bundle.beta[:k])) / s
+            b[k - 1] = risk - aw
+            Aw[k - 1] = aw
             gram_seconds += time.perf_counter() - start
 
             start = time.perf_counter()
@@ -152,13 +161,14 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             bundle.beta[:k] = beta
             w = bundle.combination(-t_phase / s, base=c, base_scale=1.0 / s)  # (c - t A beta) / s
             Aw[:k] = (Ac[:k] - t_phase * (Q @ beta)) / s
+            w_sq = float(w @ w)
             inner_seconds += time.perf_counter() - start
 
             bundle.mark_active(t, beta_lb)
             # Algorithm 3's optimistic test with the target suboptimality eps; a new phase
             # starts when R grows
             eps = max(tol * abs(mon.best_objective), abs_tol)
-            while float(np.linalg.norm(w)) >= R - math.sqrt(2.0 * eps / lam):
+            while math.sqrt(w_sq) >= R - math.sqrt(2.0 * eps / lam):
                 R *= math.sqrt(2.0)
                 new_phase = True
     if mon.interrupted:
