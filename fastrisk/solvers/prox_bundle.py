@@ -16,8 +16,11 @@ constant cut (0, b_0) of BMRM carrying the slack) the dual is the QP of
 ``s = lambda t + tau_{1:t}``.  ``A c`` and ``A w`` are kept per cut without a pass
 over the cut matrix: ``A c`` grows by ``tau_t A w_t`` and, from the step's formula,
 ``A w_{t+1} = (A c - t Q beta) / s`` (O(k^2) with the Gram matrix Q = A A^T); a new
-cut gets ``<a, c>`` and ``<a, w>`` directly, and only a phase started at an earlier
-iterate forms the products with the cuts once (``Bundle.products``; cuts stored as in
+cut gets ``<a, c>`` directly and ``<a, w> = (<a, c> - t (Q beta)_new) / s`` from its Gram
+row (w was formed from the same c and beta), its norm from the Gram diagonal and
+``||w||^2`` once per iterate, so a step makes one dense pass over the new cut
+besides the Gram row; only a phase started at an earlier iterate forms the
+products with the cuts once (``Bundle.products``; cuts stored as in
 BMRM, in the sample space on wide data).  The bundle is BMRM's (same bound and
 aggregation; both arrays are linear in the cut, so they aggregate alike).
 
