@@ -439,7 +439,9 @@ cdef inline Py_ssize_t drop_step(double a, Py_ssize_t t, Py_ssize_t t_end, doubl
     cdef Py_ssize_t r
     if pnorm_threshold(lam, grho, t) >= a:
         return t
-    if lam > 0.0:
+    if lam > 0.0 and grho == 0.0:
+        est = a / lam
+    elif lam > 0.0:
         u = (-grho + sqrt(grho * grho + 4.0 * lam * a)) / (2.0 * lam)
         est = u * u
     elif grho > 0.0:
@@ -486,18 +488,23 @@ cdef inline void bucket_unlink(Py_ssize_t* head, Py_ssize_t* nxt, Py_ssize_t* pr
         prv[nxt[j]] = prv[j]
 
 
-cdef inline void pnorm_catch_up(const DD* P, Py_ssize_t ne, Py_ssize_t t0, const double* binom,
-                                double s, double* acc_j, Py_ssize_t* last_j, Py_ssize_t drop_j,
+cdef inline void pnorm_catch_up(const DD* P, const double* cth, Py_ssize_t ne, Py_ssize_t t0,
+                                const double* binom, double s, double* acc_j,
+                                Py_ssize_t* last_j, Py_ssize_t drop_j,
                                 Py_ssize_t upto) noexcept nogil:
     """acc_j += sum_{r = last_j}^{min(upto, drop_j)} w_{r,j} for a constant S_j = s:
     w_{r,j} = -sgn(s) c_r (|s| - th_{r-1})^{ne-1}, expanded binomially over the
-    prefix sums P[i][k] = sum_{t0 < r <= t0 + i} c_r th_{r-1}^k (Horner in |s|)."""
+    prefix sums P[i][k] = sum_{t0 < r <= t0 + i} c_r th_{r-1}^k (Horner in |s|);
+    a window of one step takes its term directly from cth[i] = (c_r, th_{r-1})."""
     cdef Py_ssize_t e = min(upto, drop_j), k
     cdef DD res, lo_k, diff
     cdef double a = fabs(s)
     res.hi = 0.0
     res.lo = 0.0
-    if e >= last_j[0]:
+    if e == last_j[0]:
+        acc_j[0] -= sgn(s) * (cth[2 * (e - t0)]
+                              * pow_q1(a - cth[2 * (e - t0) + 1], <double>(ne - 1), True))
+    elif e > last_j[0]:
         for k in range(ne):
             lo_k = P[(last_j[0] - 1 - t0) * ne + k]
             lo_k.hi = -lo_k.hi
@@ -565,6 +572,8 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
     prv_buf = np.empty(D, dtype=np.intp)
     head_buf = np.full(n_steps + 1, -1, dtype=np.intp)
     P_buf = np.zeros((n_steps + 1) * ne * 2)
+    cth_buf = np.zeros(2 * (n_steps + 1))
+    cdef double[::1] cth = cth_buf
     cdef Py_ssize_t[::1] drop = drop_buf
     cdef Py_ssize_t[::1] last = last_buf
     cdef Py_ssize_t[::1] nxt = nxt_buf
@@ -612,6 +621,8 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
                 if norm.hi + norm.lo > 0.0:
                     scale = (p - 1.0) / (gamma * sqrt(<double>(t - 1))) \
                         / pow(norm.hi + norm.lo, (q_exp - 2.0) / q_exp)
+            cth[2 * (t - t0)] = scale
+            cth[2 * (t - t0) + 1] = th
             thk.hi = 1.0
             thk.lo = 0.0
             for k in range(ne):
@@ -641,7 +652,8 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
                 for kk in range(nnz + (bias != 0.0)):
                     j = idx[kk] if kk < nnz else d
-                    pnorm_catch_up(P, ne, t0, binom_e, S[j], &acc[j], &last[j], drop[j], t)
+                    pnorm_catch_up(P, &cth[0], ne, t0, binom_e, S[j], &acc[j], &last[j],
+                                   drop[j], t)
                     a_old = 0.0
                     if drop[j] >= t:
                         # active: leaves the sums and its bucket, rejoins below if still above
@@ -662,7 +674,8 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
                             bucket_link(&head[0], &nxt[0], &prv[0], j, r - t0)
                     power_update(A, qi, a_old, a_new)
         for j in range(D):
-            pnorm_catch_up(P, ne, t0, binom_e, S[j], &acc[j], &last[j], drop[j], t_end)
+            pnorm_catch_up(P, &cth[0], ne, t0, binom_e, S[j], &acc[j], &last[j], drop[j],
+                           t_end)
     return total, (STATUS_OK if total == total and fabs(total) < 1e308 else STATUS_OVERFLOW)
 
 
