@@ -431,6 +431,16 @@ cdef inline double pnorm_threshold(double lam, double grho, Py_ssize_t r) noexce
     return lam * <double>r + grho * sqrt(<double>r)
 
 
+cdef struct PCoord:
+    # the state of one coordinate in the p-norm kernel: S_j, acc_j, the last step
+    # the coordinate is active (w_{r,j} != 0 for r <= drop) and the first step not
+    # yet in acc_j
+    double S
+    double acc
+    Py_ssize_t drop
+    Py_ssize_t last
+
+
 cdef inline Py_ssize_t drop_step(double a, Py_ssize_t t, Py_ssize_t t_end, double lam,
                                  double grho) noexcept nogil:
     """The first r >= t with th_r >= a (t_end when none up to t_end - 1): from the
@@ -564,18 +574,17 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
     t_end = t0 + n_steps
     fbuf = np.empty(batch_size)
     cdef double[::1] f = fbuf
-    # per coordinate: the last step the coordinate is active (w_{r,j} != 0 for
-    # r <= drop), the first step not yet in acc_j, the bucket links
-    drop_buf = np.empty(D, dtype=np.intp)
-    last_buf = np.full(D, t0 + 1, dtype=np.intp)
+    # per coordinate, side by side (one cache line per row coordinate; see PCoord),
+    # and the bucket links
+    coord_buf = np.empty(4 * D)
+    cdef double[::1] coord_mem = coord_buf
+    cdef PCoord* cs = <PCoord*>&coord_mem[0]
     nxt_buf = np.empty(D, dtype=np.intp)
     prv_buf = np.empty(D, dtype=np.intp)
     head_buf = np.full(n_steps + 1, -1, dtype=np.intp)
     P_buf = np.zeros((n_steps + 1) * ne * 2)
     cth_buf = np.zeros(2 * (n_steps + 1))
     cdef double[::1] cth = cth_buf
-    cdef Py_ssize_t[::1] drop = drop_buf
-    cdef Py_ssize_t[::1] last = last_buf
     cdef Py_ssize_t[::1] nxt = nxt_buf
     cdef Py_ssize_t[::1] prv = prv_buf
     cdef Py_ssize_t[::1] head = head_buf
@@ -590,14 +599,17 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
         binom_e[k] = 1.0 if k == 0 else -binom_e[k - 1] * (qi - k) / k
     with nogil:
         for j in range(D):
-            drop[j] = t0
-            if S[j] != 0.0:
-                drop[j] = drop_step(fabs(S[j]), t0, t_end, lam, grho)
-                if drop[j] > t0:
+            cs[j].S = S[j]
+            cs[j].acc = acc[j]
+            cs[j].last = t0 + 1
+            cs[j].drop = t0
+            if cs[j].S != 0.0:
+                cs[j].drop = drop_step(fabs(cs[j].S), t0, t_end, lam, grho)
+                if cs[j].drop > t0:
                     n_act += 1
-                    power_update(A, qi, 0.0, fabs(S[j]))
-                    if drop[j] < t_end:
-                        bucket_link(&head[0], &nxt[0], &prv[0], j, drop[j] - t0)
+                    power_update(A, qi, 0.0, fabs(cs[j].S))
+                    if cs[j].drop < t_end:
+                        bucket_link(&head[0], &nxt[0], &prv[0], j, cs[j].drop - t0)
         for step in range(n_steps):
             t = t0 + step + 1
             lo = step * batch_size
@@ -607,7 +619,7 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
             j = head[t - 1 - t0]
             while j >= 0:
                 n_act -= 1
-                power_update(A, qi, fabs(S[j]), 0.0)
+                power_update(A, qi, fabs(cs[j].S), 0.0)
                 j = nxt[j]
             # 2. N_t and w_t = c_t v over the active set, in closed form
             scale = 0.0
@@ -636,9 +648,9 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
                 fval = 0.0
                 for kk in range(nnz + (bias != 0.0)):
                     j = idx[kk] if kk < nnz else d
-                    if drop[j] >= t:
-                        m = fabs(S[j]) - th
-                        v = -sgn(S[j]) * pow_q1(m, q_exp - 1.0, True)
+                    if cs[j].drop >= t:
+                        m = fabs(cs[j].S) - th
+                        v = -sgn(cs[j].S) * pow_q1(m, q_exp - 1.0, True)
                         fval += (val[kk] if kk < nnz else bias) * (scale * v)
                 f[q - lo] = fval
             for q in range(lo, hi):
@@ -652,30 +664,32 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
                 for kk in range(nnz + (bias != 0.0)):
                     j = idx[kk] if kk < nnz else d
-                    pnorm_catch_up(P, &cth[0], ne, t0, binom_e, S[j], &acc[j], &last[j],
-                                   drop[j], t)
+                    pnorm_catch_up(P, &cth[0], ne, t0, binom_e, cs[j].S, &cs[j].acc, &cs[j].last,
+                                   cs[j].drop, t)
                     a_old = 0.0
-                    if drop[j] >= t:
+                    if cs[j].drop >= t:
                         # active: leaves the sums and its bucket, rejoins below if still above
-                        a_old = fabs(S[j])
+                        a_old = fabs(cs[j].S)
                         n_act -= 1
-                        if drop[j] < t_end:
-                            bucket_unlink(&head[0], &nxt[0], &prv[0], j, drop[j] - t0)
-                    S[j] += coef * (val[kk] if kk < nnz else bias)
+                        if cs[j].drop < t_end:
+                            bucket_unlink(&head[0], &nxt[0], &prv[0], j, cs[j].drop - t0)
+                    cs[j].S += coef * (val[kk] if kk < nnz else bias)
                     # active from step t + 1 on, or not (marked as t - 1: the catch-up
                     # above already holds step t's term)
-                    r = drop_step(fabs(S[j]), t, t_end, lam, grho) if S[j] != 0.0 else t
-                    drop[j] = r if r > t else t - 1
+                    r = drop_step(fabs(cs[j].S), t, t_end, lam, grho) if cs[j].S != 0.0 else t
+                    cs[j].drop = r if r > t else t - 1
                     a_new = 0.0
                     if r > t:
-                        a_new = fabs(S[j])
+                        a_new = fabs(cs[j].S)
                         n_act += 1
                         if r < t_end:
                             bucket_link(&head[0], &nxt[0], &prv[0], j, r - t0)
                     power_update(A, qi, a_old, a_new)
         for j in range(D):
-            pnorm_catch_up(P, &cth[0], ne, t0, binom_e, S[j], &acc[j], &last[j], drop[j],
-                           t_end)
+            pnorm_catch_up(P, &cth[0], ne, t0, binom_e, cs[j].S, &cs[j].acc, &cs[j].last,
+                           cs[j].drop, t_end)
+            S[j] = cs[j].S
+            acc[j] = cs[j].acc
     return total, (STATUS_OK if total == total and fabs(total) < 1e308 else STATUS_OVERFLOW)
 
 
