@@ -251,13 +251,15 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
                     const int64_t[::1] order, Py_ssize_t batch_size,
                     int loss, double loss_param,
                     double[::1] S, double[::1] acc, Py_ssize_t t0,
-                    double lam, double gamma, double rho, double p):
+                    double lam, double gamma, double rho, double p, double beta=0.0):
     """Steps t = t0 + 1 ..: w_t = theta^{-1}(g_hat_{t-1}) with
-    g_hat_r = -((p - 1) / (gamma sqrt(r))) shrink(S, lam r + gamma rho sqrt(r))
+    g_hat_r = -((p - 1) / beta_r) shrink(S, lam r + rho beta_r), beta_r = gamma sqrt(r) + beta
     and theta^{-1}_j(g) = sgn(g_j) |g_j|^{q-1} / ||g||_q^{q-2}; acc += w_t.
+    ``beta`` is 0 for Lipschitz losses and the curvature offset L of
+    fastrisk/solvers/_steps.py for losses with an unbounded derivative.
 
     Every coordinate of w_t has the form w_{t,j} = c_t v_{t,j} with the
-    global factor c_t = (p - 1) / (gamma sqrt(r)) / N_t^{(q-2)/q},
+    global factor c_t = (p - 1) / beta_r / N_t^{(q-2)/q},
     N_t = sum_j m_j^q, and v_{t,j} = -sgn(S_j) m_j^{q-1}, m_j = |S_j| - th_r > 0.
     The threshold th_r is nondecreasing in r, so a coordinate with
     |S_j| <= th_r stays zero until a row changes S_j: only the active set
@@ -299,7 +301,7 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
     cdef double* e
     with nogil:
         # the active set at the first step: the coordinates above th_{t0}
-        th = lam * t0 + gamma * rho * sqrt(<double>t0)
+        th = lam * t0 + gamma * rho * sqrt(<double>t0) + rho * beta
         for j in range(D):
             if fabs(S[j]) > th:
                 pos[j] = n_act
@@ -312,7 +314,7 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
             hi = min(lo + batch_size, n_rows)
             # 1. acc += w_{t-1} (deferred); w_t = scale * v over the active set
             r = <double>(t - 1)
-            th = lam * r + gamma * rho * sqrt(r)
+            th = lam * r + gamma * rho * sqrt(r) + rho * beta
             norm_q = 0.0
             slot = 0
             while slot < n_act:
@@ -338,8 +340,8 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
                 e[1] = -sgn(e[0]) * pq1
                 slot += 1
             if norm_q > 0.0:
-                # |g_hat_j| = k m_j, k = (p-1)/(gamma sqrt r): w_j = -sgn k m^{q-1} / N^{(q-2)/q}
-                scale = (p - 1.0) / (gamma * sqrt(r)) / pow(norm_q, (q_exp - 2.0) / q_exp)
+                # |g_hat_j| = k m_j, k = (p-1)/beta_r: w_j = -sgn k m^{q-1} / N^{(q-2)/q}
+                scale = (p - 1.0) / (gamma * sqrt(r) + beta) / pow(norm_q, (q_exp - 2.0) / q_exp)
             else:
                 scale = 0.0
             scale_prev = scale
