@@ -57,7 +57,7 @@ cdef inline double norm_q_of(double norm_qq, double q) noexcept nogil:
 cdef inline double link_scale(double norm_q, double norm_qq, double t, double q,
                               double sigma, double B, double offset) noexcept nogil:
     """K_t of the module docstring, from ||theta||_q and ||theta||_q^q (no power)."""
-    cdef double c = 1.0 / ((q - 1.0) * ((t + 1.0) * sigma + offset)), K
+    cdef double c = 1.0 / ((q - 1.0) * (t + 1.0) * sigma + (q - 1.0) * offset), K
     if norm_qq <= 0.0:
         return 0.0
     K = c if q == 2.0 else norm_q * norm_q / norm_qq * c   # ||theta||_q^{2-q} c
@@ -168,7 +168,7 @@ def pgs_weights(double[::1] theta, double[::1] phi, double[::1] scalars, double 
         norm_qq += fabs(theta[j]) * fabs(phi[j])
     norm_q = norm_q_of(norm_qq, q)
     K = link_scale(norm_q, norm_qq, scalars[1], q, sigma, B, offset)
-    norm_p = norm_q / ((q - 1.0) * ((scalars[1] + 1.0) * sigma + offset))
+    norm_p = norm_q / ((q - 1.0) * (scalars[1] + 1.0) * sigma + (q - 1.0) * offset)
     for j in range(D):
         out[j] = K * phi[j]
     return min(norm_p, B) if B > 0.0 else norm_p
