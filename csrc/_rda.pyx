@@ -254,13 +254,15 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
                     const int64_t[::1] order, Py_ssize_t batch_size,
                     int loss, double loss_param,
                     double[::1] S, double[::1] acc, Py_ssize_t t0,
-                    double lam, double gamma, double rho, double p):
+                    double lam, double gamma, double rho, double p, double beta=0.0):
     """Steps t = t0 + 1 ..: w_t = theta^{-1}(g_hat_{t-1}) with
-    g_hat_r = -((p - 1) / (gamma sqrt(r))) shrink(S, lam r + gamma rho sqrt(r))
+    g_hat_r = -((p - 1) / beta_r) shrink(S, lam r + rho beta_r), beta_r = gamma sqrt(r) + beta
     and theta^{-1}_j(g) = sgn(g_j) |g_j|^{q-1} / ||g||_q^{q-2}; acc += w_t.
+    ``beta`` is 0 for Lipschitz losses and the curvature offset L of
+    fastrisk/solvers/_steps.py for losses with an unbounded derivative.
 
     Every coordinate of w_t has the form w_{t,j} = c_t v_{t,j} with the
-    global factor c_t = (p - 1) / (gamma sqrt(r)) / N_t^{(q-2)/q},
+    global factor c_t = (p - 1) / beta_r / N_t^{(q-2)/q},
     N_t = sum_j m_j^q, and v_{t,j} = -sgn(S_j) m_j^{q-1}, m_j = |S_j| - th_r > 0.
     The threshold th_r is nondecreasing in r, so a coordinate with
     |S_j| <= th_r stays zero until a row changes S_j: only the active set
@@ -302,7 +304,7 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
     cdef double* e
     with nogil:
         # the active set at the first step: the coordinates above th_{t0}
-        th = lam * t0 + gamma * rho * sqrt(<double>t0)
+        th = lam * t0 + gamma * rho * sqrt(<double>t0) + rho * beta
         for j in range(D):
             if fabs(S[j]) > th:
                 pos[j] = n_act
@@ -315,7 +317,7 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
             hi = min(lo + batch_size, n_rows)
             # 1. acc += w_{t-1} (deferred); w_t = scale * v over the active set
             r = <double>(t - 1)
-            th = lam * r + gamma * rho * sqrt(r)
+            th = lam * r + gamma * rho * sqrt(r) + rho * beta
             norm_q = 0.0
             slot = 0
             while slot < n_act:
@@ -341,8 +343,8 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
                 e[1] = -sgn(e[0]) * pq1
                 slot += 1
             if norm_q > 0.0:
-                # |g_hat_j| = k m_j, k = (p-1)/(gamma sqrt r): w_j = -sgn k m^{q-1} / N^{(q-2)/q}
-                scale = (p - 1.0) / (gamma * sqrt(r)) / pow(norm_q, (q_exp - 2.0) / q_exp)
+                # |g_hat_j| = k m_j, k = (p-1)/beta_r: w_j = -sgn k m^{q-1} / N^{(q-2)/q}
+                scale = (p - 1.0) / (gamma * sqrt(r) + beta) / pow(norm_q, (q_exp - 2.0) / q_exp)
             else:
                 scale = 0.0
             scale_prev = scale
@@ -423,12 +425,13 @@ cdef inline void dd_acc(DD* a, double x) noexcept nogil:
     a.lo += s.lo
 
 
-cdef inline double pnorm_threshold(double lam, double grho, Py_ssize_t r) noexcept nogil:
-    """th_r = lam r + gamma rho sqrt(r), nondecreasing in r also in floating point
-    (each operation is monotone)."""
+cdef inline double pnorm_threshold(double lam, double grho, double off,
+                                   Py_ssize_t r) noexcept nogil:
+    """th_r = lam r + gamma rho sqrt(r) + rho beta (off = rho beta), nondecreasing in r
+    also in floating point (each operation is monotone)."""
     if grho == 0.0:
-        return lam * <double>r
-    return lam * <double>r + grho * sqrt(<double>r)
+        return lam * <double>r + off
+    return lam * <double>r + grho * sqrt(<double>r) + off
 
 
 cdef struct PCoord:
@@ -442,26 +445,26 @@ cdef struct PCoord:
 
 
 cdef inline Py_ssize_t drop_step(double a, Py_ssize_t t, Py_ssize_t t_end, double lam,
-                                 double grho) noexcept nogil:
+                                 double grho, double off) noexcept nogil:
     """The first r >= t with th_r >= a (t_end when none up to t_end - 1): from the
-    root of lam r + grho sqrt(r) = a, then corrected against the exact th_r."""
-    cdef double u, est
+    root of lam r + grho sqrt(r) = a - off, then corrected against the exact th_r."""
+    cdef double u, est, b = a - off
     cdef Py_ssize_t r
-    if pnorm_threshold(lam, grho, t) >= a:
+    if pnorm_threshold(lam, grho, off, t) >= a:
         return t
     if lam > 0.0 and grho == 0.0:
-        est = a / lam
+        est = b / lam
     elif lam > 0.0:
-        u = (-grho + sqrt(grho * grho + 4.0 * lam * a)) / (2.0 * lam)
+        u = (-grho + sqrt(grho * grho + 4.0 * lam * b)) / (2.0 * lam)
         est = u * u
     elif grho > 0.0:
-        est = (a / grho) * (a / grho)
+        est = (b / grho) * (b / grho)
     else:
         return t_end
     r = max(t + 1, <Py_ssize_t>ceil(est)) if est < <double>t_end else t_end
-    while r > t + 1 and pnorm_threshold(lam, grho, r - 1) >= a:
+    while r > t + 1 and pnorm_threshold(lam, grho, off, r - 1) >= a:
         r -= 1
-    while r < t_end and pnorm_threshold(lam, grho, r) < a:
+    while r < t_end and pnorm_threshold(lam, grho, off, r) < a:
         r += 1
     return r
 
@@ -531,7 +534,8 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
                              const int64_t[::1] order, Py_ssize_t batch_size,
                              int loss, double loss_param,
                              double[::1] S, double[::1] acc, Py_ssize_t t0,
-                             double lam, double gamma, double rho, double p):
+                             double lam, double gamma, double rho, double p,
+                             double beta=0.0):
     """The steps of ``pnorm_rda_epoch`` for p = 1 + 1/n (q = p / (p - 1) = n + 1 an
     integer, 2 <= q <= 8) in O(nnz(x_i)) per step, with the same iterates up to
     rounding.
@@ -551,7 +555,7 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
     cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, t, lo, hi, q, i, kk, nnz, j, k
     cdef Py_ssize_t t_end, qi, ne, n_act = 0, r, nb
     cdef bint weighted = sample_weight.shape[0] > 0
-    cdef double fval, deriv, lval, c, coef, total = 0.0, grho = gamma * rho
+    cdef double fval, deriv, lval, c, coef, total = 0.0, grho = gamma * rho, off = rho * beta
     cdef double q_exp = p / (p - 1.0), th, m, a_old, a_new, scale, x, v
     cdef DD norm, thk
     cdef DD A[9]
@@ -604,7 +608,7 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
             cs[j].last = t0 + 1
             cs[j].drop = t0
             if cs[j].S != 0.0:
-                cs[j].drop = drop_step(fabs(cs[j].S), t0, t_end, lam, grho)
+                cs[j].drop = drop_step(fabs(cs[j].S), t0, t_end, lam, grho, off)
                 if cs[j].drop > t0:
                     n_act += 1
                     power_update(A, qi, 0.0, fabs(cs[j].S))
@@ -614,7 +618,7 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
             t = t0 + step + 1
             lo = step * batch_size
             hi = min(lo + batch_size, n_rows)
-            th = pnorm_threshold(lam, grho, t - 1)
+            th = pnorm_threshold(lam, grho, off, t - 1)
             # 1. the coordinates whose threshold th_{t-1} was reached leave the sums
             j = head[t - 1 - t0]
             while j >= 0:
@@ -631,7 +635,7 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
                 for k in range(1, qi + 1):
                     norm = dd_add(dd_mul(norm, x), dd_mul(A[k], binom_q[k]))
                 if norm.hi + norm.lo > 0.0:
-                    scale = (p - 1.0) / (gamma * sqrt(<double>(t - 1))) \
+                    scale = (p - 1.0) / (gamma * sqrt(<double>(t - 1)) + beta) \
                         / pow(norm.hi + norm.lo, (q_exp - 2.0) / q_exp)
             cth[2 * (t - t0)] = scale
             cth[2 * (t - t0) + 1] = th
@@ -676,7 +680,8 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
                     cs[j].S += coef * (val[kk] if kk < nnz else bias)
                     # active from step t + 1 on, or not (marked as t - 1: the catch-up
                     # above already holds step t's term)
-                    r = drop_step(fabs(cs[j].S), t, t_end, lam, grho) if cs[j].S != 0.0 else t
+                    r = (drop_step(fabs(cs[j].S), t, t_end, lam, grho, off) if cs[j].S != 0.0
+                         else t)
                     cs[j].drop = r if r > t else t - 1
                     a_new = 0.0
                     if r > t:

@@ -68,6 +68,38 @@ def test_hess_vec_matches_numpy(dense, dtype, itype, bias):
                                    rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("kernel", ["hess_vec", "hess_diag"])
+def test_hessian_kernels_check_their_buffers(kernel):
+    """The shared argument checks of hess_vec and hess_diag name the wrong buffer; a matrix
+    without rows gives 0 (more threads than rows is fine)."""
+    X = sp.random(5, 3, density=0.5, random_state=0, format="csr")
+    rows = (X.data, X.indices, X.indptr, False, 0.0)
+    v, out = np.ones(3), np.empty(3)
+
+    def call(D, workspace, n_threads, rows=rows, out=out):
+        vector = (v,) if kernel == "hess_vec" else ()
+        getattr(_hessian, kernel)(*rows, D, *vector, out, workspace, n_threads)
+
+    with pytest.raises(ValueError, match="^D must have n_samples entries$"):
+        call(np.ones(4), np.empty((1, 6)), 1)
+    bad = r"^workspace must have shape \(n_threads, 2 len\(out\)\)$"
+    for shape, n_threads in (((1, 6), 2), ((2, 4), 1), ((1, 6), 0)):
+        with pytest.raises(ValueError, match=bad):
+            call(np.ones(5), np.empty(shape), n_threads)
+    if kernel == "hess_vec":
+        with pytest.raises(ValueError, match=r"^out must have len\(v\) entries$"):
+            call(np.ones(5), np.empty((1, 6)), 1, out=np.empty(2))
+    out[:] = np.nan
+    empty = sp.csr_matrix((0, 3))
+    call(np.ones(0), np.empty((4, 6)), 4,
+         rows=(empty.data, empty.indices, empty.indptr, False, 0.0))
+    np.testing.assert_array_equal(out, 0.0)
+    call(np.ones(5), np.empty((8, 6)), 8)  # 8 threads, 5 rows: one block per row
+    expected = (X.T @ (X @ v) if kernel == "hess_vec"
+                else np.asarray(X.multiply(X).sum(axis=0)).ravel())
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
 @pytest.mark.parametrize("loss,param", [("logistic", 0.0), ("squared_hinge", 0.0),
                                         ("squared", 0.0), ("huber", 1.0),
                                         ("smoothed_hinge", 0.5), ("exponential", 0.0),
