@@ -9,9 +9,12 @@ iteration is:
    gave J and grad J also wrote f; csrc/_hessian.pyx, the generalized Hessian
    of Mangasarian (2002) where l' has a kink);
 2. the Newton system ``H s = -g`` with ``H s = alpha s + (1/m) X^T (D (X s))``
-   is solved approximately by conjugate gradient, stopped at
-   ``||r|| <= cg_tol ||g||`` (Lin, Weng & Keerthi 2008, Algorithm 2; with a
-   trust region, Steihaug's CG also stops on the region's boundary);
+   is solved approximately by conjugate gradient (Lin, Weng & Keerthi 2008,
+   Algorithm 2; with a trust region, Steihaug's CG also stops on the region's
+   boundary), preconditioned by a blend of the identity and diag(H) (Hsia,
+   Chiang & Lin 2018) and stopped when the quadratic model
+   ``Q_i = g.s_i + 0.5 s_i.H s_i`` stalls, ``i (Q_i - Q_{i-1}) >= cg_tol Q_i``
+   (Nash & Sofer 1996; the rule Galli & Lin 2021 use, cg_tol 0.5);
 3. globalization, one of the two Galli & Lin (2021) compare:
    ``line_search`` (default): backtracking from the full step until Armijo's
    sufficient decrease holds; ``trust_region``: the 2008 paper's Algorithm 1,
@@ -101,7 +104,7 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     """Approximate argmin_s g.s + 0.5 s.H s over ||s|| <= delta (the paper's Algorithm 2),
     preconditioned by the diagonal M when given (only without a trust region, delta = inf).
 
-    finish = (decrease, residual): a step whose model decrease -g.s / 2 (the Newton
+    finish = (decrease, residual): a step whose model decrease -Q = -g.s / 2 (the Newton
     decrement, about J(w) - J* near w*) is at most ``decrease`` is taken to be the last
     one, and CG goes on until ||r|| <= ``residual`` (the step certificate's
     ||r||^2 / (2 alpha) term, ``GapCertificate.step_gap``), for at most as many
@@ -113,13 +116,15 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     z = r if M is None else r / M
     d = z.copy()
     rz = float(r @ z)
-    stop = cg_tol * math.sqrt(float(g @ g))
     n_stop = max_cg  # CG iterations allowed: at most twice those of the cg_tol stop
+    Q = 0.0
     for n_cg in range(1, max_cg + 1):
         rnorm = math.sqrt(float(r @ r))
-        if rnorm <= stop:
+        # the model at the CG iterate: Q = g.s + 0.5 s.H s = 0.5 g.s (r is orthogonal to s)
+        Q_prev, Q = Q, 0.5 * float(g @ s)
+        if rnorm == 0.0 or (n_cg > 1 and (n_cg - 1) * (Q - Q_prev) >= cg_tol * Q):
             n_stop = min(n_stop, 2 * n_cg - 1)
-            if rnorm <= finish[1] or n_cg > n_stop or -0.5 * float(g @ s) > finish[0]:
+            if rnorm <= finish[1] or n_cg > n_stop or -Q > finish[0]:
                 return s, r, n_cg - 1
         Hd = hess(d)
         step = rz / float(d @ Hd)
@@ -143,19 +148,19 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
 
 
 def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=None,
-                 callback=None, verbose=0, start=None, random_state=None, cg_tol=0.1,
-                 max_cg=500, globalization="line_search", precondition=False):
+                 callback=None, verbose=0, start=None, random_state=None, cg_tol=0.5,
+                 max_cg=500, globalization="line_search", precondition=True):
     """Minimize ``problem`` by truncated Newton-CG; see the module docstring.
 
     max_iter counts Newton (outer) iterations.  start: a weight vector or a
-    Result (warm start).  cg_tol: relative residual at which conjugate
-    gradient stops (the paper's xi).  max_cg: conjugate-gradient iterations
-    per Newton step.  globalization: "line_search" (backtracking on the
-    untruncated CG step) or "trust_region" (the 2008 paper's).  precondition:
-    diagonal preconditioner for CG (line search only); off by default, because it
-    helps on some problems and hurts on others (benchmarks/compare_binary.py; Hsia,
-    Chiang & Lin 2018 report the same mixed picture).  random_state is accepted for
-    the common signature; the method is deterministic.
+    Result (warm start).  cg_tol: conjugate gradient stops once the relative
+    decrease of the quadratic model, times the iteration count, is at most cg_tol
+    (Nash & Sofer 1996).  max_cg: conjugate-gradient iterations per Newton step.
+    globalization: "line_search" (backtracking on the untruncated CG step) or
+    "trust_region" (the 2008 paper's).  precondition: the diagonal preconditioner
+    for CG (line search only; with the quadratic-model stop it cut the
+    Hessian-vector products on most problems of benchmarks/compare_binary.py).
+    random_state is accepted for the common signature; the method is deterministic.
     ``result.extra``: ``n_cg`` (Hessian-vector products in all),
     ``n_evaluations`` (oracle passes), ``n_active`` (rows with nonzero
     curvature at the end).
