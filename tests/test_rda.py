@@ -488,8 +488,8 @@ def test_mnist_rda_sparsity(mnist67, lam):
     convention, so the batch optimum solves the same J).
     Asserts: nnz(RDA w_T) <= nnz of SGD and TG; within 1.5x (either way) of
     LIBLINEAR's optimum; test error at most 1.5 points (15 of 993 test digits)
-    above the optimum's (over permutation seeds 0-2 the worst excess was 1.4
-    points, at lambda = 10 where both use ~10 pixels)."""
+    above the optimum's (the largest excess is at lambda = 10, where both models use
+    about ten pixels)."""
     Xtr, ytr, Xte, yte = mnist67
     prob = _problem(Xtr, ytr, loss="logistic", penalty="l1", alpha=lam, fit_intercept=True,
                       intercept_scaling=255.0)

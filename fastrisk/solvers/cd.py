@@ -52,7 +52,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastrisk import _cd
-from fastrisk.config import resolve_n_threads
+from fastrisk.config import solver_threads
 from fastrisk.solvers._checks import start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
@@ -121,7 +121,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     ``max_iter`` counts Newton (outer) iterations.  Options beyond the common ones:
     start: a weight vector or a Result to warm-start from.
     check_every: outer iterations between certificates (each costs m conjugates).
-    n_threads: threads of the column pass (None = all cores).
+    n_threads: threads of the column pass (None = the problem's n_threads).
     random_state: seed of the coordinate order in the inner passes.
     screening: Gap Safe screening (needs a loss with bounded l'', an l1 term).
     columns: the ``column_view(problem.data)`` to use (made here when None).
@@ -144,7 +144,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     cols = column_view(data) if columns is None else columns
     if len(cols) != 4 or cols[2].shape != (n_weights + 1,):
         raise ValueError("columns must be column_view(problem.data)")
-    threads = max(1, min(resolve_n_threads(n_threads), data.nnz // PASS_GRAIN))
+    threads = max(1, min(solver_threads(problem, n_threads), data.nnz // PASS_GRAIN))
     kid, p, y = loss.spec.kernel_id, loss.param, problem.y
     c = problem.sample_weight
     c_arg = np.empty(0) if c is None else c
