@@ -50,7 +50,7 @@ phishing 0.008 against 0.028, w8a 0.064 against 0.087) and Newton at 1e-6
 0.21), where SDCA_ALPHA_M separates the two; the rule's Newton loses to SDCA on
 mushrooms at 1e-6 (0.19 s against 0.019; separable, J* ~ 1e-5) and ties it on
 Reuters (0.20 against 0.19).
-IMDB bigrams stays with SDCA (rule 4): Newton's extra memory is 1.3x the data there
+IMDB bigrams stays with SDCA (rule 4): Newton's extra memory is 1.8x the data there
 (benchmarks/memory_binary.py), SDCA's 0.5x.
 
 Measurements behind the other rules: benchmarks/RESULTS.md ("solver='auto'",
@@ -72,7 +72,7 @@ accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 from fastrisk.solvers import SOLVERS
 
 # measured extra memory of solve_newton in vectors of n_weights float64 (IMDB bigrams)
-NEWTON_VECTORS = 13
+NEWTON_VECTORS = 18
 # alpha * n_samples from which SDCA beats Newton on box-dual smooth losses (squared hinge)
 SDCA_ALPHA_M = 0.1
 # The default budget of solver="auto" when max_iter is not given: an iteration count that
