@@ -34,16 +34,19 @@ Parameters of the method (all documented on ``solve_rda``):
   (Corollary 7) for smooth losses; ``L`` the Lipschitz constant of the
   gradient of the average loss (default: loss curvature * max_i c_i ||x_i||^2).
 
-Cost per step: every variant except p-norm is O(nnz(x_i)) per example
-(lazy coordinates and exact lazy averaging, see csrc/_rda.pyx).  That
+Cost per step: every variant is O(nnz(x_i)) per example (lazy coordinates
+and exact lazy averaging, see csrc/_rda.pyx), p-norm RDA when q = p / (p - 1)
+is an integer (p = 1 + 1/n, e.g. 1.5 or 1.25).  That
 includes accelerated RDA: its interpolations unroll to
 ``w_t = (1/A_t) sum_{tau <= t} alpha_tau v_tau`` and ``u_t = (1 - theta_t) w_{t-1}
 + theta_t v_{t-1}``, where v_tau is a per-coordinate closed form of the
 weighted gradient sum, so w_t is a weighted lazy average like w_bar.  p-norm
-RDA costs O(nnz(x_i) + nnz(w_t)) per step: the link map divides by
-||g_hat||_q^{q-2}, a norm whose threshold lambda t moves at every step, so
-it is summed at every step over the nonzeros of the iterate (kept as a
-compact active set), never over all d coordinates.  The steps are
+RDA's link map divides by ||g_hat||_q^{q-2}, a norm whose threshold lambda t
+moves at every step: for an integer q it is a polynomial in the threshold
+over power sums of |S_j| that a step updates at its rows' coordinates, each
+coordinate leaving the sums at the step its threshold is reached (known in
+advance); for other p it is summed at every step over the nonzeros of the
+iterate (a compact active set), O(nnz(x_i) + nnz(w_t)) per step.  The steps are
 sequential: the kernels run on one thread (``problem.n_threads`` only
 serves the objective evaluations).
 
@@ -230,6 +233,13 @@ def _pnorm_final(S, t, lam, gamma, rho, p):
     return -np.sign(S) * scale * m ** (q - 1.0)
 
 
+def _integral_q(p):
+    """Whether q = p / (p - 1) is an integer in 2 .. 8 (p = 1 + 1/n), where the p-norm
+    kernel keeps the norm as a polynomial in the threshold (O(nnz(x_i)) per step)."""
+    q = p / (p - 1.0)
+    return q == int(q) and 2 <= q <= 8
+
+
 def _rda_settings(problem, *, gamma, rho, batch_size, p_norm, accelerated, L, start):
     """Validated settings (gamma, rho, k, p_norm, L) with the data-dependent defaults; a
     continued run keeps the first call's defaults."""
@@ -283,7 +293,8 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
     rho : sparsity-enhancing parameter of Algorithm 2 (>= 0).
     batch_size : k rows per step; the step's subgradient is their average.
     p_norm : None (h = 0.5||w||^2) or p in (1, 2] for p-norm RDA (penalty "l1";
-        O(nnz(x_i) + nnz(w_t)) per step).
+        O(nnz(x_i)) per step for p = 1 + 1/n, n = 1 .. 7, else
+        O(nnz(x_i) + nnz(w_t))).
     accelerated : Algorithm 3 (smooth losses; returns w_t, no averaging).
     L : Lipschitz constant of the average loss's gradient (accelerated only).
     average : return w_bar_T (the iterate of the convergence theorems) as
@@ -321,8 +332,10 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
         order, t0 = next(orders), st["t"]
         if p_norm is not None:
             S_c, acc_c = np.ascontiguousarray(S), np.ascontiguousarray(acc)
-            total, status = _rda.pnorm_rda_epoch(*args, order, k, loss_id, loss_param, S_c,
-                                                 acc_c, t0, lam, gamma, rho, p_norm)
+            kernel = (_rda.pnorm_rda_epoch_integral if _integral_q(p_norm)
+                      else _rda.pnorm_rda_epoch)
+            total, status = kernel(*args, order, k, loss_id, loss_param, S_c, acc_c, t0, lam,
+                                   gamma, rho, p_norm)
             S[:], acc[:] = S_c, acc_c
         else:
             r = np.arange(t0, t0 + n_steps + 2)
