@@ -164,6 +164,15 @@ def test_intercept_and_sample_weights_match_repeated_rows():
                                     loss="logistic", alpha=alpha_rep, fit_intercept=True,
                                     n_threads=1), tol=1e-12)
     np.testing.assert_allclose(weighted.w, repeated.w, rtol=1e-6, atol=1e-8)
+    # the certificates along a loose run (the step certificate with weights, an intercept
+    # and sparse rows) never below the suboptimality against the repeated-rows optimum
+    problem = Problem(sp.csr_matrix(X), y, loss="logistic", alpha=0.01, fit_intercept=True,
+                      sample_weight=reps.astype(float), n_threads=1)
+    J_star = weighted.objective
+    for tol in (1e-1, 1e-2, 1e-3, 1e-5):
+        res = solve_newton(problem, tol=tol)
+        assert res.status == "converged"
+        assert res.gap >= res.objective - J_star - SLACK * abs(J_star)
 
 
 def test_thread_count_changes_no_more_than_rounding():
@@ -238,3 +247,19 @@ def test_blas_pools_run_single_threaded_inside_the_solver(solver):
               tol=1e-8, callback=lambda r: seen.append(blas_threads()))
         assert blas_threads() == before
     assert seen and all(threads == [1] * len(threads) for threads in seen)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+@pytest.mark.parametrize("alpha", [1e-4, 1e-6])
+def test_real_data_tol_is_met_and_certified(libsvm, loss, alpha):
+    """phishing at tol 1e-3: the returned J(w) - J_lib is at most 1e-3 J(w) and at most the
+    certified gap (J_lib: LIBLINEAR at tol 1e-9 >= J*, so J(w) - J_lib <= J(w) - J*; slack
+    1e-9 relative for LIBLINEAR's own residual suboptimality)."""
+    X, y = libsvm("phishing")
+    y = np.where(y == y.max(), 1.0, -1.0)
+    J_lib = liblinear_objective("phishing", loss, alpha)
+    res = solve_newton(Problem(X, y, loss=loss, alpha=alpha), tol=1e-3)
+    assert res.status == "converged"
+    assert res.objective - J_lib <= 1e-3 * res.objective
+    assert res.gap >= res.objective - J_lib - 1e-9 * J_lib
