@@ -51,6 +51,7 @@ STANDARD_RUNS = {
     "threads": ["compare_threads.py"],
     "voracle": ["bench_voracle.py"],
     "scale": ["bench_scale.py"],
+    "distributed": ["bench_distributed.py"],
     "memory": ["memory_binary.py", "--out", "benchmarks/results/memory_binary.md"],
 }
 

@@ -116,3 +116,39 @@ def test_sample_space_cuts_same_iterates_as_dense(monkeypatch):
     assert dense.extra["n_phases"] > 1
     np.testing.assert_allclose(samples.history.objective, dense.history.objective, rtol=1e-10)
     np.testing.assert_allclose(samples.w, dense.w, rtol=0, atol=1e-10 * np.abs(dense.w).max())
+
+
+def test_cut_offsets_from_gram_row_match_direct_products(monkeypatch):
+    """<a_t, w_t> is formed from the new Gram row and the previous step's multipliers
+    (w_t = (c - t A^T beta) / s) instead of a pass over a_t: every stored cut must still
+    pass through its query point, b_t = R_emp(w_t) - <a_t, w_t> with the product taken
+    directly, over 40 steps with phases (a bundle large enough that no cut is dropped, so
+    slot t holds the cut of step t).  1e-12 relative to R_emp + |<a_t, w_t>|: the two
+    products differ by float64 rounding of the dual combination."""
+    import numpy as np
+
+    from fastrisk.solvers import bmrm
+
+    prob = wide_problem()
+    points, bundles = [], []
+    oracle_call = type(prob.oracle).__call__
+
+    def recording(obj, w):
+        points.append(np.array(w))
+        return oracle_call(obj, w)
+
+    def keep(*args, **kw):
+        bundles.append(bmrm.make_bundle(*args, storage="dense", **kw))
+        return bundles[-1]
+
+    monkeypatch.setattr(type(prob.oracle), "__call__", recording)
+    monkeypatch.setattr("fastrisk.solvers.prox_bundle.make_bundle", keep)
+    res = solve_prox_bundle(prob, tol=0.0, max_iter=40, max_bundle=60)
+    bundle = bundles[0]
+    assert res.extra["n_phases"] > 1 and bundle.n_dropped + bundle.n_aggregated == 0
+    for t, w in enumerate(points, start=1):
+        a = bundle.A[t]
+        risk = oracle_call(prob.oracle, w)[0]
+        aw = float(a @ w)
+        assert bundle.b[t] == pytest.approx(risk - aw, rel=0, abs=1e-12 * (risk + abs(aw)))
+        assert bundle.Q[t, t] == pytest.approx(float(a @ a), rel=1e-12)
