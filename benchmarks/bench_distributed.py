@@ -24,6 +24,15 @@ Run ``python -m pytest benchmarks/bench_distributed.py -s`` for the table;
 with ``--benchmark-disable`` (CI smoke test) it uses every 12th row, one
 round and the 2-worker cluster, and checks that the Dask and local oracles
 agree bit for bit.
+
+The summary of issue 17's target (the standard invocation, about a minute on a
+quiet 2-core machine): ``PYTHONPATH=. python benchmarks/bench_distributed.py
+[rounds]`` writes ``benchmarks/results/bench_distributed.md``: T(1), T(2) and
+the local oracle (1 and 2 single-thread workers, one partition each, through
+shared memory and over the network, interleaved rounds, medians, default 15
+rounds), their ratios, and the bytes each call moves: over the network, and
+through shared memory (the client writes w, each worker writes its full-width
+partial gradient, the client reads them).
 """
 
 import contextlib
@@ -123,3 +132,76 @@ def test_dask_oracle_scaling(benchmark, imdb_bigrams):
     for p, (s, t) in fit.items():
         print(f"T(n) = s + t/n ({p} partition(s) per worker): s={s * 1e3:.1f} ms, "
               f"t={t * 1e3:.1f} ms")
+
+
+def summary(rounds=15):
+    """The T(1) / T(2) / local table with bytes per call, as Markdown lines."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from conftest import load_imdb_bigrams
+
+    X, y = load_imdb_bigrams()
+    w = np.random.default_rng(0).normal(size=X.shape[1]) * 0.01
+    local = fr.Problem(X, y, loss="hinge", n_threads=1).oracle
+    lines = [f"# Dask oracle: T(1), T(2) and the local oracle", "",
+             f"IMDB unigram+bigram tf-idf {X.shape}, nnz {X.nnz}, hinge, w ~ N(0, 0.01^2); "
+             f"LocalCluster of 1 or 2 single-thread worker processes, one partition per "
+             f"worker; local oracle on 1 thread in the client; {rounds} interleaved rounds, "
+             f"medians; load average before: {load()}.", ""]
+    with contextlib.ExitStack() as stack:
+        oracles = {}
+        for n in (1, 2):
+            cluster = stack.enter_context(distributed.LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                silence_logs=40))
+            client = stack.enter_context(distributed.Client(cluster, set_as_default=False))
+            for shared in (True, False):
+                oracle = DaskOracle.from_array(client, X, y, loss="hinge", n_partitions=n,
+                                               shared_memory=shared)
+                value, grad = oracle(w)
+                v_ref, g_ref = oracle.local_equivalent(X, y)(w)
+                assert value == v_ref and np.array_equal(grad.view(np.uint64),
+                                                         g_ref.view(np.uint64))
+                oracles[n, oracle.transport] = oracle
+        times = {key: [] for key in ["local", *oracles]}
+        kernel = {key: [] for key in oracles}
+        for _ in range(rounds):
+            for key, oracle in [("local", local), *oracles.items()]:
+                start = time.perf_counter()
+                oracle(w)
+                times[key].append(time.perf_counter() - start)
+                if key != "local":
+                    kernel[key].append(max(oracle.last_timing[1]))
+        T_local = np.median(times["local"])
+        lines += ["| oracle | T ms | T / local | slowest kernel ms | network MB/call | "
+                  "shared-memory MB/call |", "|---|---|---|---|---|---|",
+                  f"| local (1 thread) | {1e3 * T_local:.1f} | 1.00 | | 0 | 0 |"]
+        for (n, transport), oracle in oracles.items():
+            T = np.median(times[n, transport])
+            shm = 8e-6 * X.shape[1] * (1 + n) if transport == "shared memory" else 0.0
+            lines.append(f"| T({n}) {transport} | {1e3 * T:.1f} | {T / T_local:.2f} | "
+                         f"{1e3 * np.median(kernel[n, transport]):.1f} | "
+                         f"{oracle.last_bytes / 1e6:.1f} | {shm:.1f} |")
+        lines.append("")
+        for transport in ("shared memory", "network"):
+            T1, T2 = np.median(times[1, transport]), np.median(times[2, transport])
+            lines.append(f"* {transport}: T(2) / T(1) = {T2 / T1:.2f}; "
+                         f"T(n) = s + t/n gives t = {2e3 * (T1 - T2):.1f} ms, "
+                         f"s = {1e3 * (2 * T2 - T1):.1f} ms")
+        for oracle in oracles.values():
+            oracle.close()
+    lines.append(f"* load average after: {load()}")
+    return lines
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    report = "\n".join(summary(int(sys.argv[1]) if len(sys.argv) > 1 else 15)) + "\n"
+    print(report)
+    out = Path(__file__).resolve().parent / "results" / "bench_distributed.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report)

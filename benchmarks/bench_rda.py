@@ -14,8 +14,7 @@ train, 5000 held out), with an intercept, default gamma / step sizes.
   cost of an epoch, (best time of 3 epochs - best time of 1 epoch) / 2, which leaves out
   the one-off costs (allocating the O(d) state, forming the outputs); "1 ep"
   is a whole 1-epoch call; nnz and test error are those after 3 epochs.
-  Also p-norm RDA (O(nnz(x_i) + nnz(w_t)) per step) on Reuters only: on IMDB
-  its support (and so its step) is much wider than l1-RDA's.  The "/rda"
+  Also p-norm RDA (p = 1.5, O(nnz(x_i)) per step) on Reuters.  The "/rda"
   column is each epoch time over l1-RDA's.
 """
 

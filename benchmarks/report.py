@@ -1,26 +1,32 @@
 """Assemble benchmarks/RESULTS.md from the result files of the benchmark scripts.
 
-    python benchmarks/report.py --run      # run the standard grid, then write RESULTS.md
-    python benchmarks/report.py            # only rewrite RESULTS.md from benchmarks/results/
+    python benchmarks/report.py --run              # run every standard benchmark, then write RESULTS.md
+    python benchmarks/report.py --run peers,l1     # run some of them (names in STANDARD_RUNS)
+    python benchmarks/report.py                    # only rewrite RESULTS.md from benchmarks/results/
 
 ``benchmarks/compare_peers.py`` writes one JSON file per (data set, setting)
 to ``benchmarks/results/compare_peers/`` (overwriting the previous one); this
 script reads all of them and overwrites ``benchmarks/RESULTS.md`` with the
 tables, the command and the machine they came from.  The report is never
 appended to: it shows the latest result of each problem and nothing else.
-``--run`` first runs the standard grid (``GRID``, one ``compare_peers.py``
-call per data set and penalty; about half an hour on two cores) into the
-same directory.  The rendering of the tables lives here, and compare_peers.py
+The rendering of the compare_peers tables lives here, and compare_peers.py
 prints them with the same functions.
 
 The other benchmark scripts write their own regenerated reports to
 ``benchmarks/results/`` (``NAME.md`` in Markdown, ``NAME.txt`` as plain
 text); each becomes a section of RESULTS.md, headings demoted to fit.
+
+``--run`` runs the standard invocations in ``STANDARD_RUNS``, one process
+each, one after another (so that no two compete for the cores): "peers" is the
+compare_peers grid (``GRID``, all of ``DATASETS``), the others are the
+scripts' own standard invocations.
 """
 
 import argparse
 import json
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,8 +37,23 @@ EPSILONS = (1e-2, 1e-3, 1e-4)
 DATASETS = ("a9a", "w8a", "ijcnn1", "reuters", "imdb", "news20")
 L2_SETTINGS = "hinge-l2-1e-4,hinge-l2-1e-6,logistic-l2-1e-4,logistic-l2-1e-6"
 # the standard grid: (settings, fastrisk solvers) for every data set, budget in seconds
-GRID = ((L2_SETTINGS, "sdca,lbfgs,bmrm,prox_bundle"), ("logistic-l1-1e-4", "bmrm,rda"))
+GRID = ((L2_SETTINGS, "sdca,newton,lbfgs,bmrm,prox_bundle"), ("logistic-l1-1e-4", "cd,bmrm,rda"))
 GRID_BUDGET = 6.0
+# name -> the arguments of one standard benchmark run (script first); "peers" is run_grid
+STANDARD_RUNS = {
+    "peers": None,
+    "binary": ["compare_binary.py", "--threads", "1",
+               "--out", "benchmarks/results/compare_binary_1thread.md"],
+    "binary2": ["compare_binary.py", "--threads", "2",
+                "--out", "benchmarks/results/compare_binary_2threads.md"],
+    "l1": ["compare_l1.py"],
+    "multiclass": ["compare_multiclass.py"],
+    "threads": ["compare_threads.py"],
+    "voracle": ["bench_voracle.py"],
+    "scale": ["bench_scale.py"],
+    "distributed": ["bench_distributed.py"],
+    "memory": ["memory_binary.py", "--out", "benchmarks/results/memory_binary.md"],
+}
 
 HOW_TO_READ = """\
 fastrisk's solvers against the strongest peers (scikit-learn's LIBLINEAR, lbfgs,
@@ -196,18 +217,43 @@ def run_grid(results_dir, budget):
             compare_peers.main(argv)
 
 
+def run_standard(names, results_dir, budget):
+    """Run the named standard benchmarks, each in its own process, from the repository root."""
+    root = HERE.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(root), os.environ.get("PYTHONPATH")) if p))
+    for name in names:
+        print(f"== {name}", flush=True)
+        if STANDARD_RUNS[name] is None:
+            run_grid(results_dir, budget)
+            continue
+        script, *args = STANDARD_RUNS[name]
+        subprocess.run([sys.executable, str(HERE / script), *args], cwd=root, env=env,
+                       check=True)
+
+
+def _run_names(value):
+    names = list(STANDARD_RUNS) if value == "all" else value.split(",")
+    unknown = [n for n in names if n not in STANDARD_RUNS]
+    if unknown:
+        raise SystemExit(f"--run: unknown benchmark(s) {', '.join(unknown)}; "
+                         f"choose from {', '.join(STANDARD_RUNS)} or 'all'")
+    return names
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--run", action="store_true",
-                        help="run the standard grid of compare_peers.py first (long)")
+    parser.add_argument("--run", nargs="?", const="all", default=None, metavar="NAMES",
+                        help="run the standard benchmarks first (all, or a comma-separated "
+                             f"subset of {', '.join(STANDARD_RUNS)}; long)")
     parser.add_argument("--budget", type=float, default=GRID_BUDGET,
                         help=f"seconds per method and problem with --run (default {GRID_BUDGET:g})")
     parser.add_argument("--results", default=str(RESULTS_DIR),
                         help="directory of the result files (default benchmarks/results)")
     parser.add_argument("--out", default=str(REPORT), help="the report (overwritten)")
     args = parser.parse_args(argv)
-    if args.run:
-        run_grid(args.results, args.budget)
+    if args.run is not None:
+        run_standard(_run_names(args.run), args.results, args.budget)
     n = write_report(args.results, args.out)
     print(f"{args.out}: {n} problems")
 

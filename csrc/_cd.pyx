@@ -8,11 +8,13 @@ descent minimizes the quadratic model
     q(d) = G^T d + 0.5 d^T (X^T diag(h) X + (lam2 + nu) I) d + lam1 ||w + d||_1,
     G = X^T g + lam2 w,
 
-over a working set of columns, keeping X d in ``xtd``; a backtracking line
-search along d then gives the next w.  X is read by columns: ``(data,
-indices, indptr, dense)`` is the CSC view made once by the solver (for a dense
-matrix: the column-major copy, ``indices = arange(m)`` shared by every
-column, ``indptr[j] = j m``), the intercept's constant column included.
+over a working set W of columns, keeping X d in ``xtd`` (``inner_cd``) or, on
+the Gram matrix X_W^T diag(h) X_W of a small working set, H d (``gram``,
+``inner_cd_gram``); a backtracking line search along d then gives the next w.
+X is read by columns: ``(data, indices, indptr, dense)`` is the CSC view made
+once by the solver (for a dense matrix: the column-major copy, ``indices =
+arange(m)`` shared by every column, ``indptr[j] = j m``), the intercept's
+constant column included; ``gram`` reads the rows (the Dataset's row view).
 Every function runs without the GIL; status codes of fr_loss.h are returned.
 """
 
@@ -108,6 +110,42 @@ def column_axpy(const floating[::1] data, const index_t[::1] indices,
             f[idx[k]] += a * val[k]
 
 
+cdef inline bint coordinate_step(double G, double H, double wj, double lam1, double keep,
+                                 double* viol, double* z) noexcept nogil:
+    """One coordinate of q at w_j + d_j = wj, model gradient G and curvature H.
+
+    Returns False (skip: inner shrinking) for a zero coordinate whose G lies strictly
+    inside (-lam1, lam1) by more than ``keep``; otherwise sets the violation (the
+    minimum-norm subgradient of q along the coordinate) and the exact minimizer z
+    of q along it (the soft-thresholded Newton step, clipped to [-10, 10] as
+    LIBLINEAR does; 0 below 1e-12).  G is the smooth part's derivative: G + lam1 and
+    G - lam1 are the one-sided derivatives of q at w_j + d_j = 0.
+    """
+    cdef double Gp = G + lam1, Gn = G - lam1
+    viol[0] = 0.0
+    if wj == 0.0:
+        if Gp < 0.0:
+            viol[0] = -Gp
+        elif Gn > 0.0:
+            viol[0] = Gn
+        elif Gp > keep and Gn < -keep:
+            return False
+    elif wj > 0.0:
+        viol[0] = fabs(Gp)
+    else:
+        viol[0] = fabs(Gn)
+    if Gp < H * wj:
+        z[0] = -Gp / H
+    elif Gn > H * wj:
+        z[0] = -Gn / H
+    else:
+        z[0] = -wj
+    if fabs(z[0]) < 1e-12:
+        z[0] = 0.0
+    z[0] = 10.0 if z[0] > 10.0 else (-10.0 if z[0] < -10.0 else z[0])
+    return True
+
+
 def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t[::1] indptr,
              bint dense, const double[::1] h, int64_t[::1] active, Py_ssize_t n_active,
              const double[::1] grad, const double[::1] hdiag, const double[::1] w,
@@ -119,17 +157,17 @@ def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t
     ``xtd`` = X d (updated); ``grad`` = G and ``hdiag`` = diag of the model's Hessian
     without lam2 + nu.  Each pass visits the working columns in a shuffled order
     (splitmix64 stream ``rng``), takes the exact minimizer of q along the
-    coordinate (the soft-thresholded Newton step, clipped to [-10, 10] as
-    LIBLINEAR does), and skips for the following passes a zero coordinate whose
-    model gradient lies strictly inside (-lam1, lam1) by more than the previous
-    pass's largest violation times ``shrink_scale`` (inner shrinking).  Stops when
-    the sum of the violations (minimum-norm subgradient of q) is at most ``stop``
-    over the whole working set.
+    coordinate (``coordinate_step``), and skips for the following passes a zero
+    coordinate whose model gradient lies strictly inside (-lam1, lam1) by more than
+    the previous pass's largest violation times ``shrink_scale`` (inner shrinking).
+    Stops when the sum of the violations (minimum-norm subgradient of q) is at most
+    ``stop`` over the whole working set.  Each coordinate reads its column twice:
+    a pass costs O(nnz(X_W)).
     """
     cdef Py_ssize_t p, s, k, j, nnz, n_qp = n_active
     cdef const floating* val
     cdef const index_t* idx
-    cdef double G, H, Gp, Gn, z, viol, gnorm1, gmax, gmax_old = INFINITY, t
+    cdef double G, viol, z, gnorm1, gmax, gmax_old = INFINITY
     cdef double lam2nu = lam2 + nu
     with nogil:
         p = 0
@@ -146,36 +184,17 @@ def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t
                 for k in range(nnz):
                     G += val[k] * h[idx[k]] * xtd[idx[k]]
                 G += grad[j] + (wpd[j] - w[j]) * lam2nu
-                H = hdiag[j] + lam2nu
-                Gp = G + lam1
-                Gn = G - lam1
-                viol = 0.0
-                if wpd[j] == 0.0:
-                    if Gp < 0.0:
-                        viol = -Gp
-                    elif Gn > 0.0:
-                        viol = Gn
-                    elif Gp > gmax_old * shrink_scale and Gn < -gmax_old * shrink_scale:
-                        n_qp -= 1
-                        active[s] = active[n_qp]
-                        active[n_qp] = j
-                        continue
-                elif wpd[j] > 0.0:
-                    viol = fabs(Gp)
-                else:
-                    viol = fabs(Gn)
+                if not coordinate_step(G, hdiag[j] + lam2nu, wpd[j], lam1,
+                                       gmax_old * shrink_scale, &viol, &z):
+                    n_qp -= 1
+                    active[s] = active[n_qp]
+                    active[n_qp] = j
+                    continue
                 gmax = viol if viol > gmax else gmax
                 gnorm1 += viol
-                if Gp < H * wpd[j]:
-                    z = -Gp / H
-                elif Gn > H * wpd[j]:
-                    z = -Gn / H
-                else:
-                    z = -wpd[j]
                 s += 1
-                if fabs(z) < 1e-12:
+                if z == 0.0:
                     continue
-                z = 10.0 if z > 10.0 else (-10.0 if z < -10.0 else z)
                 wpd[j] += z
                 for k in range(nnz):
                     xtd[idx[k]] += z * val[k]
@@ -187,6 +206,170 @@ def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t
             else:
                 gmax_old = gmax
     return p
+
+
+def gram(const floating[::1] data, const index_t[::1] indices, const int64_t[::1] indptr,
+         bint dense, double bias, const int64_t[::1] pos, const double[::1] h,
+         double[:, ::1] H, double[::1] vbuf, int64_t[::1] pbuf):
+    """H = X_W^T diag(h) X_W, the model's Hessian on the working set W, from the rows of X.
+
+    ``(data, indices, indptr, dense)`` is the row view of X (a Dataset's), without the
+    intercept column; ``pos[j]`` is column j's position in W or -1, ``pos`` has one
+    entry more than X has columns: the intercept column (of value ``bias`` in every
+    row).  ``vbuf`` and ``pbuf`` hold one row's entries in W (|W| entries each).
+    Each row adds h_i x_{iW} x_{iW}^T to the upper triangle, mirrored at the end: the
+    cost is nnz(X) + sum_i r_i^2 / 2, r_i the row's nonzeros in W.
+    """
+    cdef Py_ssize_t i, k, r, a, b, pa, pb, start, nnz, n = H.shape[0]
+    cdef Py_ssize_t n_features = pos.shape[0] - 1, m = indptr.shape[0] - 1
+    cdef Py_ssize_t bias_pos = pos[n_features]
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double hv
+    with nogil:
+        for a in range(n):
+            for b in range(n):
+                H[a, b] = 0.0
+        for i in range(m):
+            if h[i] == 0.0:
+                continue
+            start = indptr[i]
+            nnz = indptr[i + 1] - start
+            val = &data[0] + start
+            idx = &indices[0] if dense else &indices[0] + start
+            r = 0
+            for k in range(nnz):
+                pa = pos[idx[k]]
+                if pa >= 0 and val[k] != 0.0:
+                    pbuf[r] = pa
+                    vbuf[r] = val[k]
+                    r += 1
+            if bias_pos >= 0:
+                pbuf[r] = bias_pos
+                vbuf[r] = bias
+                r += 1
+            for a in range(r):
+                hv = h[i] * vbuf[a]
+                pa = pbuf[a]
+                for b in range(a, r):
+                    pb = pbuf[b]
+                    if pa <= pb:
+                        H[pa, pb] += hv * vbuf[b]
+                    else:
+                        H[pb, pa] += hv * vbuf[b]
+        for a in range(n):
+            for b in range(a):
+                H[a, b] = H[b, a]
+
+
+def inner_cd_gram(const double[:, ::1] H, int64_t[::1] active, const double[::1] grad,
+                  const double[::1] w, double[::1] wpd, double[::1] q, double lam1,
+                  double lam2, double nu, double stop, Py_ssize_t max_passes,
+                  double shrink_scale, uint64_t[::1] rng):
+    """``inner_cd`` on the Gram matrix H = X_W^T diag(h) X_W of the working set.
+
+    The same passes, order rule, steps, shrinking and stopping rule as ``inner_cd``,
+    over positions 0..|W|-1 (``active``: a permutation of them; ``grad``, ``w``,
+    ``wpd`` indexed by position), keeping q = H d (zero on entry) instead of X d:
+    a coordinate costs O(1) to read and O(|W|) to move, so a pass costs at most
+    O(|W|^2) whatever nnz(X_W).  X d is left to the caller.  Returns (passes,
+    whether the stopping rule was met).
+    """
+    cdef Py_ssize_t p, s, k, j, n_active = active.shape[0], n_qp = active.shape[0]
+    cdef double G, viol, z, gnorm1, gmax, gmax_old = INFINITY
+    cdef double lam2nu = lam2 + nu
+    cdef bint done = False
+    with nogil:
+        p = 0
+        while p < max_passes:
+            p += 1
+            gnorm1 = 0.0
+            gmax = 0.0
+            fr_shuffle(&active[0], n_qp, &rng[0])
+            s = 0
+            while s < n_qp:
+                j = active[s]
+                G = grad[j] + q[j] + (wpd[j] - w[j]) * lam2nu
+                if not coordinate_step(G, H[j, j] + lam2nu, wpd[j], lam1,
+                                       gmax_old * shrink_scale, &viol, &z):
+                    n_qp -= 1
+                    active[s] = active[n_qp]
+                    active[n_qp] = j
+                    continue
+                gmax = viol if viol > gmax else gmax
+                gnorm1 += viol
+                s += 1
+                if z == 0.0:
+                    continue
+                wpd[j] += z
+                for k in range(n_active):
+                    q[k] += z * H[j, k]
+            if gnorm1 <= stop:
+                if n_qp == n_active:
+                    done = True
+                    break
+                n_qp = n_active
+                gmax_old = INFINITY
+            else:
+                gmax_old = gmax
+    return p, done
+
+
+def cholesky_solve(double[:, ::1] A, double[::1] b):
+    """Solve A x = b for a symmetric positive definite A in place (x into b); False if
+    A is not numerically positive definite.
+
+    A dense Cholesky factorization (A = L L^T, L into the lower triangle of A) and two
+    triangular solves, in a fixed order: serial, so the bits do not depend on a BLAS's
+    threads (the systems are small: the support of a Newton step on the Gram matrix).
+    """
+    cdef Py_ssize_t i, j, k, n = A.shape[0]
+    cdef double acc
+    with nogil:
+        for j in range(n):
+            acc = A[j, j]
+            for k in range(j):
+                acc -= A[j, k] * A[j, k]
+            if not acc > 0.0:
+                with gil:
+                    return False
+            A[j, j] = sqrt(acc)
+            for i in range(j + 1, n):
+                acc = A[i, j]
+                for k in range(j):
+                    acc -= A[i, k] * A[j, k]
+                A[i, j] = acc / A[j, j]
+        for i in range(n):
+            acc = b[i]
+            for k in range(i):
+                acc -= A[i, k] * b[k]
+            b[i] = acc / A[i, i]
+        for i in range(n - 1, -1, -1):
+            acc = b[i]
+            for k in range(i + 1, n):
+                acc -= A[k, i] * b[k]
+            b[i] = acc / A[i, i]
+    return True
+
+
+def column_combination(const floating[::1] data, const index_t[::1] indices,
+                       const int64_t[::1] indptr, bint dense, const int64_t[::1] cols,
+                       const double[::1] coef, double[::1] f):
+    """f = sum_s coef[s] x_{cols[s]} (columns with coef 0 are not read)."""
+    cdef Py_ssize_t s, k, nnz
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double a
+    with nogil:
+        for k in range(f.shape[0]):
+            f[k] = 0.0
+        for s in range(cols.shape[0]):
+            a = coef[s]
+            if a == 0.0:
+                continue
+            column(&data[0], &indices[0], &indptr[0], dense, cols[s], &val, &idx, &nnz)
+            for k in range(nnz):
+                f[idx[k]] += a * val[k]
 
 
 def line_search(int loss, double loss_param, double[::1] f, const double[::1] xtd,

@@ -65,6 +65,37 @@ cdef void hess_block(const floating* data, const index_t* indices, const index_t
             vg[2 * d + 1] += b * s
 
 
+cdef object row_blocks(const index_t[::1] indptr, const double[::1] D, double[::1] out,
+                       double[:, ::1] workspace, int n_threads):
+    """The argument checks and the row set-up of ``hess_vec`` and ``hess_diag``: the
+    per-thread row blocks as n_blocks + 1 offsets balanced by nonzeros
+    (n_blocks = min(n_threads, n_samples)), or None when X has no rows (out is then 0)."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1
+    if D.shape[0] != n:
+        raise ValueError("D must have n_samples entries")
+    if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] != 2 * out.shape[0]:
+        raise ValueError("workspace must have shape (n_threads, 2 len(out))")
+    if n <= 0:
+        out[:] = 0.0
+        return None
+    bounds = np.empty(min(n_threads, n) + 1, dtype=np.intp)
+    cdef Py_ssize_t[::1] b = bounds
+    block_bounds(&indptr[0], 0, n, b.shape[0] - 1, &b[0])
+    return bounds
+
+
+cdef void sum_blocks(double[:, ::1] workspace, int n_blocks, double[::1] out) noexcept nogil:
+    """out_j = sum over the blocks t (in order: same bits for any scheduling) of the odd
+    slot workspace[t, 2j + 1]."""
+    cdef Py_ssize_t j, t
+    cdef double s
+    for j in prange(out.shape[0], num_threads=n_blocks, schedule="static"):
+        s = workspace[0, 2 * j + 1]
+        for t in range(1, n_blocks):
+            s = s + workspace[t, 2 * j + 1]
+        out[j] = s
+
+
 def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
              bint dense, double bias, const double[::1] D, const double[::1] v,
              double[::1] out, double[:, ::1] workspace, int n_threads):
@@ -72,34 +103,25 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
 
     ``workspace`` has shape (>= n_threads, 2 len(v)), any content.
     """
-    cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = v.shape[0], d = Dn - (bias != 0)
+    cdef Py_ssize_t Dn = v.shape[0], d = Dn - (bias != 0)
     cdef Py_ssize_t j, t
     cdef double* vg
-    cdef double s
-    if out.shape[0] != Dn or D.shape[0] != n:
-        raise ValueError("out must have len(v) and D n_samples entries")
-    if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] != 2 * Dn:
-        raise ValueError("workspace must have shape (n_threads, 2 len(v))")
-    if n <= 0:
-        out[:] = 0.0
+    if out.shape[0] != Dn:
+        raise ValueError("out must have len(v) entries")
+    blocks = row_blocks(indptr, D, out, workspace, n_threads)
+    if blocks is None:
         return
-    if n_threads > n:
-        n_threads = <int>n
-    cdef Py_ssize_t[::1] bounds = np.empty(n_threads + 1, dtype=np.intp)
+    cdef Py_ssize_t[::1] bounds = blocks
+    cdef int n_blocks = <int>(bounds.shape[0] - 1)
     with nogil:
-        block_bounds(&indptr[0], 0, n, n_threads, &bounds[0])
-        for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
+        for t in prange(n_blocks, num_threads=n_blocks, schedule="static", chunksize=1):
             vg = &workspace[t, 0]
             for j in range(Dn):
                 vg[2 * j] = v[j]
                 vg[2 * j + 1] = 0.0
             hess_block(&data[0], &indices[0], &indptr[0], dense, bias, d, &D[0],
                        bounds[t], bounds[t + 1], vg)
-        for j in prange(Dn, num_threads=n_threads, schedule="static"):
-            s = workspace[0, 2 * j + 1]
-            for t in range(1, n_threads):
-                s = s + workspace[t, 2 * j + 1]
-            out[j] = s
+        sum_blocks(workspace, n_blocks, out)
 
 
 def hess_diag(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
@@ -110,31 +132,22 @@ def hess_diag(const floating[::1] data, const index_t[::1] indices, const index_
 
     Threads and buffers as in ``hess_vec`` (the odd slots of each workspace row).
     """
-    cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = out.shape[0], d = Dn - (bias != 0)
-    cdef Py_ssize_t i, j, k, t, lo, hi, nnz
+    cdef Py_ssize_t Dn = out.shape[0], d = Dn - (bias != 0)
+    cdef Py_ssize_t i, j, k, t, nnz
     cdef const floating* val
     cdef const index_t* idx
     cdef double* vg
-    cdef double s
-    if D.shape[0] != n:
-        raise ValueError("D must have n_samples entries")
-    if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] != 2 * Dn:
-        raise ValueError("workspace must have shape (n_threads, 2 len(out))")
-    if n <= 0:
-        out[:] = 0.0
+    blocks = row_blocks(indptr, D, out, workspace, n_threads)
+    if blocks is None:
         return
-    if n_threads > n:
-        n_threads = <int>n
-    cdef Py_ssize_t[::1] bounds = np.empty(n_threads + 1, dtype=np.intp)
+    cdef Py_ssize_t[::1] bounds = blocks
+    cdef int n_blocks = <int>(bounds.shape[0] - 1)
     with nogil:
-        block_bounds(&indptr[0], 0, n, n_threads, &bounds[0])
-        for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
+        for t in prange(n_blocks, num_threads=n_blocks, schedule="static", chunksize=1):
             vg = &workspace[t, 0]
             for j in range(Dn):
                 vg[2 * j + 1] = 0.0
-            lo = bounds[t]
-            hi = bounds[t + 1]
-            for i in range(lo, hi):
+            for i in range(bounds[t], bounds[t + 1]):
                 if D[i] == 0.0:
                     continue
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
@@ -142,8 +155,4 @@ def hess_diag(const floating[::1] data, const index_t[::1] indices, const index_
                     vg[2 * idx[k] + 1] += D[i] * val[k] * val[k]
                 if bias != 0.0:
                     vg[2 * d + 1] += D[i] * bias * bias
-        for j in prange(Dn, num_threads=n_threads, schedule="static"):
-            s = workspace[0, 2 * j + 1]
-            for t in range(1, n_threads):
-                s = s + workspace[t, 2 * j + 1]
-            out[j] = s
+        sum_blocks(workspace, n_blocks, out)

@@ -34,14 +34,12 @@ cdef int risk_block(const floating* data, const index_t* indices, const index_t*
     ``wg[2j]`` and its partial derivative at ``wg[2j + 1]``.  Each row is
     read once: the gather ``f_i = <x_i, w>`` brings the cache lines of its
     columns in, ``g_i = c_i l'(f_i, y_i)`` follows, and the scatter
-    ``+= g_i x_i`` hits the same lines.  On text data w and the buffer are
-    far larger than the core's caches and these random accesses, not the
-    streaming of X, set the time: on IMDB bigrams one line per column
-    instead of one in w and one in the buffer took the oracle from ~63 to
-    ~52 ms (thread CPU time, min of 15, including the interleaving copies).
-    The loss is dispatched once per row (``fr_loss_batch`` on one row, a
-    perfectly predicted switch): on a9a, 14 nonzeros per row, the oracle
-    measured 2.2 ms against 2.6 ms for the batched loss of the two-pass kernel.
+    ``+= g_i x_i`` hits the same lines: on text data w and the buffer are
+    far larger than the core's caches, and these random accesses, not the
+    streaming of X, set the time, so one cache line per column beats one in w
+    and one in the buffer.  The loss is dispatched once per row
+    (``fr_loss_batch`` on one row, a perfectly predicted switch), which costs
+    less than a second pass over the rows for a batched loss.
     """
     cdef Py_ssize_t i, nnz, end = indptr[hi]
     cdef const floating* val

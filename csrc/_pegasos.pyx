@@ -9,11 +9,14 @@ start of the run, or of the optimistic phase) on the batch A_t:
     g_t    = lambda w_t + (1/|A_t|) sum_{i in A_t} c_i l'(<w_t, x_i>, y_i) x_i
     tau_t  = (-(lambda t + tau_{1:t-1}) + sqrt((lambda t + tau_{1:t-1})^2 + G^2/R^2)) / 2
              (0 for Pegasos; written in the cancellation-free form c / (b + sqrt(b^2 + c)))
-    eta_t  = 1 / (lambda t + tau_{1:t})
+    eta_t  = 1 / (lambda t + L + tau_{1:t})
     w_t+1  = Pi_S[w_t - eta_t g_t]          (proximal, Do, Le & Foo 2009 Alg. 2)
     w_t+1  = Pi_S[w_t - eta_t (g_t + tau_t w_t)]   (adaptive: Bartlett et al.'s f + tau/2 ||w||^2)
 
-S is the ball of radius ``radius``.  The shrink is O(1) and every example
+L (``offset``) is 0 for Lipschitz losses (the papers' steps) and the curvature
+bound max_i c_i l''_i ||x_i||^2 for losses with an unbounded derivative, so
+that eta_t = 1/(lambda (t + L/lambda)) starts at a safe step
+(fastrisk/solvers/_steps.py).  S is the ball of radius ``radius``.  The shrink is O(1) and every example
 costs O(nnz(x_i)); the tail average is kept exactly and lazily (fr_scaled.h).
 The optimistic solver (Alg. 3) multiplies R by sqrt(2) and starts a new
 phase (t = 1, so lambda_{1:t} restarts) whenever
@@ -103,13 +106,14 @@ def pegasos_epoch(const floating[::1] data, const index_t[::1] indices,
                   int loss, double loss_param, double lam, int rule, double G,
                   double radius, double eps, double delta,
                   double[::1] v, double[::1] u, double[::1] scalars,
-                  long long[::1] counters):
+                  long long[::1] counters, double offset=0.0):
     """Run the steps over ``order``; returns (status, rows processed).
 
     See the module docstring for the update and the state arrays.
     ``sample_weight`` is empty for unit weights; ``u`` is empty when no
     average is kept, else has len(v).  ``eps > 0`` turns on the optimistic
     R doubling of Algorithm 3 (with failure probability ``delta``).
+    ``offset`` is L in eta_t (module docstring).
     """
     cdef fr_scaled w
     cdef fr_loss_fn lossfn = fr_loss_pointer(loss)
@@ -149,7 +153,7 @@ def pegasos_epoch(const floating[::1] data, const index_t[::1] indices,
                 deriv[k] = dl * cw[i] if cw != NULL else dl
             t += 1
             total += 1
-            Lam = lam * t
+            Lam = lam * t + offset
             tau = 0.0
             if rule != PEGASOS:
                 base = Lam + tau_sum

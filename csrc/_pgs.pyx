@@ -6,11 +6,13 @@ Step t on the mini-batch A_t (rows order[pos..pos+k)):
 
     lambda_t = (1/|A_t|) sum_{i in A_t} c_i l'(<w_{t-1}, x_i>, y_i) x_i
     theta   <- theta - lambda_t
-    w_t      = grad r*(theta / ((t+1) sigma)) = K_t * phi(theta),
+    w_t      = grad r*(theta / ((t+1) sigma + L)) = K_t * phi(theta),
     phi_j    = |theta_j|^{q-1} sgn(theta_j),
-    K_t      = ||theta||_q^{2-q} / ((q-1)(t+1) sigma)   [* min(1, B / ||w_t||_p)]
+    K_t      = ||theta||_q^{2-q} / ((q-1)((t+1) sigma + L))   [* min(1, B / ||w_t||_p)]
 
-with ||w_t||_p = ||theta||_q / ((q-1)(t+1) sigma).  phi is stored next to
+with ||w_t||_p = ||theta||_q / ((q-1)((t+1) sigma + L)).  L (``offset``) is 0 for
+Lipschitz losses (the paper's map) and max_i c_i l''_i ||x_i||^2 for losses with an
+unbounded derivative (fastrisk/solvers/_steps.py).  phi is stored next to
 theta and ||theta||_q^q is kept incrementally (|theta_j|^q = |theta_j| |phi_j|),
 so a step costs O(nnz) instead of the paper's O(d): the dot products read the
 cached phi (no power), each updated coordinate costs one power
@@ -53,9 +55,9 @@ cdef inline double norm_q_of(double norm_qq, double q) noexcept nogil:
 
 
 cdef inline double link_scale(double norm_q, double norm_qq, double t, double q,
-                              double sigma, double B) noexcept nogil:
+                              double sigma, double B, double offset) noexcept nogil:
     """K_t of the module docstring, from ||theta||_q and ||theta||_q^q (no power)."""
-    cdef double c = 1.0 / ((q - 1.0) * (t + 1.0) * sigma), K
+    cdef double c = 1.0 / ((q - 1.0) * (t + 1.0) * sigma + (q - 1.0) * offset), K
     if norm_qq <= 0.0:
         return 0.0
     K = c if q == 2.0 else norm_q * norm_q / norm_qq * c   # ||theta||_q^{2-q} c
@@ -83,11 +85,12 @@ def pgs_epoch(const floating[::1] data, const index_t[::1] indices,
               const double[::1] y, const double[::1] sample_weight,
               const Py_ssize_t[::1] order, Py_ssize_t batch_size,
               int loss, double loss_param, double sigma, double p, double B,
-              double[::1] theta, double[::1] phi, double[::1] scalars):
+              double[::1] theta, double[::1] phi, double[::1] scalars, double offset=0.0):
     """Run the PGS steps over ``order``; returns (status, rows processed, coordinate updates).
 
     ``B > 0`` restricts w to {||w||_p <= B}; ``sample_weight`` is empty for
-    unit weights.  See the module docstring for the state.
+    unit weights; ``offset`` is L (module docstring).  See the module docstring for
+    the state.
     """
     cdef fr_loss_fn lossfn = fr_loss_pointer(loss)
     cdef double q = p / (p - 1.0), t = scalars[1], norm_qq = 0.0, norm_q, K, f, dl, s
@@ -113,7 +116,7 @@ def pgs_epoch(const floating[::1] data, const index_t[::1] indices,
         for j in range(D):
             norm_qq += fabs(theta[j]) * fabs(phi[j])
         norm_q = norm_q_of(norm_qq, q)
-        K = link_scale(norm_q, norm_qq, t, q, sigma, B)
+        K = link_scale(norm_q, norm_qq, t, q, sigma, B, offset)
         while pos < n:
             b = batch_size if n - pos >= batch_size else n - pos
             for k in range(b):
@@ -144,7 +147,7 @@ def pgs_epoch(const floating[::1] data, const index_t[::1] indices,
                     norm_qq = 0.0
                 norm_q = norm_q_of(norm_qq, q)
             t += 1.0
-            K = link_scale(norm_q, norm_qq, t, q, sigma, B)
+            K = link_scale(norm_q, norm_qq, t, q, sigma, B, offset)
             pos += b
             if not isfinite(norm_qq):
                 status = OVERFLOW
@@ -155,7 +158,7 @@ def pgs_epoch(const floating[::1] data, const index_t[::1] indices,
 
 
 def pgs_weights(double[::1] theta, double[::1] phi, double[::1] scalars, double sigma,
-                double p, double B, double[::1] out):
+                double p, double B, double[::1] out, double offset=0.0):
     """out <- w_t = K_t phi (the current iterate); returns ||w_t||_p."""
     cdef double q = p / (p - 1.0), norm_qq = 0.0, norm_q, norm_p, K
     cdef Py_ssize_t j, D = theta.shape[0]
@@ -164,8 +167,8 @@ def pgs_weights(double[::1] theta, double[::1] phi, double[::1] scalars, double 
     for j in range(D):
         norm_qq += fabs(theta[j]) * fabs(phi[j])
     norm_q = norm_q_of(norm_qq, q)
-    K = link_scale(norm_q, norm_qq, scalars[1], q, sigma, B)
-    norm_p = norm_q / ((q - 1.0) * (scalars[1] + 1.0) * sigma)
+    K = link_scale(norm_q, norm_qq, scalars[1], q, sigma, B, offset)
+    norm_p = norm_q / ((q - 1.0) * (scalars[1] + 1.0) * sigma + (q - 1.0) * offset)
     for j in range(D):
         out[j] = K * phi[j]
     return min(norm_p, B) if B > 0.0 else norm_p

@@ -28,10 +28,13 @@ per call -- for l1-RDA these are the prefix sums of t^{-1/2} and t^{1/2} of
 docs/math.md §6.  A coordinate is caught up just before its S_j changes, and every
 coordinate at the end of the call (``flush_end``).
 
-``pnorm_rda_epoch`` -- p-norm RDA (section 7.2).  w = theta^{-1}(g_hat) divides
-by ||g_hat||_q^{q-2}, a norm over the coordinates above a threshold lambda*t
-that moves at every step; only the nonzeros of w_t are visited (a compact
-active set), so a step costs O(nnz(x_i) + nnz(w_t)), not O(d).
+``pnorm_rda_epoch_integral`` / ``pnorm_rda_epoch`` -- p-norm RDA (section 7.2).
+w = theta^{-1}(g_hat) divides by ||g_hat||_q^{q-2}, a norm over the
+coordinates above a threshold lambda*t that moves at every step.  For an
+integer q = p / (p - 1) the norm is a polynomial in the threshold over power
+sums that only the rows' coordinates change: O(nnz(x_i)) per step.  For other
+p only the nonzeros of w_t are visited (a compact active set):
+O(nnz(x_i) + nnz(w_t)) per step, not O(d).
 
 ``truncated_gradient_epoch`` -- the baselines of section 6: SGD with the l1
 subgradient and truncated gradient (TG, period K; K = 1 is FOBOS), constant
@@ -48,7 +51,7 @@ The intercept is the virtual feature of value ``bias`` at coordinate
 
 import numpy as np
 from cython cimport floating
-from libc.math cimport fabs, sqrt, pow, ceil
+from libc.math cimport fabs, sqrt, pow, ceil, fma
 from libc.stdint cimport int64_t
 
 from fr_rows cimport index_t, row_view
@@ -251,13 +254,15 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
                     const int64_t[::1] order, Py_ssize_t batch_size,
                     int loss, double loss_param,
                     double[::1] S, double[::1] acc, Py_ssize_t t0,
-                    double lam, double gamma, double rho, double p):
+                    double lam, double gamma, double rho, double p, double beta=0.0):
     """Steps t = t0 + 1 ..: w_t = theta^{-1}(g_hat_{t-1}) with
-    g_hat_r = -((p - 1) / (gamma sqrt(r))) shrink(S, lam r + gamma rho sqrt(r))
+    g_hat_r = -((p - 1) / beta_r) shrink(S, lam r + rho beta_r), beta_r = gamma sqrt(r) + beta
     and theta^{-1}_j(g) = sgn(g_j) |g_j|^{q-1} / ||g||_q^{q-2}; acc += w_t.
+    ``beta`` is 0 for Lipschitz losses and the curvature offset L of
+    fastrisk/solvers/_steps.py for losses with an unbounded derivative.
 
     Every coordinate of w_t has the form w_{t,j} = c_t v_{t,j} with the
-    global factor c_t = (p - 1) / (gamma sqrt(r)) / N_t^{(q-2)/q},
+    global factor c_t = (p - 1) / beta_r / N_t^{(q-2)/q},
     N_t = sum_j m_j^q, and v_{t,j} = -sgn(S_j) m_j^{q-1}, m_j = |S_j| - th_r > 0.
     The threshold th_r is nondecreasing in r, so a coordinate with
     |S_j| <= th_r stays zero until a row changes S_j: only the active set
@@ -299,7 +304,7 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
     cdef double* e
     with nogil:
         # the active set at the first step: the coordinates above th_{t0}
-        th = lam * t0 + gamma * rho * sqrt(<double>t0)
+        th = lam * t0 + gamma * rho * sqrt(<double>t0) + rho * beta
         for j in range(D):
             if fabs(S[j]) > th:
                 pos[j] = n_act
@@ -312,7 +317,7 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
             hi = min(lo + batch_size, n_rows)
             # 1. acc += w_{t-1} (deferred); w_t = scale * v over the active set
             r = <double>(t - 1)
-            th = lam * r + gamma * rho * sqrt(r)
+            th = lam * r + gamma * rho * sqrt(r) + rho * beta
             norm_q = 0.0
             slot = 0
             while slot < n_act:
@@ -338,8 +343,8 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
                 e[1] = -sgn(e[0]) * pq1
                 slot += 1
             if norm_q > 0.0:
-                # |g_hat_j| = k m_j, k = (p-1)/(gamma sqrt r): w_j = -sgn k m^{q-1} / N^{(q-2)/q}
-                scale = (p - 1.0) / (gamma * sqrt(r)) / pow(norm_q, (q_exp - 2.0) / q_exp)
+                # |g_hat_j| = k m_j, k = (p-1)/beta_r: w_j = -sgn k m^{q-1} / N^{(q-2)/q}
+                scale = (p - 1.0) / (gamma * sqrt(r) + beta) / pow(norm_q, (q_exp - 2.0) / q_exp)
             else:
                 scale = 0.0
             scale_prev = scale
@@ -379,6 +384,317 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
                     sl[3 * slot] = S[j]
         for slot in range(n_act):
             acc[act[slot]] += sl[3 * slot + 2] + scale_prev * sl[3 * slot + 1]
+    return total, (STATUS_OK if total == total and fabs(total) < 1e308 else STATUS_OVERFLOW)
+
+
+# ---------------------------------------------------------------------------
+# p-norm RDA with an integer q: O(nnz(x_i)) per step
+
+# The sums of this kernel are kept in double-double (hi + lo, |lo| <= ulp(hi)/2):
+# the norm and the lazy acc terms are polynomials whose terms cancel when a
+# coordinate sits near the threshold, so they are formed from sums carried to
+# about 2^-104 relative and rounded once at the end.
+cdef struct DD:
+    double hi
+    double lo
+
+
+cdef inline DD two_sum(double a, double b) noexcept nogil:
+    cdef DD r
+    cdef double bb
+    r.hi = a + b
+    bb = r.hi - a
+    r.lo = (a - (r.hi - bb)) + (b - bb)
+    return r
+
+
+cdef inline DD dd_add(DD a, DD b) noexcept nogil:
+    cdef DD s = two_sum(a.hi, b.hi)
+    return two_sum(s.hi, s.lo + (a.lo + b.lo))
+
+
+cdef inline DD dd_mul(DD a, double b) noexcept nogil:
+    cdef DD r
+    cdef double p = a.hi * b
+    return two_sum(p, fma(a.hi, b, -p) + a.lo * b)
+
+
+cdef inline void dd_acc(DD* a, double x) noexcept nogil:
+    cdef DD s = two_sum(a.hi, x)
+    a.hi = s.hi
+    a.lo += s.lo
+
+
+cdef inline double pnorm_threshold(double lam, double grho, double off,
+                                   Py_ssize_t r) noexcept nogil:
+    """th_r = lam r + gamma rho sqrt(r) + rho beta (off = rho beta), nondecreasing in r
+    also in floating point (each operation is monotone)."""
+    if grho == 0.0:
+        return lam * <double>r + off
+    return lam * <double>r + grho * sqrt(<double>r) + off
+
+
+cdef struct PCoord:
+    # the state of one coordinate in the p-norm kernel: S_j, acc_j, the last step
+    # the coordinate is active (w_{r,j} != 0 for r <= drop) and the first step not
+    # yet in acc_j
+    double S
+    double acc
+    Py_ssize_t drop
+    Py_ssize_t last
+
+
+cdef inline Py_ssize_t drop_step(double a, Py_ssize_t t, Py_ssize_t t_end, double lam,
+                                 double grho, double off) noexcept nogil:
+    """The first r >= t with th_r >= a (t_end when none up to t_end - 1): from the
+    root of lam r + grho sqrt(r) = a - off, then corrected against the exact th_r."""
+    cdef double u, est, b = a - off
+    cdef Py_ssize_t r
+    if pnorm_threshold(lam, grho, off, t) >= a:
+        return t
+    if lam > 0.0 and grho == 0.0:
+        est = b / lam
+    elif lam > 0.0:
+        u = (-grho + sqrt(grho * grho + 4.0 * lam * b)) / (2.0 * lam)
+        est = u * u
+    elif grho > 0.0:
+        est = (b / grho) * (b / grho)
+    else:
+        return t_end
+    r = max(t + 1, <Py_ssize_t>ceil(est)) if est < <double>t_end else t_end
+    while r > t + 1 and pnorm_threshold(lam, grho, off, r - 1) >= a:
+        r -= 1
+    while r < t_end and pnorm_threshold(lam, grho, off, r) < a:
+        r += 1
+    return r
+
+
+cdef inline void power_update(DD* A, Py_ssize_t qi, double a_old, double a_new) noexcept nogil:
+    """A_k += a_new^k - a_old^k, k = 1 .. qi (0 for a coordinate that leaves or joins)."""
+    cdef double po = a_old, pn = a_new
+    cdef Py_ssize_t k
+    for k in range(1, qi + 1):
+        if k > 1:
+            po *= a_old
+            pn *= a_new
+        dd_acc(&A[k], pn - po)
+
+
+cdef inline void bucket_link(Py_ssize_t* head, Py_ssize_t* nxt, Py_ssize_t* prv, Py_ssize_t j,
+                             Py_ssize_t r) noexcept nogil:
+    """Put coordinate j first in the doubly linked list of bucket r."""
+    nxt[j] = head[r]
+    prv[j] = -1
+    if head[r] >= 0:
+        prv[head[r]] = j
+    head[r] = j
+
+
+cdef inline void bucket_unlink(Py_ssize_t* head, Py_ssize_t* nxt, Py_ssize_t* prv, Py_ssize_t j,
+                               Py_ssize_t r) noexcept nogil:
+    """Take coordinate j out of the list of bucket r."""
+    if prv[j] >= 0:
+        nxt[prv[j]] = nxt[j]
+    else:
+        head[r] = nxt[j]
+    if nxt[j] >= 0:
+        prv[nxt[j]] = prv[j]
+
+
+cdef inline void pnorm_catch_up(const DD* P, const double* cth, Py_ssize_t ne, Py_ssize_t t0,
+                                const double* binom, double s, double* acc_j,
+                                Py_ssize_t* last_j, Py_ssize_t drop_j,
+                                Py_ssize_t upto) noexcept nogil:
+    """acc_j += sum_{r = last_j}^{min(upto, drop_j)} w_{r,j} for a constant S_j = s:
+    w_{r,j} = -sgn(s) c_r (|s| - th_{r-1})^{ne-1}, expanded binomially over the
+    prefix sums P[i][k] = sum_{t0 < r <= t0 + i} c_r th_{r-1}^k (Horner in |s|);
+    a window of one step takes its term directly from cth[i] = (c_r, th_{r-1})."""
+    cdef Py_ssize_t e = min(upto, drop_j), k
+    cdef DD res, lo_k, diff
+    cdef double a = fabs(s)
+    res.hi = 0.0
+    res.lo = 0.0
+    if e == last_j[0]:
+        acc_j[0] -= sgn(s) * (cth[2 * (e - t0)]
+                              * pow_q1(a - cth[2 * (e - t0) + 1], <double>(ne - 1), True))
+    elif e > last_j[0]:
+        for k in range(ne):
+            lo_k = P[(last_j[0] - 1 - t0) * ne + k]
+            lo_k.hi = -lo_k.hi
+            lo_k.lo = -lo_k.lo
+            diff = dd_mul(dd_add(P[(e - t0) * ne + k], lo_k), binom[k])
+            res = diff if k == 0 else dd_add(dd_mul(res, a), diff)
+        acc_j[0] -= sgn(s) * (res.hi + res.lo)
+    last_j[0] = upto + 1
+
+
+def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indices,
+                             const index_t[::1] indptr, bint dense, double bias,
+                             const double[::1] y, const double[::1] sample_weight,
+                             const int64_t[::1] order, Py_ssize_t batch_size,
+                             int loss, double loss_param,
+                             double[::1] S, double[::1] acc, Py_ssize_t t0,
+                             double lam, double gamma, double rho, double p,
+                             double beta=0.0):
+    """The steps of ``pnorm_rda_epoch`` for p = 1 + 1/n (q = p / (p - 1) = n + 1 an
+    integer, 2 <= q <= 8) in O(nnz(x_i)) per step, with the same iterates up to
+    rounding.
+
+    With a_j = |S_j| and th = th_{t-1}, the norm N_t = sum_{a_j > th} (a_j - th)^q
+    is the polynomial sum_k binom(q, k) (-th)^{q-k} A_k in th over the power sums
+    A_k = sum_{a_j > th} a_j^k of the active coordinates: a step updates the
+    A_k of the coordinates its rows change, and a coordinate leaves them at the
+    step where th first reaches a_j, known when S_j is set (th_r is a known
+    nondecreasing sequence): it waits in the bucket of that step (a linked list).
+    The iterate w_{t,j} = -sgn(S_j) c_t (a_j - th)^{q-1} is formed only where a
+    row needs it, and acc_j receives the terms of the steps since S_j last changed
+    at once, from the prefix sums of c_r th_{r-1}^k (``pnorm_catch_up``).
+    O(d) once per call (the initial active set and the final catch-up).
+    Returns (loss sum, status)."""
+    cdef Py_ssize_t D = S.shape[0], d = D - (bias != 0.0)
+    cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, t, lo, hi, q, i, kk, nnz, j, k
+    cdef Py_ssize_t t_end, qi, ne, n_act = 0, r, nb
+    cdef bint weighted = sample_weight.shape[0] > 0
+    cdef double fval, deriv, lval, c, coef, total = 0.0, grho = gamma * rho, off = rho * beta
+    cdef double q_exp = p / (p - 1.0), th, m, a_old, a_new, scale, x, v
+    cdef DD norm, thk
+    cdef DD A[9]
+    cdef double binom_q[9]
+    cdef double binom_e[9]
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef fr_loss_fn fn = fr_loss_pointer(loss)
+    if fn == NULL:
+        return 0.0, STATUS_BAD_LOSS
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    if acc.shape[0] != D:
+        raise ValueError("S and acc must have the same length")
+    qi = <Py_ssize_t>q_exp
+    if qi != q_exp or qi < 2 or qi > 8:
+        raise ValueError("p must be 1 + 1/n with q = p / (p - 1) in 2 .. 8")
+    ne = qi                                   # P holds k = 0 .. q - 1
+    n_steps = (n_rows + batch_size - 1) // batch_size
+    t_end = t0 + n_steps
+    fbuf = np.empty(batch_size)
+    cdef double[::1] f = fbuf
+    # per coordinate, side by side (one cache line per row coordinate; see PCoord),
+    # and the bucket links
+    coord_buf = np.empty(4 * D)
+    cdef double[::1] coord_mem = coord_buf
+    cdef PCoord* cs = <PCoord*>&coord_mem[0]
+    nxt_buf = np.empty(D, dtype=np.intp)
+    prv_buf = np.empty(D, dtype=np.intp)
+    head_buf = np.full(n_steps + 1, -1, dtype=np.intp)
+    P_buf = np.zeros((n_steps + 1) * ne * 2)
+    cth_buf = np.zeros(2 * (n_steps + 1))
+    cdef double[::1] cth = cth_buf
+    cdef Py_ssize_t[::1] nxt = nxt_buf
+    cdef Py_ssize_t[::1] prv = prv_buf
+    cdef Py_ssize_t[::1] head = head_buf
+    cdef double[::1] P_mem = P_buf
+    cdef DD* P = <DD*>&P_mem[0]
+    for k in range(qi + 1):
+        A[k].hi = 0.0
+        A[k].lo = 0.0
+        binom_q[k] = 1.0 if k == 0 else binom_q[k - 1] * (qi - k + 1) / k
+    for k in range(ne):
+        # (-1)^k binom(q - 1, k): the Horner coefficients of (a - th)^{q-1}
+        binom_e[k] = 1.0 if k == 0 else -binom_e[k - 1] * (qi - k) / k
+    with nogil:
+        for j in range(D):
+            cs[j].S = S[j]
+            cs[j].acc = acc[j]
+            cs[j].last = t0 + 1
+            cs[j].drop = t0
+            if cs[j].S != 0.0:
+                cs[j].drop = drop_step(fabs(cs[j].S), t0, t_end, lam, grho, off)
+                if cs[j].drop > t0:
+                    n_act += 1
+                    power_update(A, qi, 0.0, fabs(cs[j].S))
+                    if cs[j].drop < t_end:
+                        bucket_link(&head[0], &nxt[0], &prv[0], j, cs[j].drop - t0)
+        for step in range(n_steps):
+            t = t0 + step + 1
+            lo = step * batch_size
+            hi = min(lo + batch_size, n_rows)
+            th = pnorm_threshold(lam, grho, off, t - 1)
+            # 1. the coordinates whose threshold th_{t-1} was reached leave the sums
+            j = head[t - 1 - t0]
+            while j >= 0:
+                n_act -= 1
+                power_update(A, qi, fabs(cs[j].S), 0.0)
+                j = nxt[j]
+            # 2. N_t and w_t = c_t v over the active set, in closed form
+            scale = 0.0
+            if n_act > 0:
+                x = -th
+                norm = A[0]
+                norm.hi = <double>n_act
+                norm.lo = 0.0
+                for k in range(1, qi + 1):
+                    norm = dd_add(dd_mul(norm, x), dd_mul(A[k], binom_q[k]))
+                if norm.hi + norm.lo > 0.0:
+                    scale = (p - 1.0) / (gamma * sqrt(<double>(t - 1)) + beta) \
+                        / pow(norm.hi + norm.lo, (q_exp - 2.0) / q_exp)
+            cth[2 * (t - t0)] = scale
+            cth[2 * (t - t0) + 1] = th
+            thk.hi = 1.0
+            thk.lo = 0.0
+            for k in range(ne):
+                if k > 0:
+                    thk = dd_mul(thk, th)
+                P[(t - t0) * ne + k] = dd_add(P[(t - 1 - t0) * ne + k], dd_mul(thk, scale))
+            # 3. gradient at w_t
+            for q in range(lo, hi):
+                i = order[q]
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                fval = 0.0
+                for kk in range(nnz + (bias != 0.0)):
+                    j = idx[kk] if kk < nnz else d
+                    if cs[j].drop >= t:
+                        m = fabs(cs[j].S) - th
+                        v = -sgn(cs[j].S) * pow_q1(m, q_exp - 1.0, True)
+                        fval += (val[kk] if kk < nnz else bias) * (scale * v)
+                f[q - lo] = fval
+            for q in range(lo, hi):
+                i = order[q]
+                c = sample_weight[i] if weighted else 1.0
+                lval = fn(f[q - lo], y[i], loss_param, &deriv)
+                total += c * lval
+                coef = c * deriv / (hi - lo)
+                if coef == 0.0:
+                    continue
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                for kk in range(nnz + (bias != 0.0)):
+                    j = idx[kk] if kk < nnz else d
+                    pnorm_catch_up(P, &cth[0], ne, t0, binom_e, cs[j].S, &cs[j].acc, &cs[j].last,
+                                   cs[j].drop, t)
+                    a_old = 0.0
+                    if cs[j].drop >= t:
+                        # active: leaves the sums and its bucket, rejoins below if still above
+                        a_old = fabs(cs[j].S)
+                        n_act -= 1
+                        if cs[j].drop < t_end:
+                            bucket_unlink(&head[0], &nxt[0], &prv[0], j, cs[j].drop - t0)
+                    cs[j].S += coef * (val[kk] if kk < nnz else bias)
+                    # active from step t + 1 on, or not (marked as t - 1: the catch-up
+                    # above already holds step t's term)
+                    r = (drop_step(fabs(cs[j].S), t, t_end, lam, grho, off) if cs[j].S != 0.0
+                         else t)
+                    cs[j].drop = r if r > t else t - 1
+                    a_new = 0.0
+                    if r > t:
+                        a_new = fabs(cs[j].S)
+                        n_act += 1
+                        if r < t_end:
+                            bucket_link(&head[0], &nxt[0], &prv[0], j, r - t0)
+                    power_update(A, qi, a_old, a_new)
+        for j in range(D):
+            pnorm_catch_up(P, &cth[0], ne, t0, binom_e, cs[j].S, &cs[j].acc, &cs[j].last,
+                           cs[j].drop, t_end)
+            S[j] = cs[j].S
+            acc[j] = cs[j].acc
     return total, (STATUS_OK if total == total and fabs(total) < 1e308 else STATUS_OVERFLOW)
 
 

@@ -13,8 +13,9 @@ from cython cimport floating
 # Software prefetch of the weight an access FR_PREFETCH_DISTANCE entries ahead
 # will touch: w and the gradient buffer are too large for the core's caches on
 # text data (1.5M features) and their addresses come from idx, which the
-# hardware prefetcher cannot predict.  Measured on IMDB bigrams (8.8M nnz):
-# -25% CPU time for the oracle; distances 24-64 are equivalent, 12 is too short.
+# hardware prefetcher cannot predict.  The distance must cover a memory
+# latency's worth of row entries; within a factor of two either way it matters
+# little.
 cdef extern from *:
     """
     #define FR_PREFETCH_DISTANCE 40

@@ -120,8 +120,8 @@ static inline double fr_epsilon_insensitive_sdca_step(double u0, double f, doubl
  * -1 at the lower end of the box, +1 at the upper end, 0 inside.  For the
  * binary losses both are taken for s = y u (the alpha_i of LIBLINEAR, box
  * [0, 1]), so rows of both labels share one scale for the thresholds, as in
- * LIBLINEAR; measured on w8a hinge at alpha 1e-6, thresholds in the u scale
- * (signs mixed across labels) kept far more rows active. */
+ * LIBLINEAR; thresholds in the u scale (signs mixed across labels) keep far
+ * more rows active at small alpha. */
 typedef double (*fr_sdca_grad_fn)(double u, double f, double y, double p, int *bound);
 
 static inline int fr_box_end(double u, double lo, double hi)

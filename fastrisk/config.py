@@ -25,6 +25,15 @@ def n_cores():
         return os.cpu_count() or 1
 
 
+def solver_threads(problem, n_threads):
+    """Threads of a solver's own kernels: ``n_threads``, or for None the ``n_threads``
+    the problem was built with (its oracle's), so that the one ``n_threads`` of a
+    Problem or an estimator governs every kernel of the fit."""
+    if n_threads is None:
+        n_threads = getattr(problem.oracle, "n_threads", None)
+    return resolve_n_threads(n_threads)
+
+
 def _warn_once(kind, message):
     if kind not in _WARNED:
         _WARNED.add(kind)

@@ -13,6 +13,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from fastrisk import _oracle, _sdca
+from fastrisk.solvers._checks import check_choice, check_number
 
 
 def _sgn(x):
@@ -180,8 +181,7 @@ class Loss:
     """A registry entry bound to its parameter value (``loss.param``)."""
 
     def __init__(self, name, param=None):
-        if not isinstance(name, str) or name not in LOSSES:
-            raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {name!r}")
+        check_choice(name, "loss", sorted(LOSSES))
         self.spec = LOSSES[name]
         self.name = name
         if self.spec.param is None:
@@ -190,13 +190,10 @@ class Loss:
             self.param = 0.0
         else:
             pname, default, lo, hi, lo_open, hi_open = self.spec.param
-            value = default if param is None else param
-            if not isinstance(value, (int, float, np.number)) or isinstance(value, bool) or not (
-                (lo < value if lo_open else lo <= value) and (value < hi if hi_open else value <= hi)
-            ):
-                raise ValueError(f"loss_param ({pname} of loss {name!r}) must lie in "
-                                 f"{'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}, got {value!r}")
-            self.param = float(value)
+            self.param = check_number(default if param is None else param,
+                                      f"loss_param ({pname} of loss {name!r})", lo,
+                                      hi if np.isfinite(hi) else None, low_open=lo_open,
+                                      high_open=hi_open)
 
     def __repr__(self):
         return f"Loss({self.name!r}, param={self.param})"
@@ -246,8 +243,7 @@ def vector_loss(name, F, y, *, cost=None, beta=1.0, M=None):
         cost = 1.0 - np.eye(k) if cost is None else np.asarray(cost, dtype=np.float64)
         if cost.shape != (k, k) or (np.diag(cost) != 0).any() or (cost < 0).any():
             raise ValueError(f"cost must be a non-negative ({k}, {k}) matrix with zero diagonal")
-        if not isinstance(beta, (int, float, np.number)) or not beta >= 0:
-            raise ValueError(f"beta must be a number >= 0, got {beta!r}")
+        beta = check_number(beta, "beta", 0.0)
         scale = cost[y] ** beta
         terms = scale * (F - F[rows, y][:, None] + cost[y])
         terms[rows, y] = 0.0

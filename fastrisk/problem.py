@@ -7,8 +7,6 @@ feature of value ``intercept_scaling`` and is regularized like the others
 (as LIBLINEAR does), so every solver minimizes the same J.
 """
 
-import numbers
-
 import numpy as np
 
 from fastrisk.data import (
@@ -21,13 +19,11 @@ from fastrisk.data import (
 from fastrisk.losses import Loss
 from fastrisk.oracle import LocalOracle, VectorOracle
 from fastrisk.regularizers import make_regularizer
+from fastrisk.solvers._checks import check_bool, check_number
 
 
 def check_alpha(alpha):
-    if not isinstance(alpha, numbers.Real) or isinstance(alpha, bool) or not np.isfinite(alpha) \
-            or alpha <= 0:
-        raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
-    return float(alpha)
+    return check_number(alpha, "alpha", 0.0, low_open=True)
 
 
 class Problem:
@@ -49,12 +45,9 @@ class Problem:
         self.regularizer = make_regularizer(penalty, l1_ratio=l1_ratio, p=p)
         self.penalty = penalty
         self.alpha = check_alpha(alpha)
-        if not isinstance(fit_intercept, (bool, np.bool_)):
-            raise ValueError(f"fit_intercept must be a bool, got {fit_intercept!r}")
-        if fit_intercept and (not isinstance(intercept_scaling, numbers.Real)
-                              or not intercept_scaling > 0):
-            raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling!r}")
-        bias = float(intercept_scaling) if fit_intercept else 0.0
+        fit_intercept = check_bool(fit_intercept, "fit_intercept")
+        bias = (check_number(intercept_scaling, "intercept_scaling", 0.0, low_open=True)
+                if fit_intercept else 0.0)
         if isinstance(X, Dataset):  # already validated, e.g. shared by one-vs-rest problems
             if X.bias != bias:
                 raise ValueError(f"X is a Dataset with intercept feature {X.bias}, but "

@@ -17,12 +17,11 @@ Every method takes a 1-D array-like and returns a new float64 array (or a
 float); the argument is never modified.
 """
 
-import numbers
-
 import numpy as np
 from scipy.optimize import brentq
 
 from fastrisk import _conj
+from fastrisk.solvers._checks import check_choice, check_number
 
 
 def _vec(x, name):
@@ -33,9 +32,7 @@ def _vec(x, name):
 
 
 def _step(t):
-    if not isinstance(t, numbers.Real) or isinstance(t, bool) or not np.isfinite(t) or t < 0:
-        raise ValueError(f"t must be a finite number >= 0, got {t!r}")
-    return float(t)
+    return check_number(t, "t", 0.0)
 
 
 def soft_threshold(v, t):
@@ -115,10 +112,7 @@ class ElasticNet:
     separable = True
 
     def __init__(self, l1_ratio=0.15):
-        if not isinstance(l1_ratio, numbers.Real) or isinstance(l1_ratio, bool) \
-                or not 0.0 <= l1_ratio <= 1.0:
-            raise ValueError(f"l1_ratio must be in [0, 1], got {l1_ratio!r}")
-        self.l1_ratio = float(l1_ratio)
+        self.l1_ratio = check_number(l1_ratio, "l1_ratio", 0.0, 1.0)
         self.strongly_convex = self.l1_ratio < 1.0
         self.differentiable = self.l1_ratio == 0.0
         self.smooth_conjugate = self.l1_ratio < 1.0
@@ -176,9 +170,7 @@ class Lp:
         return None
 
     def __init__(self, p=2.0):
-        if not isinstance(p, numbers.Real) or isinstance(p, bool) or not 1.0 < p <= 2.0:
-            raise ValueError(f"p must be in (1, 2], got {p!r}")
-        self.p = float(p)
+        self.p = check_number(p, "p", 1.0, 2.0, low_open=True)
         self.q = self.p / (self.p - 1.0)
 
     def value(self, w):
@@ -238,6 +230,5 @@ PENALTIES = tuple(REGULARIZERS)
 
 def make_regularizer(penalty, *, l1_ratio=0.15, p=2.0):
     """Regularizer for ``penalty`` in PENALTIES."""
-    if not isinstance(penalty, str) or penalty not in REGULARIZERS:
-        raise ValueError(f"penalty must be one of {PENALTIES}, got {penalty!r}")
+    check_choice(penalty, "penalty", PENALTIES)
     return REGULARIZERS[penalty](l1_ratio, p)

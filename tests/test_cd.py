@@ -41,13 +41,19 @@ def _liblinear_l1(X, y, alpha, fit_intercept, tol=1e-12):
     return np.append(w, clf.intercept_[0]) if fit_intercept else w
 
 
+# the inner solvers: passes over the columns of X_W, or over the Gram matrix of W
+INNER = ["columns", "gram"]
+
+
+@pytest.mark.parametrize("inner", INNER)
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("alpha", [1e-2, 1e-3])
-def test_l1_logistic_matches_liblinear(fit_intercept, alpha):
+def test_l1_logistic_matches_liblinear(fit_intercept, alpha, inner):
     X, y = _classification()
     prob = fr.Problem(X, y, loss="logistic", penalty="l1", alpha=alpha,
                       fit_intercept=fit_intercept)
-    res = solve_cd(prob, tol=TOL)
+    res = solve_cd(prob, tol=TOL, inner=inner)
+    assert (res.extra["n_gram"] > 0) == (inner == "gram")
     w_ll = _liblinear_l1(X, y, alpha, fit_intercept)
     J_ll = prob.objective(w_ll)
     assert res.status == "converged"
@@ -60,8 +66,9 @@ def test_l1_logistic_matches_liblinear(fit_intercept, alpha):
     assert np.abs(res.w[res.w != 0]).min() > 1e-6
 
 
+@pytest.mark.parametrize("inner", INNER)
 @pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
-def test_squared_loss_matches_sklearn_lasso_and_elastic_net(l1_ratio):
+def test_squared_loss_matches_sklearn_lasso_and_elastic_net(l1_ratio, inner):
     # sklearn: (1/(2m)) ||y - Xw||^2 + a r ||w||_1 + a (1 - r)/2 ||w||^2; fastrisk's squared
     # loss is 0.5 (f - y)^2 averaged over the rows and elasticnet is r |w|_1 + (1-r)/2 |w|^2:
     # the same J with alpha = a (no intercept on either side)
@@ -69,7 +76,7 @@ def test_squared_loss_matches_sklearn_lasso_and_elastic_net(l1_ratio):
     a = 0.05
     penalty = "l1" if l1_ratio == 1.0 else "elasticnet"
     prob = fr.Problem(X, y, loss="squared", penalty=penalty, alpha=a, l1_ratio=l1_ratio)
-    res = solve_cd(prob, tol=TOL)
+    res = solve_cd(prob, tol=TOL, inner=inner)
     est = (Lasso(alpha=a, fit_intercept=False, tol=1e-14, max_iter=100000) if l1_ratio == 1.0
            else ElasticNet(alpha=a, l1_ratio=l1_ratio, fit_intercept=False, tol=1e-14,
                            max_iter=100000))
@@ -145,13 +152,56 @@ def _layouts(X):
             "csr_int64": S64, "readonly": ro}
 
 
-def test_layouts_dtypes_and_index_types_give_the_same_solution():
+def test_auto_inner_switches_to_the_gram_matrix_on_collinear_one_hot_columns():
+    # a9a-like data: one-hot codes of correlated categorical variables (every row has one
+    # nonzero per variable, the columns of a variable sum to 1: collinear with each other),
+    # where the inner passes multiply and the Gram matrix of the small working set pays
+    rng = np.random.default_rng(0)
+    m, n_vars, levels = 3000, 12, 6
+    z = rng.normal(size=(m, 1)) + 0.5 * rng.normal(size=(m, n_vars))
+    codes = np.clip(((z + 2.0) * levels / 4.0).astype(int), 0, levels - 1)
+    X = sp.csr_matrix((np.ones(m * n_vars), (np.repeat(np.arange(m), n_vars),
+                                             (codes + levels * np.arange(n_vars)).ravel())),
+                      shape=(m, n_vars * levels))
+    y = np.where(z[:, 0] + 0.3 * rng.normal(size=m) > 0, 1.0, -1.0)
+    prob = fr.Problem(X, y, loss="logistic", penalty="l1", alpha=1e-4, fit_intercept=True)
+    auto = solve_cd(prob, tol=TOL, random_state=0)
+    cols = solve_cd(prob, tol=TOL, inner="columns", random_state=0)
+    assert auto.extra["n_gram"] > 0 and cols.extra["n_gram"] == 0
+    # (the column passes may stall at the round-off floor just short of TOL, see TOL)
+    assert auto.gap <= 10 * TOL * auto.objective and cols.gap <= 10 * TOL * cols.objective
+    # two certified solutions of one problem: each objective within the other's gap, and
+    # LIBLINEAR's to 1e-6 relative (the supports need not agree: with the intercept the
+    # columns are linearly dependent and the optimum need not be unique)
+    assert abs(auto.objective - cols.objective) <= max(auto.gap, cols.gap)
+    J_ll = prob.objective(_liblinear_l1(X, y, 1e-4, True))
+    assert abs(auto.objective - J_ll) <= 1e-6 * J_ll
+
+
+def test_newton_steps_on_the_support_converge_on_nearly_collinear_columns():
+    # two features near 100 and the intercept (scikit-learn's estimator checks use such
+    # data): coordinate descent creeps along the near-null direction of the Hessian; the
+    # Gram inner solve's Newton steps on the support reach a certified 1e-8 in a few
+    # dozen outer iterations (the column passes alone need over 10^4)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(67, 2)) + 100.0
+    y = np.where(rng.uniform(size=67) > 0.5, 1.0, -1.0)
+    prob = fr.Problem(X, y, loss="logistic", penalty="l1", alpha=7.6e-5, fit_intercept=True)
+    res = solve_cd(prob, tol=1e-8, max_iter=1000, random_state=0)
+    assert res.status == "converged" and res.n_iter <= 200 and res.extra["n_gram"] > 0
+    J_ll = prob.objective(_liblinear_l1(X, y, 7.6e-5, True))
+    assert abs(res.objective - J_ll) <= 1e-6 * J_ll
+    assert res.objective <= J_ll + res.gap + 1e-14
+
+
+@pytest.mark.parametrize("inner", INNER)
+def test_layouts_dtypes_and_index_types_give_the_same_solution(inner):
     X, y = _classification()
     X[np.abs(X) < 0.8] = 0.0  # sparse
     sols = {}
     for name, Xl in _layouts(X).items():
         prob = fr.Problem(Xl, y, loss="logistic", penalty="l1", alpha=5e-3, fit_intercept=True)
-        res = solve_cd(prob, tol=TOL)
+        res = solve_cd(prob, tol=TOL, inner=inner)
         assert res.status == "converged", name
         sols[name] = res
     J = sols["dense64"].objective
@@ -206,6 +256,8 @@ def test_input_errors_name_the_argument():
         solve_cd(prob, check_every=0)
     with pytest.raises(ValueError, match="screening"):
         solve_cd(prob, screening="yes")
+    with pytest.raises(ValueError, match="inner"):
+        solve_cd(prob, inner="newton")
     with pytest.raises(ValueError, match="tol"):
         solve_cd(prob, tol=-1.0)
 

@@ -79,3 +79,36 @@ def test_problem_with_1000_threads_runs_on_the_cores(fresh_warnings):
 def test_bad_n_threads_is_an_error_naming_it(bad):
     with pytest.raises(ValueError, match="n_threads"):
         config.resolve_n_threads(bad)
+
+
+def _problems_for_threads():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 5))
+    y2 = np.where(X[:, 0] > 0, 1.0, -1.0)
+    y3 = np.argmax(X[:, :3], axis=1)
+    return [fr.Problem(X, y2, loss="logistic", penalty=penalty, alpha=1e-2, n_threads=1)
+            for penalty in ("l2", "l1")] + [
+        fr.Problem(X, y3, loss="softmax", penalty="l2", alpha=1e-2, n_threads=1)]
+
+
+def test_solver_threads_default_to_the_problems(monkeypatch):
+    """A solver with its own ``n_threads`` option runs, when it is None, the threads its
+    Problem was built with (not all cores): the one n_threads of an estimator governs the
+    whole fit.  Every such solver of the registry is run on a 1-thread problem it takes,
+    and the thread count it resolves is recorded."""
+    import inspect
+
+    from fastrisk.solvers import SOLVERS
+
+    seen = []
+    real = config.resolve_n_threads
+    monkeypatch.setattr(config, "resolve_n_threads", lambda n: seen.append(n) or real(n))
+    threaded = [info for info in SOLVERS.values()
+                if "n_threads" in inspect.signature(info.func).parameters]
+    assert threaded, "no solver has an n_threads option"
+    for info in threaded:
+        problem = next(p for p in _problems_for_threads() if info.why_not(p) is None)
+        seen.clear()
+        info.func(problem, max_iter=1)
+        assert seen == [1], (info.name, seen)
+    assert config.solver_threads(_problems_for_threads()[0], 2) == min(2, config.n_cores())

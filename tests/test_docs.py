@@ -84,3 +84,19 @@ def test_cited_math_sections_exist():
                     cited.setdefault(n, path.relative_to(ROOT))
     missing = {n: str(p) for n, p in cited.items() if n not in headings}
     assert not missing, f"cited sections absent from docs/math.md: {missing}"
+
+
+def test_benchmark_report_standard_runs_exist():
+    """Every standard run of ``report.py --run`` names a script in benchmarks/, and an
+    unknown name is refused with the list of known ones."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import report
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    for name, argv in report.STANDARD_RUNS.items():
+        if argv is not None:
+            assert (ROOT / "benchmarks" / argv[0]).is_file(), name
+    assert report._run_names("all") == list(report.STANDARD_RUNS)
+    with pytest.raises(SystemExit, match="unknown benchmark"):
+        report._run_names("peers,nope")

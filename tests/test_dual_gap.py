@@ -129,3 +129,55 @@ def test_lbfgs_certificate_bounds_the_true_suboptimality():
     assert res.status == "converged"
     assert res.gap <= 1e-3 * res.objective
     assert res.objective - J_ref <= res.gap + SLACK * J_ref
+
+
+def numpy_curvature(loss, f, y):
+    """l''(f) in NumPy for the losses of these tests."""
+    if loss == "logistic":
+        p = 1.0 / (1.0 + np.exp(-y * f))
+        return p * (1.0 - p)
+    if loss == "squared_hinge":
+        return (y * f < 1.0).astype(float)
+    return np.ones_like(f)  # squared
+
+
+@pytest.mark.parametrize("loss,task", [("logistic", "binary"), ("squared_hinge", "binary"),
+                                       ("squared", "regression")])
+@pytest.mark.parametrize("t", [1.0, 0.25])
+def test_newton_step_gap_is_the_numpy_dual_of_the_linearized_point(loss, task, t):
+    """step_gap against its dual point built in NumPy: u = -(l'(f) + t l''(f) X s), rows
+    outside the domain of l* (reference conjugate inf) replaced by -l'(f_new), and D(u)
+    with v = X^T u / (alpha m) from X itself, not from the residual shortcut of the
+    solver.  Inexact directions (r != 0) and overshooting ones (rows leave the logistic
+    domain).  Equal to 1e-9 relative to J (sums of m terms); never below J(w_new) - J_ref."""
+    from fastrisk.losses import LOSSES
+
+    X, y = ill_conditioned(6, task=task)
+    m, d = X.shape
+    alpha = 1e-4
+    problem = Problem(X, y, loss=loss, alpha=alpha, n_threads=1)
+    J_ref = ref.l2_smooth_optimum(X, y, loss, alpha)
+    cert = GapCertificate(problem)
+    rng = np.random.default_rng(0)
+    replaced = 0
+    for w in trajectory(problem, n=24)[::4]:
+        for overshoot in (1.0, 4.0):
+            J, g = cert.evaluate(w)
+            f = cert.scores.copy()
+            H = alpha * np.eye(d) + X.T @ (numpy_curvature(loss, X @ w, y)[:, None] * X) / m
+            s = overshoot * np.linalg.solve(H, -g) * (1.0 + 0.1 * rng.normal(size=d))
+            r = -g - H @ s
+            w_new = w + t * s
+            J_new, _ = cert.evaluate(w_new)
+            gap = cert.step_gap(J_new, f, t, g, r)
+
+            a = m * ref.smooth_loss(loss, X @ w, y)[1] + \
+                t * numpy_curvature(loss, X @ w, y) * (X @ s)
+            out = ~np.isfinite(LOSSES[loss].conjugate_reference(a, y, None))
+            a[out] = m * ref.smooth_loss(loss, X @ w_new, y)[1][out]
+            replaced += out.sum()
+            assert gap == pytest.approx(J_new - numpy_dual(X, y, loss, alpha, a),
+                                        abs=1e-9 * J_new)
+            assert gap >= J_new - J_ref - SLACK * J_ref
+    if loss == "logistic":
+        assert replaced > 0

@@ -60,9 +60,10 @@ def _takac2013(out):
 
 def _zhu2009(out):
     """The largest training set needs no more examples than the smallest for the
-    easiest target accuracy (the first count of the first and last rows)."""
+    easiest target accuracy (the first count of the first and last rows, after m,
+    sigma(m) and the best accuracy)."""
     rows = [l.split() for l in out.splitlines() if l.split() and l.split()[0].isdigit()]
-    first, last = float(rows[0][2]), float(rows[-1][2])
+    first, last = float(rows[0][3]), float(rows[-1][3])
     assert math.isfinite(last) and last <= first
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from fastrisk import _oracle
-from fastrisk.losses import LOSSES, SCALAR_LOSSES, Loss
+from fastrisk.losses import LOSSES, SCALAR_LOSSES, Loss, vector_loss
 
 PARAMS = {"quantile": 0.3, "epsilon_insensitive": 0.2, "huber": 0.7, "smoothed_hinge": 0.5}
 
@@ -152,6 +152,25 @@ def test_exponential_overflow_is_reported_not_silenced():
 def test_bad_loss_parameter(name, bad):
     with pytest.raises(ValueError, match="loss_param"):
         Loss(name, bad)
+
+
+@pytest.mark.parametrize("name,bad,message", [
+    ("quantile", 1.0, r"loss_param \(tau of loss 'quantile'\) must be a finite number > 0 and < 1, "
+                      r"got 1.0"),
+    ("huber", True, r"loss_param \(delta of loss 'huber'\) must be a finite number > 0, got True"),
+    ("epsilon_insensitive", np.inf, r"loss_param \(epsilon of loss 'epsilon_insensitive'\) must "
+                                    r"be a finite number >= 0, got inf"),
+])
+def test_loss_parameter_messages(name, bad, message):
+    """The parameter's name, its interval and the value received (shared validators)."""
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        Loss(name, bad)
+
+
+def test_scaled_soft_margin_beta_message():
+    F, y = np.zeros((2, 3)), np.array([0, 1])
+    with pytest.raises(ValueError, match=r"^beta must be a finite number >= 0, got -1.0$"):
+        vector_loss("scaled_soft_margin", F, y, beta=-1.0)
 
 
 def test_unknown_loss():

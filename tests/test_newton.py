@@ -68,6 +68,38 @@ def test_hess_vec_matches_numpy(dense, dtype, itype, bias):
                                    rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("kernel", ["hess_vec", "hess_diag"])
+def test_hessian_kernels_check_their_buffers(kernel):
+    """The shared argument checks of hess_vec and hess_diag name the wrong buffer; a matrix
+    without rows gives 0 (more threads than rows is fine)."""
+    X = sp.random(5, 3, density=0.5, random_state=0, format="csr")
+    rows = (X.data, X.indices, X.indptr, False, 0.0)
+    v, out = np.ones(3), np.empty(3)
+
+    def call(D, workspace, n_threads, rows=rows, out=out):
+        vector = (v,) if kernel == "hess_vec" else ()
+        getattr(_hessian, kernel)(*rows, D, *vector, out, workspace, n_threads)
+
+    with pytest.raises(ValueError, match="^D must have n_samples entries$"):
+        call(np.ones(4), np.empty((1, 6)), 1)
+    bad = r"^workspace must have shape \(n_threads, 2 len\(out\)\)$"
+    for shape, n_threads in (((1, 6), 2), ((2, 4), 1), ((1, 6), 0)):
+        with pytest.raises(ValueError, match=bad):
+            call(np.ones(5), np.empty(shape), n_threads)
+    if kernel == "hess_vec":
+        with pytest.raises(ValueError, match=r"^out must have len\(v\) entries$"):
+            call(np.ones(5), np.empty((1, 6)), 1, out=np.empty(2))
+    out[:] = np.nan
+    empty = sp.csr_matrix((0, 3))
+    call(np.ones(0), np.empty((4, 6)), 4,
+         rows=(empty.data, empty.indices, empty.indptr, False, 0.0))
+    np.testing.assert_array_equal(out, 0.0)
+    call(np.ones(5), np.empty((8, 6)), 8)  # 8 threads, 5 rows: one block per row
+    expected = (X.T @ (X @ v) if kernel == "hess_vec"
+                else np.asarray(X.multiply(X).sum(axis=0)).ravel())
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
 @pytest.mark.parametrize("loss,param", [("logistic", 0.0), ("squared_hinge", 0.0),
                                         ("squared", 0.0), ("huber", 1.0),
                                         ("smoothed_hinge", 0.5), ("exponential", 0.0),
@@ -132,6 +164,15 @@ def test_intercept_and_sample_weights_match_repeated_rows():
                                     loss="logistic", alpha=alpha_rep, fit_intercept=True,
                                     n_threads=1), tol=1e-12)
     np.testing.assert_allclose(weighted.w, repeated.w, rtol=1e-6, atol=1e-8)
+    # the certificates along a loose run (the step certificate with weights, an intercept
+    # and sparse rows) never below the suboptimality against the repeated-rows optimum
+    problem = Problem(sp.csr_matrix(X), y, loss="logistic", alpha=0.01, fit_intercept=True,
+                      sample_weight=reps.astype(float), n_threads=1)
+    J_star = weighted.objective
+    for tol in (1e-1, 1e-2, 1e-3, 1e-5):
+        res = solve_newton(problem, tol=tol)
+        assert res.status == "converged"
+        assert res.gap >= res.objective - J_star - SLACK * abs(J_star)
 
 
 def test_thread_count_changes_no_more_than_rounding():
@@ -206,3 +247,19 @@ def test_blas_pools_run_single_threaded_inside_the_solver(solver):
               tol=1e-8, callback=lambda r: seen.append(blas_threads()))
         assert blas_threads() == before
     assert seen and all(threads == [1] * len(threads) for threads in seen)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+@pytest.mark.parametrize("alpha", [1e-4, 1e-6])
+def test_real_data_tol_is_met_and_certified(libsvm, loss, alpha):
+    """phishing at tol 1e-3: the returned J(w) - J_lib is at most 1e-3 J(w) and at most the
+    certified gap (J_lib: LIBLINEAR at tol 1e-9 >= J*, so J(w) - J_lib <= J(w) - J*; slack
+    1e-9 relative for LIBLINEAR's own residual suboptimality)."""
+    X, y = libsvm("phishing")
+    y = np.where(y == y.max(), 1.0, -1.0)
+    J_lib = liblinear_objective("phishing", loss, alpha)
+    res = solve_newton(Problem(X, y, loss=loss, alpha=alpha), tol=1e-3)
+    assert res.status == "converged"
+    assert res.objective - J_lib <= 1e-3 * res.objective
+    assert res.gap >= res.objective - J_lib - 1e-9 * J_lib

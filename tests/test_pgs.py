@@ -49,7 +49,7 @@ def test_kernel_matches_numpy_step_by_step(p, B, batch_size):
 def test_fixed_power_against_long_double(a):
     """fr_pow.h (the kernel's |theta|^{q-1}, q - 1 = a) against numpy's long double
     power.  Inside [2^-64, 2^64) the table path: a few roundings (three products
-    and the series), relative error <= 2e-15 (measured <= 6e-16).  Outside it, and
+    and the series), relative error <= 2e-15 (a few ulps).  Outside it, and
     for a = 14 where the 7-term series is too short (|binom(14, 7)| > 256), the
     fallback exp(a log x) loses about |a log x| ulps: tolerance 4 ulps (1 + |a log x|).
     Zero and subnormals must work (0^a = 0)."""

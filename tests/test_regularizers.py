@@ -119,3 +119,19 @@ def test_bad_arguments():
         Lp(1.5).prox([1.0], np.nan)
     with pytest.raises(ValueError, match="w must be 1-dimensional"):
         L1().value(np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: make_regularizer("l3"), r"penalty must be one of \('l2', 'l1', 'elasticnet', 'lp'\), "
+                                     r"got 'l3'"),
+    (lambda: ElasticNet(True), r"l1_ratio must be a finite number >= 0 and <= 1, got True"),
+    (lambda: ElasticNet(1.5), r"l1_ratio must be a finite number >= 0 and <= 1, got 1.5"),
+    (lambda: Lp("1.5"), r"p must be a finite number > 1 and <= 2, got '1.5'"),
+    (lambda: Lp(1.0), r"p must be a finite number > 1 and <= 2, got 1.0"),
+    (lambda: L2().prox([1.0], np.inf), r"t must be a finite number >= 0, got inf"),
+])
+def test_argument_messages(make, message):
+    """The shared validators' messages (fastrisk/solvers/_checks.py): the argument, its
+    range and the value received; bools and strings are not numbers."""
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        make()

@@ -40,15 +40,20 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 
 Rule 2 (benchmarks/compare_binary.py, 1 thread, time to a certified 1e-3, no
 intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha
-1e-4 and 1e-6): for logistic, Newton was the fastest fastrisk solver on every
-row measured (a9a 0.27 / 0.36 s at 1e-4 / 1e-6 against L-BFGS 0.59 / 1.10 and
-SDCA 0.41 / 18.0; Reuters 0.28 / 0.86 against SDCA 0.35 / 5.8); for squared
-hinge, SDCA at alpha 1e-4 (a9a 0.12 s against Newton 0.17, Reuters 0.036 against
-0.11, phishing 0.051 against 0.13) and Newton at 1e-6 on the low-dimensional
-sets (a9a 0.43 s against SDCA 9.0, phishing 0.22 against 0.87); at 1e-6 the rule's
-Newton loses to SDCA on Reuters (0.54 s against 0.41) and mushrooms (0.64 s
-against 0.12; separable, J* ~ 1e-5).
-IMDB bigrams stays with SDCA (rule 4): Newton's extra memory is 1.3x the data there
+1e-4 and 1e-6; Newton with the quadratic-model CG stop, the preconditioner and the
+step certificate; seconds for newton / lbfgs / sdca, measured on 2 shared cores
+at load 4-5, so differences below about 2x are within the noise): for logistic
+Newton is first or tied at 1e-6 (a9a 0.066 / 0.34 / 4.2, w8a 0.18 / 0.20 / not
+within 5 s, ijcnn1 0.046 / 0.064 / 1.3, phishing 0.058 / 0.065 / 0.60) and tied
+with L-BFGS at 1e-4 (a9a 0.056 / 0.062 / 0.088, Reuters 0.012 / 0.009 / 0.018,
+mushrooms 0.019 / 0.019 / 0.050), with w8a the exception (0.10 / 0.049 / 0.16);
+for squared hinge SDCA at alpha 1e-4 (Reuters 0.008 against Newton 0.034,
+phishing 0.008 against 0.028, w8a 0.064 against 0.087) and Newton at 1e-6
+(a9a 0.047 against SDCA 3.5, w8a 0.17 against 1.5, phishing 0.017 against
+0.21), where SDCA_ALPHA_M separates the two; the rule's Newton loses to SDCA on
+mushrooms at 1e-6 (0.19 s against 0.019; separable, J* ~ 1e-5) and ties it on
+Reuters (0.20 against 0.19).
+IMDB bigrams stays with SDCA (rule 4): Newton's extra memory is 1.8x the data there
 (benchmarks/memory_binary.py), SDCA's 0.5x.
 
 Measurements behind the other rules: benchmarks/RESULTS.md ("solver='auto'",
@@ -70,7 +75,7 @@ accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 from fastrisk.solvers import SOLVERS
 
 # measured extra memory of solve_newton in vectors of n_weights float64 (IMDB bigrams)
-NEWTON_VECTORS = 13
+NEWTON_VECTORS = 18
 # alpha * n_samples from which SDCA beats Newton on box-dual smooth losses (squared hinge)
 SDCA_ALPHA_M = 0.1
 # The default budget of solver="auto" when max_iter is not given: an iteration count that

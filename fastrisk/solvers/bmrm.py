@@ -212,6 +212,7 @@ class SampleCuts:
 
     def __init__(self, capacity, problem):
         self.G = cut_matrix(capacity, problem.n_samples)
+        self.last_Xa = None
         self.oracle, self.data, self.m = problem.oracle, problem.data, problem.n_samples
         self.n_weights = problem.n_weights
 
@@ -219,13 +220,15 @@ class SampleCuts:
         """Slot i := the multipliers of the oracle call that returned a."""
         self.G[i] = self.oracle.multipliers
 
-    def _times_X(self, w):
+    def times_X(self, w):
+        """X w (length m)."""
         d, out = self.data, np.empty(self.m)
         sample_products(d.data, d.indices, d.indptr, d.dense, d.bias, w, out)
         return out
 
     def gram_row(self, i, a):
-        return (self.G[: i + 1] @ self._times_X(a)) / self.m
+        self.last_Xa = self.times_X(a)  # X a_i, kept for the caller's products with a_i
+        return (self.G[: i + 1] @ self.last_Xa) / self.m
 
     def combine(self, coef, scale, out, accumulate=False):
         v = (coef * (scale / self.m)) @ self.G[: len(coef)]
@@ -233,7 +236,7 @@ class SampleCuts:
         sample_combination(d.data, d.indices, d.indptr, d.dense, d.bias, v, out, accumulate)
 
     def products(self, w, k):
-        return (self.G[:k] @ self._times_X(np.ascontiguousarray(w, dtype=np.float64))) / self.m
+        return (self.G[:k] @ self.times_X(np.ascontiguousarray(w, dtype=np.float64))) / self.m
 
     def move(self, src, dst):
         self.G[dst] = self.G[src]

@@ -13,11 +13,18 @@ Algorithm (newGLMNET, Yuan, Ho & Lin 2012, Algorithm 3; LIBLINEAR's ``solve_l1r_
 2. certificate (below) and Gap Safe screening;
 3. working set: every coordinate except the zero ones whose |G_j| is below
    lam1 - M / m, M the largest optimality violation of the previous iteration
-   (newGLMNET's outer shrinking, their eq. (31));
+   (newGLMNET's outer shrinking, their eq. (31)), M = 0 at the first iteration: the
+   nonzeros and the violators only (with M = inf, every column of a wide problem would
+   enter the first inner solve);
 4. coordinate descent on the quadratic model over the working set until the sum of
    its violations is at most eps_in times that of the first iteration (eps_in
    starts at 1 and is divided by 4 each time a single pass suffices) and at most
-   0.1 times the current outer violations (an inexact-Newton forcing term);
+   0.1 times the current outer violations (an inexact-Newton forcing term); the passes
+   run over the columns of X_W (O(nnz(X_W)) each) or, when the working set is small and
+   the passes many, over its Gram matrix X_W^T diag(h) X_W (built once per iteration,
+   O(|W|^2) per pass; ``inner=``), where every few passes a Newton step on the model's
+   nonzero coordinates (one Cholesky solve of their Gram block, kept in their orthant)
+   takes over along the directions coordinate descent creeps on (collinear columns);
 5. Armijo line search along the model's minimizer (their eqs. (19)-(20)).
 
 Certificate (Massias, Gramfort & Salmon 2018, Section 3): any dual point u gives
@@ -52,8 +59,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastrisk import _cd
-from fastrisk.config import resolve_n_threads
-from fastrisk.solvers._checks import start_weights
+from fastrisk.config import solver_threads
+from fastrisk.solvers._checks import check_choice, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
@@ -64,6 +71,10 @@ FORCING = 0.1                     # inner stop: violations <= FORCING x the oute
 PASS_GRAIN = 50_000               # nonzeros per thread below which the column pass is serial
 ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line search slack)
 SCREEN_MARGIN = 1e-9              # relative slack of the sphere test against rounding
+MAX_STEP = 10.0                   # largest move of a coordinate in one step (LIBLINEAR)
+POLISH_EVERY = 4                  # Gram inner passes between Newton steps on the support
+POLISH_MAX_SUPPORT = 1000         # largest support of those steps (an |S|^3 solve)
+GRAM_MAX_COLUMNS = 2000           # largest working set of the Gram inner solve (32 MB)
 
 
 def column_view(data):
@@ -115,20 +126,23 @@ def _raise_on(status, problem):
 
 def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, callback=None,
              verbose=0, start=None, check_every=1, n_threads=None, random_state=None,
-             screening=True, columns=None):
+             screening=True, columns=None, inner="auto"):
     """Minimize ``problem`` by proximal Newton / coordinate descent; see the module docstring.
 
     ``max_iter`` counts Newton (outer) iterations.  Options beyond the common ones:
     start: a weight vector or a Result to warm-start from.
     check_every: outer iterations between certificates (each costs m conjugates).
-    n_threads: threads of the column pass (None = all cores).
+    n_threads: threads of the column pass (None = the problem's n_threads).
     random_state: seed of the coordinate order in the inner passes.
     screening: Gap Safe screening (needs a loss with bounded l'', an l1 term).
     columns: the ``column_view(problem.data)`` to use (made here when None).
+    inner: "columns" (inner passes over X_W), "gram" (over the Gram matrix of W) or
+    "auto" (the one estimated cheaper; Gram up to GRAM_MAX_COLUMNS working columns).
 
     ``result.extra``: ``dual`` (the dual point u of the best D), ``dual_objective``,
     ``n_screened`` (columns removed by screening), ``screened`` (their indices),
-    ``n_working`` (working-set size of the last iteration), ``n_inner_passes``.
+    ``n_working`` (working-set size of the last iteration), ``n_inner_passes``,
+    ``n_gram`` (outer iterations whose inner solve ran on the Gram matrix).
     """
     _check_problem(problem)
     lam1, lam2 = penalty_split(problem)
@@ -137,6 +151,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         raise ValueError(f"check_every must be an integer >= 1, got {check_every!r}")
     if not isinstance(screening, (bool, np.bool_)):
         raise ValueError(f"screening must be a bool, got {screening!r}")
+    check_choice(inner, "inner", ("auto", "columns", "gram"))
     mon = Monitor(problem, "cd", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
     data, loss = problem.data, problem.loss
@@ -144,7 +159,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     cols = column_view(data) if columns is None else columns
     if len(cols) != 4 or cols[2].shape != (n_weights + 1,):
         raise ValueError("columns must be column_view(problem.data)")
-    threads = max(1, min(resolve_n_threads(n_threads), data.nnz // PASS_GRAIN))
+    threads = max(1, min(solver_threads(problem, n_threads), data.nnz // PASS_GRAIN))
     kid, p, y = loss.spec.kernel_id, loss.param, problem.y
     c = problem.sample_weight
     c_arg = np.empty(0) if c is None else c
@@ -152,7 +167,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     rng = np.array([np.random.default_rng(random_state).integers(2**63)], dtype=np.uint64)
 
     w = start_weights(problem, start)
-    f = data.decision(w)
+    f = data.decision(w) if w.any() else np.zeros(m)  # no pass over X from w = 0
     kept = np.arange(n_weights, dtype=np.int64)  # columns not screened out
     grad, hdiag, wpd = np.zeros(n_weights), np.zeros(n_weights), w.copy()
     deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
@@ -172,9 +187,106 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                                              / (2.0 * lam2))
         return -inv_m * risk - reg
 
-    M_prev, gnorm1_init, inner_eps = math.inf, None, 1.0
+    rows, pos = None, None  # the row view and column -> position in W, made at first use
+    row_sq = float(np.square(np.diff(data.indptr).astype(np.float64)).sum()) \
+        if not data.dense else float(m) * data.n_features ** 2  # sum_i nnz(x_i)^2
+
+    def gram_pays(working, passes):
+        """Whether the Gram inner solve is estimated cheaper than the column one.
+
+        Column passes cost 2 nnz(X_W) each; the Gram matrix costs nnz(X) plus
+        sum_i r_i^2 / 2 once (r_i the row's nonzeros in W, estimated as the row's
+        nonzeros in X times nnz(X_W) / nnz(X)), then |W|^2 per pass; the pass count
+        is guessed from the previous inner solve.
+        """
+        n_w = working.shape[0]
+        if n_w > GRAM_MAX_COLUMNS:
+            return False
+        nnz_w = float((cols[2][working + 1] - cols[2][working]).sum())
+        pairs = row_sq * (nnz_w / max(data.nnz, 1)) ** 2  # rows' nonzeros thinned evenly
+        gram_cost = data.nnz + pairs / 2.0 + passes * n_w * n_w + nnz_w
+        return gram_cost < 2.0 * passes * nnz_w
+
+    def gram_inner(working, stop):
+        """newGLMNET's inner coordinate descent on the Gram matrix of W; sets wpd and X d.
+
+        Every POLISH_EVERY passes without meeting the stopping rule, a Newton step on
+        the model's nonzero coordinates S (``polish``) before the passes go on: on
+        nearly collinear columns coordinate descent creeps, the reduced system does not.
+        """
+        nonlocal rows, pos
+        if rows is None:
+            rows = (data.data, data.indices, data.indptr.astype(np.int64), data.dense)
+            pos = np.full(data.n_features + 1, -1, dtype=np.int64)
+        n_w = working.shape[0]
+        pos[working] = np.arange(n_w)
+        H = np.empty((n_w, n_w))
+        _cd.gram(*rows, data.bias, pos, h, H, np.empty(n_w), np.empty(n_w, dtype=np.int64))
+        pos[working] = -1
+        w_w, grad_w = w[working], grad[working]
+        wpd_w, q = w_w.copy(), np.zeros(n_w)
+        order = np.arange(n_w, dtype=np.int64)
+        passes = 0
+        while passes < MAX_INNER_PASSES:
+            p_, done = _cd.inner_cd_gram(H, order, grad_w, w_w, wpd_w, q, lam1, lam2, NU, stop,
+                                         min(POLISH_EVERY, MAX_INNER_PASSES - passes), inv_m,
+                                         rng)
+            passes += p_
+            if done:
+                break
+            if polish(H, grad_w, w_w, wpd_w):
+                np.dot(H, wpd_w - w_w, out=q)
+        wpd[working] = wpd_w
+        _cd.column_combination(*cols, working, wpd_w - w_w, xtd)
+        return passes
+
+    def polish(H, grad_w, w_w, wpd_w):
+        """Move wpd toward the minimizer of the model on its orthant face; False if none.
+
+        On the face {x: x_j = 0 off S, sign(x_S) = sign(wpd_S)} the model is the smooth
+        quadratic with gradient grad + H (x - w) + (lam2 + nu)(x - w) + lam1 sign; its
+        minimizer solves one |S| x |S| system.  The step goes from wpd toward it and
+        stops at the first coordinate that would change sign (set to 0 there): the
+        model decreases along the segment (convex, minimized at its end), as in the
+        orthant-wise Newton steps of Andrew & Gao (2007).
+        """
+        S = np.flatnonzero(wpd_w)
+        if S.shape[0] == 0 or S.shape[0] > POLISH_MAX_SUPPORT:
+            return False
+        x, sign = wpd_w[S], np.sign(wpd_w[S])
+        off = wpd_w - w_w
+        off[S] = 0.0  # d off S
+        A = H[np.ix_(S, S)]
+        A.flat[::S.shape[0] + 1] += lam2 + NU
+        b = grad_w[S] + lam1 * sign + H[S] @ off  # the face model: b^T e + e^T A e / 2, e = x - w
+        e = b.copy()
+        if not _cd.cholesky_solve(A.copy(), e):
+            return False
+        target = w_w[S] - e
+        step = target - x
+        ratios = np.full(S.shape[0], np.inf)
+        flips = np.sign(target) != sign
+        ratios[flips] = -x[flips] / step[flips]
+        hit = int(np.argmin(ratios))
+        # at most MAX_STEP per coordinate, as the coordinate steps (a singular A, e.g. rows
+        # of zero curvature, leaves the face model unbounded along its null space)
+        t = min(1.0, float(ratios[hit]), MAX_STEP / max(float(np.abs(step).max()), 1e-300))
+        new = x + t * step
+        if t == ratios[hit]:
+            new[hit] = 0.0
+
+        def face_model(v):
+            e = v - w_w[S]
+            return float(b @ e + 0.5 * e @ (A @ e))
+
+        if not np.isfinite(new).all() or not face_model(new) < face_model(x):
+            return False  # round-off of a near-singular solve
+        wpd_w[S] = new
+        return True
+
+    M_prev, gnorm1_init, inner_eps = 0.0, None, 1.0
     D_best, u_best, gap = -math.inf, None, math.nan
-    status, it, n_passes, n_working = None, 0, 0, n_weights
+    status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
     with mon.interruptible():
         while status is None:
             it += 1
@@ -217,10 +329,14 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             n_working = working.shape[0]
             grad[kept] = G
             wpd[working] = w[working]
-            xtd[:] = 0.0
             stop = min(inner_eps * gnorm1_init, FORCING * gnorm1)
-            passes = _cd.inner_cd(*cols, h, working, n_working, grad, hdiag, w, wpd, xtd, lam1,
-                                  lam2, NU, stop, MAX_INNER_PASSES, inv_m, rng)
+            if inner == "gram" or (inner == "auto" and gram_pays(working, passes)):
+                passes = gram_inner(working, stop)
+                n_gram += 1
+            else:
+                xtd[:] = 0.0
+                passes = _cd.inner_cd(*cols, h, working, n_working, grad, hdiag, w, wpd, xtd,
+                                      lam1, lam2, NU, stop, MAX_INNER_PASSES, inv_m, rng)
             n_passes += passes
             if passes == 1:
                 inner_eps *= 0.25
@@ -232,15 +348,21 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                 status = "stalled"
     if mon.interrupted:
         status = "interrupted"
-    # the reported objective and gap are recomputed from X w (f accumulated updates)
-    P = problem.objective(w)
+    # the reported objective and gap are recomputed from X w (f accumulated updates), read
+    # from the support's columns only
+    support = np.flatnonzero(w)
+    _cd.column_combination(*cols, support, w[support], f)
+    loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
+    _raise_on(st, problem)
+    P = loss_value + lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(w @ w)
     gap = max(P - D_best, 0.0)
     screened = np.ones(n_weights, dtype=bool)
     screened[kept] = False
     screened = np.flatnonzero(screened)
     return mon.result(status, it, w=w, objective=P, bound=gap, dual=u_best, dual_objective=D_best,
                       n_screened=int(screened.shape[0]), screened=screened,
-                      n_working=int(n_working), n_inner_passes=int(n_passes))
+                      n_working=int(n_working), n_inner_passes=int(n_passes),
+                      n_gram=int(n_gram))
 
 
 SOLVER_INFO = SolverInfo(

@@ -26,7 +26,7 @@ P(W_best) - D(A) >= J(W_best) - J* (weak duality), which the Monitor stops on.
 import numpy as np
 
 from fastrisk import _msdca
-from fastrisk.config import resolve_n_threads
+from fastrisk.config import solver_threads
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers._checks import check_int
 from fastrisk.solvers.sdca import _penalty_split
@@ -71,8 +71,8 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     """Minimize a softmax or multiclass_hinge ``problem`` by multiclass SDCA.
 
     ``max_iter`` counts epochs; ``check_every``: the most epochs between two exact
-    gap computations; ``n_threads``: threads of the exact primal pass (the epochs are
-    sequential); ``start``: a previous Result (its ``extra["dual"]``) or dual points;
+    gap computations; ``n_threads``: threads of the exact primal pass (None: the
+    problem's n_threads; the epochs are sequential); ``start``: a previous Result (its ``extra["dual"]``) or dual points;
     ``shrinking`` (multiclass hinge): skip the rows at the vertex e_y with a margin above
     1 (their step would not move them) until the next exact gap computation, then visit
     all rows again (the exact gap is always over all rows).
@@ -88,7 +88,7 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     if not isinstance(shrinking, (bool, np.bool_)):
         raise ValueError(f"shrinking must be a bool, got {shrinking!r}")
     shrinking = shrinking and spec.name == "multiclass_hinge"
-    n_threads = resolve_n_threads(n_threads)
+    n_threads = solver_threads(problem, n_threads)
     mon = Monitor(problem, "msdca", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
     rng = np.random.default_rng(random_state)

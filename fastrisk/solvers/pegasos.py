@@ -32,6 +32,10 @@ Conventions (our choices where the papers leave them open):
   up to the radius of S, after which the run is Pegasos-like and at small
   lambda far from J* (csrc/_pegasos.pyx).  The output is the tail average or
   the last iterate rather than Alg. 3's random iterate (the paper's footnote 6).
+* Step: eta_t = 1/(alpha t) for Lipschitz losses (Alg. 1); for losses whose
+  derivative is unbounded (squared, squared hinge, exponential: LossSpec.lipschitz
+  None) eta_t = 1/(alpha t + L) with L = max_i c_i l''_i ||x_i||^2, a first step
+  that is safe whatever the scale of the data (fastrisk/solvers/_steps.py).
 * Output: ``average="tail"`` (default) averages the iterates after step
   t0 = floor(T/2) of the planned T = max_iter * ceil(m/k) steps; if the run
   stops before t0 the last iterate is reported.  ``average="last"`` reports
@@ -50,7 +54,8 @@ iterate as one pass over their concatenation, provided every chunk but the
 last has a multiple of ``batch_size`` rows and ``average`` is "last" or an
 integer t0 (the same for every chunk).  G and the radius are fixed by the
 first chunk (pass ``G=`` to the tau-based solvers to use a bound for the
-whole stream, e.g. from max ||x_i||, as one pass over the concatenation does).
+whole stream, e.g. from max ||x_i||, as one pass over the concatenation does);
+the step offset L is the largest over the chunks so far.
 """
 
 import math
@@ -62,6 +67,7 @@ from fastrisk.solvers._certificates import lemma5_bound
 from fastrisk.solvers._checks import check_bool, check_int, check_number, start_state
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, run_epochs
 from fastrisk.solvers._info import SolverInfo
+from fastrisk.solvers._steps import stream_offset
 from fastrisk.stopping import check_budget
 
 RULES = {"pegasos": _pegasos.RULE_PEGASOS, "adaptive": _pegasos.RULE_ADAPTIVE,
@@ -75,8 +81,9 @@ class PegasosState:
     average (None before it starts), ``steps`` the number of steps taken.
     """
 
-    def __init__(self, solver, n_weights, alpha, radius, G, R, eps, delta, batch_size):
+    def __init__(self, solver, n_weights, alpha, radius, G, R, eps, delta, batch_size, offset=0.0):
         self.solver, self.alpha, self.radius, self.G = solver, alpha, radius, G
+        self.offset = offset  # L of eta_t = 1/(alpha t + L) (fastrisk/solvers/_steps.py)
         self.eps, self.delta, self.batch_size = eps, delta, batch_size
         self.v = np.zeros(n_weights)
         self.u = np.zeros(0)
@@ -178,7 +185,7 @@ class _Epochs:
         code, _ = _pegasos.pegasos_epoch(
             *self.rows, self.y, self.c, next(self.orders), st.batch_size,
             problem.loss.spec.kernel_id, problem.loss.param, st.alpha, self.rule, st.G,
-            st.radius, st.eps, st.delta, st.v, st.u, st.scalars, st.counters)
+            st.radius, st.eps, st.delta, st.v, st.u, st.scalars, st.counters, st.offset)
         if code == _pegasos.STATUS_PHASE_DONE:
             return True
         check_kernel_status(code, self.solver, problem, "the iterate overflowed; scale X down")
@@ -224,11 +231,13 @@ def _run(problem, solver, *, tol, abs_tol, max_iter, time_limit, callback, verbo
         else:
             R0 = radius if R is None else check_number(R, "R", 0.0, low_open=True)
         state = PegasosState(solver, problem.n_weights, alpha, radius, G, R0, epsilon, delta,
-                             batch_size)
+                             batch_size, stream_offset(problem, None))
     elif state.solver != solver or state.v.shape[0] != problem.n_weights \
             or state.alpha != alpha or state.batch_size != batch_size:
         raise ValueError(f"start: its state does not continue a {solver!r} run on this problem "
                          "(n_weights, alpha, batch_size)")
+    else:
+        state.offset = stream_offset(problem, state.offset)
     steps_per_epoch = -(-problem.n_samples // batch_size)
     if average == "tail":
         state.set_average_start(state.steps + (max_iter * steps_per_epoch) // 2)
@@ -255,7 +264,8 @@ def solve_pegasos(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=No
                   callback=None, verbose=0, random_state=None, batch_size=1, average="tail",
                   check_every=1, shuffle=True, start=None):
     """Pegasos / mini-batch Pegasos: eta_t = 1/(alpha t), projection on S (Do et al. 2009,
-    Alg. 1; Takac et al. 2013)."""
+    Alg. 1; Takac et al. 2013); eta_t = 1/(alpha t + L) for losses with an unbounded
+    derivative (module docstring)."""
     return _run(problem, "pegasos", tol=tol, abs_tol=abs_tol, max_iter=max_iter,
                 time_limit=time_limit, callback=callback, verbose=verbose,
                 random_state=random_state, batch_size=batch_size, average=average,

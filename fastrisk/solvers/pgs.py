@@ -9,6 +9,12 @@ incrementally kept ||theta||_q^q, so a step is O(nnz(x)), not the paper's O(d);
 for p < 2 each updated coordinate costs one power |theta_j|^{q-1}
 (csrc/fr_pow.h, table-driven for the fixed exponent).
 
+Step: for losses whose derivative is unbounded (squared, squared hinge, exponential,
+Poisson: LossSpec.lipschitz None) the map is w_t = grad r*(theta / ((t+1) alpha + L))
+with L = max_i c_i l''_i ||x_i||^2, a step counter offset by L / alpha that keeps the
+first steps safe whatever the scale of the data (fastrisk/solvers/_steps.py); for
+Lipschitz losses L = 0, the paper's map.
+
 Output: the last iterate w_T (the paper returns a random iterate; w is not
 linear in theta for p < 2, so an exact lazy average is not available).
 
@@ -22,7 +28,7 @@ Omega*(z) = ||z||_q^2 / (2(q - 1)); for p = 2 it is ||a + alpha w||^2 / (2 alpha
 Streaming: as for the Pegasos family (fastrisk/solvers/pegasos.py):
 ``start=result`` (the previous Result) with the next chunk's Problem and
 ``shuffle=False`` continues exactly; chunks but the last must hold a
-multiple of ``batch_size`` rows.
+multiple of ``batch_size`` rows; the offset L is the largest over the chunks so far.
 """
 
 import numpy as np
@@ -32,14 +38,16 @@ from fastrisk.solvers._certificates import fenchel_bound
 from fastrisk.solvers._checks import check_bool, check_int, check_number, start_state
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, other_solvers, run_epochs
 from fastrisk.solvers._info import SolverInfo
+from fastrisk.solvers._steps import stream_offset
 from fastrisk.stopping import check_budget
 
 
 class PGSState:
     """theta, phi(theta), ||theta||_q^q and the step counter t; ``weights()`` is w_t."""
 
-    def __init__(self, n_weights, alpha, p, B, batch_size):
+    def __init__(self, n_weights, alpha, p, B, batch_size, offset=0.0):
         self.alpha, self.p, self.B, self.batch_size = alpha, p, B, batch_size
+        self.offset = offset  # L of the link map (fastrisk/solvers/_steps.py)
         self.theta = np.zeros(n_weights)
         self.phi = np.zeros(n_weights)
         self.scalars = np.zeros(2)  # [||theta||_q^q, t]
@@ -51,7 +59,7 @@ class PGSState:
     def weights(self):
         out = np.empty_like(self.theta)
         _pgs.pgs_weights(self.theta, self.phi, self.scalars, self.alpha, self.p,
-                         self.B or 0.0, out)
+                         self.B or 0.0, out, self.offset)
         return out
 
 
@@ -74,7 +82,7 @@ class _Epochs:
         code, _, _ = _pgs.pgs_epoch(*self.rows, self.y, self.c, next(self.orders),
                                     st.batch_size, problem.loss.spec.kernel_id,
                                     problem.loss.param, st.alpha, st.p, st.B or 0.0,
-                                    st.theta, st.phi, st.scalars)
+                                    st.theta, st.phi, st.scalars, st.offset)
         check_kernel_status(code, "pgs", problem, _overflow_advice(problem, st))
         return False
 
@@ -120,12 +128,15 @@ def solve_pgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=None, 
     shuffle = check_bool(shuffle, "shuffle")
     state = start_state(start, "pgs", PGSState)
     if state is None:
-        state = PGSState(problem.n_weights, problem.alpha, p, B, batch_size)
+        state = PGSState(problem.n_weights, problem.alpha, p, B, batch_size,
+                         stream_offset(problem, None))
     elif state.theta.shape[0] != problem.n_weights \
             or (state.alpha, state.p, state.B, state.batch_size) != (problem.alpha, p, B,
                                                                       batch_size):
         raise ValueError("start: its state must come from a pgs run on the same n_weights, "
                          "alpha, p, B and batch_size")
+    else:
+        state.offset = stream_offset(problem, state.offset)
     orders = epoch_orders(problem.n_samples, shuffle, random_state)
     return run_epochs(problem, "pgs", _Epochs(problem, state, orders), tol=tol, abs_tol=abs_tol,
                       max_iter=max_iter, time_limit=time_limit, callback=callback,

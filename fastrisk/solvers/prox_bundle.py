@@ -10,14 +10,17 @@ maximizes over ``alpha >= 0, sum alpha <= t``
 and sets ``w_{t+1} = sum_i (tau_i w_i - alpha_i a_i) / (lambda t + tau_{1:t})``
 (the minimizer of ``P'_t(w) = t P_t(w) + sum_i tau_i/2 ||w - w_i||^2``, eq. 10).
 The proximal points enter only through ``c = sum_i tau_i w_i``, so nothing but
-c and the cuts is stored.  With ``alpha = t beta`` (beta on the simplex, the
+c and the cuts is stored (with cuts in the sample space, c itself in the form
+``kappa p0 + X^T u``, see ``_SampleCentre``).  With ``alpha = t beta`` (beta on the simplex, the
 constant cut (0, b_0) of BMRM carrying the slack) the dual is the QP of
 ``qp.py`` with ``H = (t / s) A A^T`` and linear term ``b + A c / s``,
 ``s = lambda t + tau_{1:t}``.  ``A c`` and ``A w`` are kept per cut without a pass
 over the cut matrix: ``A c`` grows by ``tau_t A w_t`` and, from the step's formula,
 ``A w_{t+1} = (A c - t Q beta) / s`` (O(k^2) with the Gram matrix Q = A A^T); a new
-cut gets ``<a, c>`` and ``<a, w>`` directly, and only a phase started at an earlier
-iterate forms the products with the cuts once (``Bundle.products``; cuts stored as in
+cut gets ``<a, c>`` (from ``X a`` in the sample space) and
+``<a, w> = (<a, c> - t (Q beta)_new) / s`` from its Gram row (w was formed from the
+same c and beta), its norm from the Gram diagonal and ``||w||^2`` once per
+iterate; a phase start forms the products with its start point once (``Bundle.products``; cuts stored as in
 BMRM, in the sample space on wide data).  The bundle is BMRM's (same bound and
 aggregation; both arrays are linear in the cut, so they aggregate alike).
 
@@ -70,11 +73,85 @@ import time
 import numpy as np
 from scipy.linalg.blas import daxpy as axpy
 
+from fastrisk._qp import sample_combination
 from fastrisk.solvers._checks import check_number, start_weights
 from fastrisk.solvers._info import SolverInfo
-from fastrisk.solvers.bmrm import make_bundle, risk_floor
+from fastrisk.solvers.bmrm import SampleCuts, make_bundle, risk_floor
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
+
+
+class _DenseCentre:
+    """The phase's ``c = sum_i tau_i point_i`` as a vector of n_weights."""
+
+    def __init__(self, bundle, n_weights):
+        self.bundle, self.c = bundle, np.zeros(n_weights)
+
+    def reset(self, point, products):
+        """Start a phase at ``point`` (c = 0); returns A point (``products`` if known)."""
+        self.c[:] = 0.0
+        return self.bundle.products(point) if products is None else products
+
+    def add(self, tau, point):
+        axpy(point, self.c, a=tau)  # c += tau * point, in place
+
+    def dot_new_cut(self, a):
+        """<a, c> for the cut just added."""
+        return float(a @ self.c)
+
+    def iterate(self, t, s, k):
+        """w = (c - t A^T beta) / s."""
+        return self.bundle.combination(-t / s, base=self.c, base_scale=1.0 / s)
+
+
+class _SampleCentre:
+    """The same c for cuts stored in the sample space (``SampleCuts``, a_i = X^T g_i / m).
+
+    Every iterate of a phase is ``w = (c - t X^T G^T beta / m) / s`` and c adds up the
+    phase's start point p0 and such iterates, so ``c = kappa p0 + X^T u`` with a
+    scalar kappa and u of length m, and so is each w (``kappa_w``, ``u_w``): adding
+    tau w to c costs O(m), not a pass over n_weights, and
+    ``<a, c> = kappa <g, X p0> / m + <X a, u>`` comes from ``X a`` (formed for the
+    Gram row) and ``X p0`` (once per phase).
+    """
+
+    def __init__(self, bundle, problem):
+        self.bundle, self.cuts, self.data = bundle, bundle.cuts, problem.data
+        self.m = problem.n_samples
+        self.u, self.u_w = np.zeros(self.m), np.zeros(self.m)
+        self.kappa = self.kappa_w = 0.0
+        self.p0 = self.Xp0 = self.w = None
+
+    def reset(self, point, products):
+        self.p0, self.Xp0 = point, self.cuts.times_X(point)
+        self.kappa, self.u[:] = 0.0, 0.0
+        if products is not None:
+            return products
+        return (self.cuts.G[: self.bundle.k] @ self.Xp0) / self.m
+
+    def add(self, tau, point):
+        if point is self.p0:
+            self.kappa += tau
+        elif point is self.w:
+            self.kappa += tau * self.kappa_w
+            self.u += tau * self.u_w
+        else:
+            raise AssertionError("a proximal point is the phase's start or the last iterate")
+
+    def dot_new_cut(self, a):
+        if self.p0 is None:  # before the first phase: c = 0
+            return 0.0
+        g = self.cuts.G[self.bundle.k - 1]
+        return self.kappa * float(g @ self.Xp0) / self.m + float(self.cuts.last_Xa @ self.u)
+
+    def iterate(self, t, s, k):
+        z = self.u - (t / self.m) * (self.bundle.beta[:k] @ self.cuts.G[:k])
+        self.kappa_w, self.u_w = self.kappa / s, z / s
+        out = np.multiply(self.p0, self.kappa_w)
+        d = self.data
+        sample_combination(d.data, d.indices, d.indptr, d.dense, d.bias, self.u_w, out, True)
+        self.w = out
+        return out
 
 
 def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
@@ -100,7 +177,10 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
     bundle.extra["beta_lb"][0] = 1.0
     Ac, Aw = bundle.extra["Ac"], bundle.extra["Aw"]
     w = start_weights(problem, start)
-    c = np.zeros(problem.n_weights)  # sum_i tau_i w_i over the phase's proximal points
+    w_sq = float(w @ w)  # ||w||^2 of the query point, formed once per iterate
+    # c = sum_i tau_i w_i over the phase's proximal points
+    centre = (_SampleCentre(bundle, problem) if isinstance(bundle.cuts, SampleCuts)
+              else _DenseCentre(bundle, problem.n_weights))
     lower, best_A, t_phase, tau_sum = -np.inf, 0.0, 0, 0.0
     new_phase, n_phases, phase_J, phase_gap = True, 0, math.inf, math.inf
     inner_seconds = bound_seconds = gram_seconds = 0.0
@@ -109,13 +189,22 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
         while status is None:
             t += 1
             risk, a = problem.oracle(w)
-            objective = 0.5 * lam * float(w @ w) + risk
-            A_t = float(np.linalg.norm(a))
+            objective = 0.5 * lam * w_sq + risk
             start = time.perf_counter()
-            aw = float(a @ w)
-            bundle.add(a, risk - aw, t, Ac=float(a @ c), Aw=aw, beta_lb=0.0)
+            bundle.add(a, 0.0, t, beta_lb=0.0)
             k = bundle.k
+            ac = centre.dot_new_cut(a)
+            Ac[k - 1] = ac
             Q, b = bundle.Q[:k, :k], bundle.b[:k]
+            A_t = math.sqrt(Q[k - 1, k - 1])  # ||a_t||, the new Gram row's diagonal entry
+            if t == 1:
+                aw = float(a @ w)
+            else:
+                # w = (c - t' A^T beta) / s' of the previous step (c, beta unchanged since;
+                # making room keeps A^T beta), so <a_t, w> comes from the new Gram row
+                aw = (ac - t_phase * float(Q[k - 1] @ bundle.beta[:k])) / s
+            b[k - 1] = risk - aw
+            Aw[k - 1] = aw
             gram_seconds += time.perf_counter() - start
 
             start = time.perf_counter()
@@ -136,29 +225,29 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
                 new_phase, n_phases = False, n_phases + 1
                 phase_J, phase_gap = mon.best_objective, gamma
                 if mon.best_w is not w:
-                    point, A_point = mon.best_w, best_A
-                    A_times_point = bundle.products(point)
+                    point, A_point, A_times_point = mon.best_w, best_A, None
+                A_times_point = centre.reset(point, A_times_point)
                 t_phase, tau_sum = 0, 0.0
-                c[:] = 0.0
                 Ac[:k] = 0.0
             t_phase += 1
             base = lam * t_phase + tau_sum
             tau = 0.5 * (-base + math.sqrt(base * base + (lam * R + A_point) ** 2 / (R * R)))
             tau_sum += tau
             s = lam * t_phase + tau_sum
-            axpy(point, c, a=tau)  # c += tau * point, in place
+            centre.add(tau, point)
             Ac[:k] += tau * A_times_point
             beta, _ = simplex_qp((t_phase / s) * Q, b + Ac[:k] / s, bundle.beta[:k])
             bundle.beta[:k] = beta
-            w = bundle.combination(-t_phase / s, base=c, base_scale=1.0 / s)  # (c - t A beta) / s
+            w = centre.iterate(t_phase, s, k)  # (c - t A beta) / s
             Aw[:k] = (Ac[:k] - t_phase * (Q @ beta)) / s
+            w_sq = float(w @ w)
             inner_seconds += time.perf_counter() - start
 
             bundle.mark_active(t, beta_lb)
             # Algorithm 3's optimistic test with the target suboptimality eps; a new phase
             # starts when R grows
             eps = max(tol * abs(mon.best_objective), abs_tol)
-            while float(np.linalg.norm(w)) >= R - math.sqrt(2.0 * eps / lam):
+            while math.sqrt(w_sq) >= R - math.sqrt(2.0 * eps / lam):
                 R *= math.sqrt(2.0)
                 new_phase = True
     if mon.interrupted:

@@ -26,6 +26,14 @@ Parameters of the method (all documented on ``solve_rda``):
   with D estimated as 2000 / G, calibrated on two data sets, not a
   guarantee); for accelerated RDA G / D_hat (``_default_gamma``); for
   sigma > 0 the paper's beta_t = 0 (section 2.2), i.e. gamma = 0.
+* ``beta`` -- for losses whose derivative is unbounded (squared, squared hinge,
+  exponential, Poisson: LossSpec.lipschitz None), not chosen by the user:
+  beta_t = gamma sqrt(t) + beta with beta = L = max_i c_i l''_i ||x_i||^2, so the
+  denominator sigma t + beta_t of w_{t+1} is never below the curvature of a
+  single term, whatever the scale of the data; with sigma > 0 it replaces the zero
+  sequence by Xiao's positive constant sequence (section 3.2).  0 for Lipschitz
+  losses (the paper's schedule) and for accelerated RDA (which has L).  See
+  fastrisk/solvers/_steps.py; in a stream, the largest L over the chunks so far.
 * ``rho`` -- enhanced l1-RDA (Algorithm 2): h_rho = 0.5||w||^2 + rho ||w||_1,
   threshold lambda + gamma rho / sqrt(t).  Default 0.  The paper's MNIST runs
   use gamma = 5000, gamma rho = 25.
@@ -34,16 +42,19 @@ Parameters of the method (all documented on ``solve_rda``):
   (Corollary 7) for smooth losses; ``L`` the Lipschitz constant of the
   gradient of the average loss (default: loss curvature * max_i c_i ||x_i||^2).
 
-Cost per step: every variant except p-norm is O(nnz(x_i)) per example
-(lazy coordinates and exact lazy averaging, see csrc/_rda.pyx).  That
+Cost per step: every variant is O(nnz(x_i)) per example (lazy coordinates
+and exact lazy averaging, see csrc/_rda.pyx), p-norm RDA when q = p / (p - 1)
+is an integer (p = 1 + 1/n, e.g. 1.5 or 1.25).  That
 includes accelerated RDA: its interpolations unroll to
 ``w_t = (1/A_t) sum_{tau <= t} alpha_tau v_tau`` and ``u_t = (1 - theta_t) w_{t-1}
 + theta_t v_{t-1}``, where v_tau is a per-coordinate closed form of the
 weighted gradient sum, so w_t is a weighted lazy average like w_bar.  p-norm
-RDA costs O(nnz(x_i) + nnz(w_t)) per step: the link map divides by
-||g_hat||_q^{q-2}, a norm whose threshold lambda t moves at every step, so
-it is summed at every step over the nonzeros of the iterate (kept as a
-compact active set), never over all d coordinates.  The steps are
+RDA's link map divides by ||g_hat||_q^{q-2}, a norm whose threshold lambda t
+moves at every step: for an integer q it is a polynomial in the threshold
+over power sums of |S_j| that a step updates at its rows' coordinates, each
+coordinate leaving the sums at the step its threshold is reached (known in
+advance); for other p it is summed at every step over the nonzeros of the
+iterate (a compact active set), O(nnz(x_i) + nnz(w_t)) per step.  The steps are
 sequential: the kernels run on one thread (``problem.n_threads`` only
 serves the objective evaluations).
 
@@ -82,6 +93,7 @@ from fastrisk.solvers._certificates import strong_convexity_bound
 from fastrisk.solvers._checks import check_bool, check_int, check_number, start_state
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, run_epochs
 from fastrisk.solvers._info import SolverInfo
+from fastrisk.solvers._steps import stream_offset
 from fastrisk.stopping import check_budget
 
 OVERFLOW_ADVICE = "a loss value overflowed (inf/NaN): lower the step size or gamma"
@@ -180,8 +192,9 @@ class _Epochs:
 # ---------------------------------------------------------------------------
 # RDA
 
-def _rda_schedule(r, lam, sigma, gamma, rho, accelerated, L):
-    """theta_r, b_r, omega_r of the lazy form (csrc/_rda.pyx) for steps r."""
+def _rda_schedule(r, lam, sigma, gamma, rho, accelerated, L, beta):
+    """theta_r, b_r, omega_r of the lazy form (csrc/_rda.pyx) for steps r, with
+    beta_r = gamma sqrt(r) + beta (``beta``: the curvature offset, module docstring)."""
     r = r.astype(np.float64)
     if accelerated:
         alpha = r / 2.0                                   # (37)
@@ -191,8 +204,8 @@ def _rda_schedule(r, lam, sigma, gamma, rho, accelerated, L):
         b = 1.0 / (sigma * A + L + beta)
         return theta, b, alpha, alpha, A
     sq = np.sqrt(r)
-    theta = lam * r + gamma * rho * sq
-    den = sigma * r + gamma * sq
+    theta = lam * r + gamma * rho * sq + rho * beta
+    den = sigma * r + gamma * sq + beta
     b = np.divide(1.0, den, out=np.zeros_like(den), where=r > 0)   # w_1 = 0
     return theta, b, np.ones_like(r), np.empty(0), np.empty(0)
 
@@ -208,26 +221,34 @@ def _lazy_schedule(theta, b, omega):
     return out
 
 
-def _rda_final(S, t, lam, sigma, gamma, rho):
-    """w_{t+1} = z_t(S) (Xiao 2010, eqs. (10), (30), section 2.2)."""
+def _rda_final(S, t, lam, sigma, gamma, rho, beta):
+    """w_{t+1} = z_t(S) (Xiao 2010, eqs. (10), (30), section 2.2), beta_t = gamma sqrt(t)
+    + beta."""
     if t == 0:
         return np.zeros_like(S)
-    th = lam * t + gamma * rho * math.sqrt(t)
-    b = 1.0 / (sigma * t + gamma * math.sqrt(t))
+    th = lam * t + gamma * rho * math.sqrt(t) + rho * beta
+    b = 1.0 / (sigma * t + gamma * math.sqrt(t) + beta)
     return soft_threshold(-S, th) * b
 
 
-def _pnorm_final(S, t, lam, gamma, rho, p):
-    """w_{t+1} = theta^{-1}(g_hat_t) (Xiao 2010, section 7.2)."""
+def _pnorm_final(S, t, lam, gamma, rho, p, beta):
+    """w_{t+1} = theta^{-1}(g_hat_t) (Xiao 2010, section 7.2), beta_t = gamma sqrt(t) + beta."""
     if t == 0:
         return np.zeros_like(S)
     q = p / (p - 1.0)
-    m = np.maximum(np.abs(S) - (lam * t + gamma * rho * math.sqrt(t)), 0.0)
+    m = np.maximum(np.abs(S) - (lam * t + gamma * rho * math.sqrt(t) + rho * beta), 0.0)
     N = float(np.sum(m ** q))
     if N == 0.0:
         return np.zeros_like(S)
-    scale = (p - 1.0) / (gamma * math.sqrt(t)) / N ** ((q - 2.0) / q)
+    scale = (p - 1.0) / (gamma * math.sqrt(t) + beta) / N ** ((q - 2.0) / q)
     return -np.sign(S) * scale * m ** (q - 1.0)
+
+
+def _integral_q(p):
+    """Whether q = p / (p - 1) is an integer in 2 .. 8 (p = 1 + 1/n), where the p-norm
+    kernel keeps the norm as a polynomial in the threshold (O(nnz(x_i)) per step)."""
+    q = p / (p - 1.0)
+    return q == int(q) and 2 <= q <= 8
 
 
 def _rda_settings(problem, *, gamma, rho, batch_size, p_norm, accelerated, L, start):
@@ -279,11 +300,13 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
     tol, abs_tol : stop when the certified bound (strongly convex J only) is at most
         max(tol * J, abs_tol).
     max_iter : number of epochs over ``problem``'s rows.
-    gamma : beta_t = gamma sqrt(t) (see the module docstring for the default).
+    gamma : beta_t = gamma sqrt(t) (+ beta for losses with an unbounded derivative;
+        see the module docstring for both and the default).
     rho : sparsity-enhancing parameter of Algorithm 2 (>= 0).
     batch_size : k rows per step; the step's subgradient is their average.
     p_norm : None (h = 0.5||w||^2) or p in (1, 2] for p-norm RDA (penalty "l1";
-        O(nnz(x_i) + nnz(w_t)) per step).
+        O(nnz(x_i)) per step for p = 1 + 1/n, n = 1 .. 7, else
+        O(nnz(x_i) + nnz(w_t))).
     accelerated : Algorithm 3 (smooth losses; returns w_t, no averaging).
     L : Lipschitz constant of the average loss's gradient (accelerated only).
     average : return w_bar_T (the iterate of the convergence theorems) as
@@ -294,7 +317,7 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
     start : the Result of a previous rda call (or its extra["state"]) to continue.
 
     Returns a Result; ``extra`` holds ``w_bar`` (not for accelerated),
-    ``w_last``, ``n_steps`` (total), ``gamma``, ``L``, ``state``, ``loss_sum``.
+    ``w_last``, ``n_steps`` (total), ``gamma``, ``L``, ``beta``, ``state``, ``loss_sum``.
     """
     SOLVER_INFO[0].check(problem)
     check_budget(tol, max_iter, time_limit)
@@ -309,7 +332,11 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
     # coords[:, 0] = S (gradient sums), [:, 1] = acc (running sum of iterates),
     # [:, 2] = last (first step not yet in acc; after a call every coordinate is current)
     st = _continue_state(start, "rda", config, lambda: {
-        "solver": "rda", "config": config, "t": 0, "coords": np.zeros((D, 3))})
+        "solver": "rda", "config": config, "t": 0, "coords": np.zeros((D, 3)), "beta": None})
+    # beta_t = gamma sqrt(t) + beta: beta is the curvature offset for losses with an
+    # unbounded derivative (fastrisk/solvers/_steps.py); accelerated RDA has L instead
+    st["beta"] = 0.0 if accelerated else stream_offset(problem, st["beta"])
+    beta = st["beta"]
     S, acc = st["coords"][:, 0], st["coords"][:, 1]
     args = _kernel_args(problem)
     loss_id, loss_param = problem.loss.spec.kernel_id, problem.loss.param
@@ -321,12 +348,15 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
         order, t0 = next(orders), st["t"]
         if p_norm is not None:
             S_c, acc_c = np.ascontiguousarray(S), np.ascontiguousarray(acc)
-            total, status = _rda.pnorm_rda_epoch(*args, order, k, loss_id, loss_param, S_c,
-                                                 acc_c, t0, lam, gamma, rho, p_norm)
+            kernel = (_rda.pnorm_rda_epoch_integral if _integral_q(p_norm)
+                      else _rda.pnorm_rda_epoch)
+            total, status = kernel(*args, order, k, loss_id, loss_param, S_c, acc_c, t0, lam,
+                                   gamma, rho, p_norm, beta)
             S[:], acc[:] = S_c, acc_c
         else:
             r = np.arange(t0, t0 + n_steps + 2)
-            theta, b, omega, alpha, A = _rda_schedule(r, lam, sigma, gamma, rho, accelerated, L)
+            theta, b, omega, alpha, A = _rda_schedule(r, lam, sigma, gamma, rho, accelerated, L,
+                                                      beta)
             flush_end = t0 + n_steps if accelerated else t0 + n_steps - 1
             total, status = _rda.dual_averaging_epoch(
                 *args, order, k, loss_id, loss_param, st["coords"], t0, flush_end,
@@ -342,11 +372,11 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
         if avg:
             return acc / t
         if p_norm is not None:
-            return _pnorm_final(S, t, lam, gamma, rho, p_norm)
-        return _rda_final(S, t, lam, sigma, gamma, rho)
+            return _pnorm_final(S, t, lam, gamma, rho, p_norm, beta)
+        return _rda_final(S, t, lam, sigma, gamma, rho, beta)
 
     def extra():
-        out = {"state": st, "n_steps": st["t"], "gamma": gamma, "L": L,
+        out = {"state": st, "n_steps": st["t"], "gamma": gamma, "L": L, "beta": beta,
                "loss_sum": loss_sum[0], "w_last": output(False)}
         if not accelerated:
             out["w_bar"] = output(True)

@@ -50,7 +50,7 @@ updates its own blocks (see ``_sdca.sdca_minibatch_epoch``).
 import numpy as np
 
 from fastrisk import _sdca
-from fastrisk.config import resolve_n_threads
+from fastrisk.config import solver_threads
 from fastrisk.regularizers import soft_threshold
 from fastrisk.solvers._checks import check_bool, check_choice, check_int, start_weights
 from fastrisk.solvers._epochs import check_kernel_status, run_epochs
@@ -328,7 +328,8 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     Parameters beyond the common ones (``max_iter`` counts epochs):
     batch_size: rows per mini-batch (1 = single-coordinate SDCA).
     variant: "naive", "safe" or "aggressive" mini-batch step (ignored for b = 1).
-    n_threads: threads for mini-batch deltas and the exact primal pass (None = all cores).
+    n_threads: threads for mini-batch deltas and the exact primal pass (None = the
+        problem's n_threads).
     start: a previous Result (e.g. along a regularization path): its dual variables
         ``extra["dual"]`` when they fit this problem, else the dual derived from its w;
         or a weight vector w (dual u_i = -l'(<w, x_i>, y_i)).
@@ -356,7 +357,7 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     variant = check_choice(variant, "variant", VARIANTS)
     rng = np.random.default_rng(random_state)
     method = _SDCA(problem, batch_size=batch_size, variant=variant,
-                   n_threads=resolve_n_threads(n_threads), start=start, shrinking=shrinking,
+                   n_threads=solver_threads(problem, n_threads), start=start, shrinking=shrinking,
                    seed=rng.integers(2**63))
     return run_epochs(problem, "sdca", method, tol=tol, abs_tol=abs_tol, max_iter=max_iter,
                       time_limit=time_limit, callback=callback, verbose=verbose,

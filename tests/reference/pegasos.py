@@ -10,13 +10,14 @@ import numpy as np
 
 
 def pegasos_steps(X, y, order, *, lam, rule, radius, G=1.0, R=1.0, batch_size=1, dloss,
-                  c=None, avg_start=None, eps=0.0, delta=0.1, phase_length=None):
+                  c=None, avg_start=None, eps=0.0, delta=0.1, phase_length=None, offset=0.0):
     """Iterates of projected subgradient descent over ``order``.
 
     rule: "pegasos" (tau = 0), "proximal" (Do, Le & Foo 2009 Alg. 2) or "adaptive"
     (gradient of f + tau/2 ||w||^2).  Returns (w, average of the iterates after
     step avg_start or None, list of iterates, final R).  ``eps > 0`` runs the
-    optimistic R doubling of Alg. 3; ``phase_length(R)`` gives T.
+    optimistic R doubling of Alg. 3; ``phase_length(R)`` gives T.  ``offset`` is the L
+    of eta_t = 1/(lam t + L) for losses with an unbounded derivative.
     """
     X = np.asarray(X, dtype=np.float64)
     m, d = X.shape
@@ -39,7 +40,7 @@ def pegasos_steps(X, y, order, *, lam, rule, radius, G=1.0, R=1.0, batch_size=1,
             b = lam * t + tau_sum
             tau = (-b + np.sqrt(b * b + G * G / (R * R))) / 2.0
             tau_sum += tau
-        eta = 1.0 / (lam * t + tau_sum)
+        eta = 1.0 / (lam * t + offset + tau_sum)
         g = lam * w + grad_loss
         if rule == "adaptive":
             g = g + tau * w

@@ -7,10 +7,11 @@ cached phi, no incremental norm), as the paper states it.
 import numpy as np
 
 
-def link(theta, t, sigma, p, B=None):
-    """w_t = grad r*(theta / ((t+1) sigma)), projected on ||w||_p <= B (Fig. 2)."""
+def link(theta, t, sigma, p, B=None, offset=0.0):
+    """w_t = grad r*(theta / ((t+1) sigma + offset)), projected on ||w||_p <= B (Fig. 2;
+    ``offset`` is the L of losses with an unbounded derivative, 0 in the paper)."""
     q = p / (p - 1.0)
-    u = theta / ((t + 1) * sigma)
+    u = theta / ((t + 1) * sigma + offset)
     norm_q = np.sum(np.abs(u) ** q) ** (1.0 / q)
     if norm_q == 0.0:
         return np.zeros_like(theta)
@@ -22,7 +23,7 @@ def link(theta, t, sigma, p, B=None):
     return w
 
 
-def pgs_steps(X, y, order, *, sigma, p, B=None, batch_size=1, dloss, c=None):
+def pgs_steps(X, y, order, *, sigma, p, B=None, batch_size=1, dloss, c=None, offset=0.0):
     """Iterates w_1, w_2, ... of PGS over ``order`` in mini-batches."""
     X = np.asarray(X, dtype=np.float64)
     m, d = X.shape
@@ -34,6 +35,6 @@ def pgs_steps(X, y, order, *, sigma, p, B=None, batch_size=1, dloss, c=None):
         batch = order[pos:pos + batch_size]
         lam_t = sum(c[i] * dloss(X[i] @ w, y[i]) * X[i] for i in batch) / len(batch)
         theta = theta - lam_t
-        w = link(theta, t, sigma, p, B)
+        w = link(theta, t, sigma, p, B, offset)
         iterates.append(w.copy())
     return iterates

@@ -29,14 +29,15 @@ def _batch_grad(X, y, c, rows, w, loss):
     return (c[rows] * der) @ X[rows] / len(rows), float(c[rows] @ val)
 
 
-def rda(X, y, c, order, k, loss, lam, sigma, gamma, rho, t0=0, g_bar=None, w_sum=None):
+def rda(X, y, c, order, k, loss, lam, sigma, gamma, rho, t0=0, g_bar=None, w_sum=None,
+        beta=0.0):
     """Algorithms 1/2 with Psi = lam||w||_1 + sigma/2||w||^2, h = 0.5||w||^2 + rho||w||_1,
-    beta_t = gamma sqrt(t).  Returns w_{T+1}, w_bar_T = mean(w_1..w_T), g_bar_T."""
+    beta_t = gamma sqrt(t) + beta.  Returns w_{T+1}, w_bar_T = mean(w_1..w_T), g_bar_T."""
     n = X.shape[1]
     g_bar = np.zeros(n) if g_bar is None else g_bar.copy()
     w_sum = np.zeros(n) if w_sum is None else w_sum.copy()
     t = t0
-    w = _rda_w(g_bar, t, lam, sigma, gamma, rho)
+    w = _rda_w(g_bar, t, lam, sigma, gamma, rho, beta)
     total = 0.0
     for rows in _batches(order, k):
         t += 1
@@ -44,15 +45,16 @@ def rda(X, y, c, order, k, loss, lam, sigma, gamma, rho, t0=0, g_bar=None, w_sum
         g, lv = _batch_grad(X, y, c, rows, w, loss)
         total += lv
         g_bar = (t - 1) / t * g_bar + g / t          # step 2
-        w = _rda_w(g_bar, t, lam, sigma, gamma, rho)  # step 3 -> w_{t+1}
+        w = _rda_w(g_bar, t, lam, sigma, gamma, rho, beta)  # step 3 -> w_{t+1}
     return {"w": w, "w_bar": w_sum / t, "g_bar": g_bar, "w_sum": w_sum, "t": t, "loss": total}
 
 
-def _rda_w(g_bar, t, lam, sigma, gamma, rho):
+def _rda_w(g_bar, t, lam, sigma, gamma, rho, beta=0.0):
     if t == 0:
         return np.zeros_like(g_bar)
-    lam_t = lam + gamma * rho / np.sqrt(t)           # Algorithm 2, step 3
-    return -_shrink(g_bar, lam_t) / (sigma + gamma / np.sqrt(t))
+    beta_t = gamma * np.sqrt(t) + beta
+    lam_t = lam + rho * beta_t / t                   # Algorithm 2, step 3
+    return -_shrink(g_bar, lam_t) / (sigma + beta_t / t)
 
 
 def accelerated_rda(X, y, c, order, k, loss, lam, sigma, gamma, rho, L):
@@ -74,9 +76,10 @@ def accelerated_rda(X, y, c, order, k, loss, lam, sigma, gamma, rho, L):
     return {"w": w, "loss": total}
 
 
-def pnorm_rda(X, y, c, order, k, loss, lam, gamma, rho, p):
+def pnorm_rda(X, y, c, order, k, loss, lam, gamma, rho, p, beta=0.0):
     """Section 7.2: w_{t+1} = link_q(g_hat_t),
-    g_hat_t = -((p-1) sqrt t / gamma) shrink(g_bar_t, lam_t)."""
+    g_hat_t = -((p-1) t / beta_t) shrink(g_bar_t, lam + rho beta_t / t),
+    beta_t = gamma sqrt(t) + beta."""
     q = p / (p - 1.0)
     n = X.shape[1]
     g_bar, w, w_sum, t, total = np.zeros(n), np.zeros(n), np.zeros(n), 0, 0.0
@@ -86,7 +89,8 @@ def pnorm_rda(X, y, c, order, k, loss, lam, gamma, rho, p):
         g, lv = _batch_grad(X, y, c, rows, w, loss)
         total += lv
         g_bar = (t - 1) / t * g_bar + g / t
-        g_hat = -(p - 1) * np.sqrt(t) / gamma * _shrink(g_bar, lam + gamma * rho / np.sqrt(t))
+        beta_t = gamma * np.sqrt(t) + beta
+        g_hat = -(p - 1) * t / beta_t * _shrink(g_bar, lam + rho * beta_t / t)
         norm = np.linalg.norm(g_hat, q)
         w = (np.zeros(n) if norm == 0
              else np.sign(g_hat) * np.abs(g_hat) ** (q - 1) / norm ** (q - 2))

@@ -1,0 +1,143 @@
+"""Threads that pay: fastrisk on 1 thread against 2 on the large binary problems (issue 16).
+
+Two data sets: IMDB bigrams (25,000 x 1.5M tf-idf, positive against negative
+reviews) and 20 Newsgroups as a binary problem (11,314 x 130,108 tf-idf, the
+five ``comp.*`` groups against the other fifteen).  For each, in one process:
+
+1. the risk oracle (value and gradient, logistic loss, w ~ N(0, 0.01^2)):
+   best of ``--repeat`` calls on 1 and on 2 threads, interleaved;
+2. hinge and logistic loss, l2, alpha 1e-4, no intercept: every fastrisk
+   solver that certifies these problems and runs threads (the registry's
+   ``certificate`` and ``threads``), and ``solver="auto"``, to a certified
+   relative gap of 1e-3 on 1 thread and on 2 (``n_threads`` of the Problem,
+   which every kernel of the solver follows), wall time best of ``--repeat``.
+
+The summary row of each problem compares the fastest 2-thread run with the
+fastest 1-thread run: the claim to check is that the parallel solvers on 2
+threads beat the best single-thread solver.
+
+    python benchmarks/compare_threads.py            # writes benchmarks/results/compare_threads.md
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import fastrisk as fr  # noqa: E402
+from fastrisk.solvers import choose_solver, solve, solvers_for  # noqa: E402
+
+ALPHA, TOL = 1e-4, 1e-3
+LOSSES = ("hinge", "logistic")
+
+
+def load(name):
+    from conftest import load_20news, load_imdb_bigrams
+
+    if name == "imdb":
+        X, y = load_imdb_bigrams()
+        return X, np.where(y == np.max(y), 1.0, -1.0)
+    X, labels = load_20news()
+    return X, np.where((labels >= 1) & (labels <= 5), 1.0, -1.0)   # comp.* groups: 1..5
+
+
+def oracle_times(X, y, repeat):
+    problems = {n: fr.Problem(X, y, loss="logistic", alpha=ALPHA, fit_intercept=False,
+                              n_threads=n) for n in (1, 2)}
+    w = np.random.default_rng(0).normal(scale=0.01, size=problems[1].n_weights)
+    best = {1: np.inf, 2: np.inf}
+    for _ in range(repeat):
+        for n in (1, 2):
+            start = time.perf_counter()
+            problems[n].oracle(w)
+            best[n] = min(best[n], time.perf_counter() - start)
+    return best
+
+
+def solver_times(X, y, loss, repeat, time_limit):
+    rows = {}
+    for n in (1, 2):
+        problem = fr.Problem(X, y, loss=loss, alpha=ALPHA, fit_intercept=False, n_threads=n)
+        names = ["auto"] + [i.name for i in solvers_for(problem) if i.certificate and i.threads]
+        for name in names:
+            best, status = np.inf, None
+            for _ in range(repeat):
+                start = time.perf_counter()
+                opts = dict(tol=TOL, time_limit=time_limit)
+                if name != "auto":
+                    opts["max_iter"] = 10 ** 6
+                res = solve(problem, solver=name, **opts)
+                best, status = min(best, time.perf_counter() - start), res.status
+            label = f"auto ({choose_solver(problem)})" if name == "auto" else name
+            rows.setdefault(label, {})[n] = (best, status)
+    return rows
+
+
+def render(results, command):
+    lines = ["# Threads: 1 against 2 on the large binary problems", "",
+             f"Command: `{command}`", "",
+             f"Machine: {platform.platform()}, {os.cpu_count()} cores, "
+             f"load average {os.getloadavg()[0]:.1f} at the end; "
+             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC.", "",
+             "Each time is the best of the repeats, in seconds; a run that did not reach a "
+             f"certified relative gap of {TOL:g} shows its status.", ""]
+    for (name, shape), (oracle, problems) in results.items():
+        lines += [f"## {name} ({shape[0]} x {shape[1]})", "",
+                  f"Oracle (logistic): 1 thread {oracle[1] * 1e3:.1f} ms, 2 threads "
+                  f"{oracle[2] * 1e3:.1f} ms, speed-up {oracle[1] / oracle[2]:.2f}.", ""]
+        for loss, rows in problems.items():
+            lines += [f"### {loss}, l2, alpha {ALPHA:g}", "",
+                      "| solver | 1 thread s | 2 threads s | speed-up |", "|---|---:|---:|---:|"]
+            best = {}
+            for label, by_n in rows.items():
+                cells = []
+                for n in (1, 2):
+                    t, status = by_n[n]
+                    ok = status == "converged"
+                    cells.append(f"{t:.2f}" if ok else f"{t:.2f} ({status})")
+                    if ok and not label.startswith("auto"):
+                        best[n] = min(best.get(n, (np.inf, "")), (t, label))
+                speed = by_n[1][0] / by_n[2][0]
+                lines.append(f"| {label} | {cells[0]} | {cells[1]} | {speed:.2f} |")
+            if 1 in best and 2 in best:
+                (t1, s1), (t2, s2) = best[1], best[2]
+                lines += ["", f"Fastest on 1 thread: {s1} {t1:.2f} s; fastest on 2 threads: "
+                              f"{s2} {t2:.2f} s; ratio 2 threads / 1 thread = {t2 / t1:.2f}."]
+            lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default="imdb,news20")
+    parser.add_argument("--losses", default=",".join(LOSSES))
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--time-limit", type=float, default=30.0)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
+                                             "compare_threads.md"))
+    args = parser.parse_args(argv)
+    results = {}
+    for name in args.datasets.split(","):
+        X, y = load(name)
+        oracle = oracle_times(X, y, max(15, args.repeat))
+        problems = {loss: solver_times(X, y, loss, args.repeat, args.time_limit)
+                    for loss in args.losses.split(",")}
+        results[(name, X.shape)] = (oracle, problems)
+        print(render({(name, X.shape): results[(name, X.shape)]}, ""), flush=True)
+    command = "python benchmarks/compare_threads.py " + " ".join(argv or sys.argv[1:])
+    text = render(results, command.strip())
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
