@@ -16,7 +16,8 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    msdca did); multiclass hinge alpha 1e-4, msdca 0.58 / 0.71 (2 threads
    0.30 / 0.52), bmrm not there; alpha 1e-6: neither msdca nor bmrm reached
    1e-3 within the budget, LIBLINEAR did.  MNIST (780 features < 10000 rows)
-   softmax alpha 1e-4: lbfgs 1.42 / 1.48, msdca 2.61 / 3.15;
+   softmax alpha 1e-4: lbfgs 1.01 / 1.01 (cyanure the best peer), msdca not
+   at 1e-3 within the budget;
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
    NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
