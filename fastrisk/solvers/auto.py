@@ -11,12 +11,12 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    relative suboptimality as a ratio to the best peer, scikit-learn
    lbfgs/saga/newton-cg, cyanure, LIBLINEAR Crammer-Singer; 1 thread unless
    said): 20 Newsgroups (130108 features > 11314 rows) softmax alpha 1e-4,
-   msdca 0.35 / 0.60 (2 threads 0.54 / 0.58), lbfgs 5.2 / 5.2; alpha 1e-6,
-   msdca 0.09 at 1e-3 (lbfgs 0.69; no peer reached 1e-4 within the budget,
-   msdca did); multiclass hinge alpha 1e-4, msdca 0.58 / 0.71 (2 threads
-   0.30 / 0.52), bmrm not there; alpha 1e-6: neither msdca nor bmrm reached
-   1e-3 within the budget, LIBLINEAR did.  MNIST (780 features < 10000 rows)
-   softmax alpha 1e-4: lbfgs 1.01 / 1.01 (cyanure the best peer), msdca not
+   msdca 0.32 / 0.36 (2 threads 0.32 / 0.38), lbfgs 4.5 / 4.5; alpha 1e-6,
+   msdca 0.48 at 1e-3 (2 threads 0.44), lbfgs not there within the budget;
+   multiclass hinge alpha 1e-4, msdca 0.54 / 0.28 (2 threads 0.53 / 0.22),
+   bmrm not there; alpha 1e-6: no method, LIBLINEAR included, reached 1e-3
+   within the budget.  MNIST (780 features < 10000 rows) softmax alpha 1e-4:
+   lbfgs 1.63 / 1.81 (2 threads 0.91 / 0.99; cyanure the best peer), msdca not
    at 1e-3 within the budget;
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
