@@ -28,6 +28,7 @@ from fastrisk.config import resolve_n_threads
 from fastrisk.estimators import LinearClassifier, LinearRegressor
 from fastrisk.problem import Problem
 from fastrisk.regpath import alpha_max
+from fastrisk.solvers._checks import check_int, check_number
 
 _CV_PARAMS = ("alphas", "n_alphas", "eps", "cv", "scoring", "n_jobs")
 
@@ -52,11 +53,8 @@ class _CVMixin:
             if alphas.size == 0 or not (np.isfinite(alphas).all() and (alphas > 0).all()):
                 raise ValueError("alphas must be None or a non-empty array of finite numbers > 0")
             return alphas
-        if not isinstance(self.n_alphas, (int, np.integer)) or isinstance(self.n_alphas, bool) \
-                or self.n_alphas < 1:
-            raise ValueError(f"n_alphas must be an integer >= 1, got {self.n_alphas!r}")
-        if not isinstance(self.eps, (int, float, np.number)) or not 0.0 < self.eps < 1.0:
-            raise ValueError(f"eps must be a number in (0, 1), got {self.eps!r}")
+        check_int(self.n_alphas, "n_alphas", low=1)
+        check_number(self.eps, "eps", low=0.0, high=1.0, low_open=True, high_open=True)
         top = 0.0
         if self.penalty == "l1" or (self.penalty == "elasticnet" and self.l1_ratio > 0):
             classes = np.unique(y) if self._classifier else [None]
@@ -83,9 +81,7 @@ class _CVMixin:
         self._validate_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", y_numeric=not self._classifier)
-        if self.n_jobs is not None and not (isinstance(self.n_jobs, (int, np.integer))
-                                            and self.n_jobs >= 1):
-            raise ValueError(f"n_jobs must be None or an integer >= 1, got {self.n_jobs!r}")
+        check_int(self.n_jobs, "n_jobs", low=1, allow_none=True)
         if X.shape[0] < 2:
             raise ValueError(f"cross-validation needs more than 1 sample, got n_samples = "
                              f"{X.shape[0]}")

@@ -34,7 +34,6 @@ the call is repeated on a surviving copy.  When every copy of a partition is
 gone the call raises ``PartitionLostError``; it never returns a partial sum.
 """
 
-import numbers
 import os
 import time
 import weakref
@@ -45,6 +44,7 @@ import scipy.sparse as sp
 from fastrisk.data import Dataset, check_sample_weight, check_targets
 from fastrisk.losses import Loss
 from fastrisk.oracle import LocalOracle, check_weights, partition_rows
+from fastrisk.solvers._checks import check_bool, check_int, check_number
 
 _GONE = ("lost", "cancelled", "error")
 POLL_SECONDS = 0.5  # how often a waiting call checks that its actors' workers are alive
@@ -266,16 +266,12 @@ class DaskOracle:
         self.loss = loss if isinstance(loss, Loss) else Loss(loss, loss_param)
         if self.loss.spec.vector:
             raise ValueError(f"DaskOracle supports the scalar losses, not {self.loss.name!r}")
-        if not isinstance(fit_intercept, (bool, np.bool_)):
-            raise ValueError(f"fit_intercept must be a bool, got {fit_intercept!r}")
-        if fit_intercept and (not isinstance(intercept_scaling, numbers.Real)
-                              or not intercept_scaling > 0):
-            raise ValueError(f"intercept_scaling must be > 0, got {intercept_scaling!r}")
+        check_bool(fit_intercept, "fit_intercept")
+        if fit_intercept:
+            check_number(intercept_scaling, "intercept_scaling", low=0.0, low_open=True)
         if n_threads is None:  # a worker runs one partition at a time on all its threads
             n_threads = min(w["nthreads"] for w in client.scheduler_info()["workers"].values())
-        if not isinstance(n_threads, (int, np.integer)) or isinstance(n_threads, bool) \
-                or n_threads < 1:
-            raise ValueError(f"n_threads must be an integer >= 1, got {n_threads!r}")
+        n_threads = check_int(n_threads, "n_threads", low=1)
         if not chunks:
             raise ValueError("no data partitions")
         copies = [c if isinstance(c, (list, tuple)) else [c] for c in chunks]

@@ -44,6 +44,7 @@ from scipy.optimize import linear_sum_assignment
 
 from fastrisk.data import Dataset
 from fastrisk.losses import vector_loss
+from fastrisk.solvers._checks import check_int
 
 
 def _check_scores(f, m, name="f"):
@@ -183,8 +184,7 @@ class RankingLoss:
     def __init__(self, query, measure="ndcg", k=None):
         if measure not in ("ndcg", "precision"):
             raise ValueError(f"measure must be 'ndcg' or 'precision', got {measure!r}")
-        if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
-            raise ValueError(f"k must be None or an integer >= 1, got {k!r}")
+        k = check_int(k, "k", low=1, allow_none=True)
         query = np.asarray(query)
         if query.ndim != 1:
             raise ValueError(f"query must be 1-dimensional, got shape {query.shape}")
@@ -239,9 +239,7 @@ class ScaledSoftMargin:
     """
 
     def __init__(self, n_classes, cost=None, beta=1.0):
-        if not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
-            raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
-        self.n_outputs = int(n_classes)
+        self.n_outputs = check_int(n_classes, "n_classes", low=2)
         self.cost, self.beta = cost, beta
 
     def risk(self, F, y):
@@ -276,8 +274,7 @@ class ScoreOracle:
         if not callable(getattr(loss, "risk", None)):
             raise TypeError("loss must have a method risk(f, y) -> (value, gradient wrt f)")
         k = getattr(loss, "n_outputs", 1)
-        if not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"loss.n_outputs must be an integer >= 1, got {k!r}")
+        check_int(k, "loss.n_outputs", low=1)
         if not isinstance(fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be a bool, got {fit_intercept!r}")
         self.data = Dataset(X, intercept_scaling=intercept_scaling if fit_intercept else 0.0)
@@ -317,8 +314,7 @@ class FunctionOracle:
         if not callable(func):
             raise TypeError("func must be callable: func(w) -> (risk, subgradient)")
         for name, v in (("n_weights", n_weights), ("n_samples", n_samples)):
-            if not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+            check_int(v, name, low=1)
         self.func, self.n_weights, self.n_samples = func, int(n_weights), int(n_samples)
         self.risk_floor = float(risk_floor)
         self.n_calls = 0

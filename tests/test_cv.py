@@ -71,3 +71,7 @@ def test_cv_validates_its_arguments():
         LinearClassifierCV(alphas=[-1.0]).fit(X, y)
     with pytest.raises(ValueError, match="n_jobs"):
         LinearClassifierCV(n_jobs=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"^eps must be a finite number > 0 and < 1, got 1.5$"):
+        LinearClassifierCV(eps=1.5).fit(X, y)
+    with pytest.raises(ValueError, match=r"^n_alphas must be an integer >= 1, got True$"):
+        LinearClassifierCV(n_alphas=True).fit(X, y)

@@ -72,7 +72,7 @@ import highspy
 import numpy as np
 
 from fastrisk._qp import cut_combination, sample_combination, sample_products
-from fastrisk.solvers._checks import start_weights
+from fastrisk.solvers._checks import check_int, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
@@ -284,10 +284,7 @@ class Bundle:
     """
 
     def __init__(self, n_weights, max_size, floor, *, gram=True, extra=(), storage=None):
-        if not isinstance(max_size, (int, np.integer)) or isinstance(max_size, bool) \
-                or max_size < 2:
-            raise ValueError(f"max_bundle must be an integer >= 2, got {max_size!r}")
-        cap = int(max_size) + 1
+        cap = check_int(max_size, "max_bundle", low=2) + 1
         self.cuts = DenseCuts(cap, n_weights) if storage is None else storage(cap)
         self.b = np.zeros(cap)
         self.b[0] = floor

@@ -60,7 +60,7 @@ import scipy.sparse as sp
 
 from fastrisk import _cd
 from fastrisk.config import solver_threads
-from fastrisk.solvers._checks import check_choice, start_weights
+from fastrisk.solvers._checks import check_bool, check_choice, check_int, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
@@ -146,11 +146,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     """
     _check_problem(problem)
     lam1, lam2 = penalty_split(problem)
-    if not isinstance(check_every, (int, np.integer)) or isinstance(check_every, bool) \
-            or check_every < 1:
-        raise ValueError(f"check_every must be an integer >= 1, got {check_every!r}")
-    if not isinstance(screening, (bool, np.bool_)):
-        raise ValueError(f"screening must be a bool, got {screening!r}")
+    check_every = check_int(check_every, "check_every", low=1)
+    screening = check_bool(screening, "screening")
     check_choice(inner, "inner", ("auto", "columns", "gram"))
     mon = Monitor(problem, "cd", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
