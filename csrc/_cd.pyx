@@ -70,7 +70,11 @@ def column_stats(const floating[::1] data, const index_t[::1] indices,
     cdef double a, b, x
     for s in prange(n, nogil=True, num_threads=n_threads, schedule="static"):
         j = cols[s]
-        column(&data[0], &indices[0], &indptr[0], dense, j, &val, &idx, &nnz)
+        # by assignment, so that prange makes val / idx / nnz private to each thread
+        # (``column``'s out-pointers would leave them shared)
+        val = &data[indptr[j]]
+        idx = &indices[0] if dense else &indices[indptr[j]]
+        nnz = indptr[j + 1] - indptr[j]
         a = 0.0
         b = 0.0
         for k in range(nnz):

@@ -16,7 +16,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 KERNEL_TESTS=(test_oracle test_sdca test_conj test_qp test_pgs test_rda test_pegasos test_newton
-              test_voracle test_scaled test_losses test_vector_losses test_data test_fuzz)
+              test_voracle test_scaled test_losses test_vector_losses test_data test_fuzz test_cd
+              test_multiclass)
 only_kernels=0
 if [[ "${1:-}" == "--kernels" ]]; then only_kernels=1; shift; fi
 if [[ "${1:-}" == "--" ]]; then shift; fi
