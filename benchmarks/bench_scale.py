@@ -22,17 +22,14 @@ with each, the machine being shared):
    1e-4, 200 iterations: seconds in the LP and HiGHS cold starts.
 5. ``pegasos``: the optimistic proximal solver on a9a, hinge, alpha 1e-6,
    30 epochs, 5 row orders, against LIBLINEAR's objective.
-6. ``dask``: the Dask oracle on IMDB bigrams (hinge, w ~ N(0, 0.01^2)),
-   LocalClusters of 1 and 2 single-thread worker processes, one partition
-   per worker, through shared memory and over the network, against the
-   local oracle (1 thread), interleaved rounds; medians; bytes per call.
+The Dask oracle's table (T(1), T(2), bytes per call) is benchmarks/bench_distributed.py's.
 
 Threads: the oracles run on 1 thread and BLAS is limited to 1 thread
 (threadpoolctl): with 2 cores shared by many processes, multithreaded BLAS
 on vectors of 1.5M entries spends its time waiting for its threads.
 
 Usage (from the repository root):
-``PYTHONPATH=. python benchmarks/bench_scale.py [bundle full rda lp pegasos dask]``;
+``PYTHONPATH=. python benchmarks/bench_scale.py [bundle full rda lp pegasos]``;
 the report is written to benchmarks/results/bench_scale.txt (regenerated).
 """
 
@@ -233,57 +230,8 @@ def section_pegasos(seeds=5):
             f"R {[round(r.extra['R'], 1) for r in res]}")
 
 
-def section_dask(rounds=15):
-    import distributed
-
-    from fastrisk.distributed import DaskOracle
-
-    X, y = imdb()
-    w = np.random.default_rng(0).normal(size=X.shape[1]) * 0.01
-    local = fr.Problem(X, y, loss="hinge", n_threads=1).oracle
-    say(f"## 6. Dask oracle, IMDB bigrams {X.shape}, hinge, single-thread workers, "
-        f"one partition per worker, {rounds} interleaved rounds (load {load()})")
-    with contextlib.ExitStack() as stack:
-        oracles = {}
-        for n in (1, 2):
-            cluster = stack.enter_context(distributed.LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                silence_logs=40))
-            client = stack.enter_context(distributed.Client(cluster, set_as_default=False))
-            for shared in (True, False):
-                oracle = DaskOracle.from_array(client, X, y, loss="hinge", n_partitions=n,
-                                               shared_memory=shared)
-                value, grad = oracle(w)
-                v_ref, g_ref = oracle.local_equivalent(X, y)(w)
-                assert value == v_ref and np.array_equal(grad.view(np.uint64),
-                                                         g_ref.view(np.uint64))
-                oracles[n, oracle.transport] = oracle
-        times = {key: [] for key in ["local", *oracles]}
-        kernel = {key: [] for key in oracles}
-        for _ in range(rounds):
-            for key, oracle in [("local", local), *oracles.items()]:
-                start = time.perf_counter()
-                oracle(w)
-                times[key].append(time.perf_counter() - start)
-                if key != "local":
-                    kernel[key].append(max(oracle.last_timing[1]))
-        T_local = np.median(times["local"])
-        say(f"local oracle: {1e3 * T_local:.1f} ms (bit-identical results checked)")
-        for (n, transport), oracle in oracles.items():
-            T = np.median(times[n, transport])
-            say(f"T({n}) {transport:13s}: {1e3 * T:7.1f} ms = {T / T_local:.2f} x local, "
-                f"slowest worker's kernel {1e3 * np.median(kernel[n, transport]):6.1f} ms, "
-                f"{oracle.last_bytes / 1e6:.1f} MB over the network per call")
-        for transport in ("shared memory", "network"):
-            T1, T2 = np.median(times[1, transport]), np.median(times[2, transport])
-            say(f"{transport}: T(2) / T(1) = {T2 / T1:.2f}")
-        for oracle in oracles.values():
-            oracle.close()
-    say(f"(load after: {load()})")
-
-
 SECTIONS = {"bundle": section_bundle, "full": section_full, "rda": section_rda,
-            "lp": section_lp, "pegasos": section_pegasos, "dask": section_dask}
+            "lp": section_lp, "pegasos": section_pegasos}
 
 if __name__ == "__main__":
     names = sys.argv[1:] or list(SECTIONS)

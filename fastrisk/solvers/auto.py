@@ -42,8 +42,8 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 Rule 2 (benchmarks/compare_binary.py, 1 thread, time to a certified 1e-3, no
 intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha
 1e-4 and 1e-6; Newton with the quadratic-model CG stop, the preconditioner and the
-step certificate; seconds for newton / lbfgs / sdca, measured on 2 shared cores
-at load 4-5, so differences below about 2x are within the noise): for logistic
+step certificate; seconds for newton / lbfgs / sdca, the current figures in
+benchmarks/RESULTS.md; differences below about 2x are within run-to-run noise): for logistic
 Newton is first or tied at 1e-6 (a9a 0.066 / 0.34 / 4.2, w8a 0.18 / 0.20 / not
 within 5 s, ijcnn1 0.046 / 0.064 / 1.3, phishing 0.058 / 0.065 / 0.60) and tied
 with L-BFGS at 1e-4 (a9a 0.056 / 0.062 / 0.088, Reuters 0.012 / 0.009 / 0.018,
