@@ -104,7 +104,9 @@ class LocalOracle(_Multiplexer):
 
     Each call also leaves g (``g_i = c_i l'(f_i, y_i)``, length n_samples)
     in ``multipliers``: the gradient is ``X^T g / n_samples``, which bundle
-    methods store in this sample-space form (fastrisk/solvers/bmrm.py).
+    methods store in this sample-space form (fastrisk/solvers/bmrm.py); and
+    the scores ``f = X w`` of the same pass in ``scores``, which the proximal
+    bundle method reuses instead of a pass over X (fastrisk/solvers/prox_bundle.py).
     """
 
     def __init__(self, data, loss, y, sample_weight=None, *, n_partitions=1, n_threads=None):
@@ -119,12 +121,14 @@ class LocalOracle(_Multiplexer):
         self.partitions = partition_rows(self.n_samples, n_partitions)
         self._workspace = np.empty((self.n_threads, 2 * self.n_weights))
         self.multipliers = np.zeros(self.n_samples)
+        self.scores = np.zeros(self.n_samples)
         self.n_calls = 0
 
     def partial(self, w, k, out=None, scores=None):
         """(sum_i c_i l_i, X^T g) over partition k, unnormalized; X^T g written into
         ``out`` (a float64 vector of length n_weights) when given; ``scores`` (length
-        n_samples, optional) receives the partition's f_i = <w, x_i>."""
+        n_samples; default the attribute ``scores``) receives the partition's
+        f_i = <w, x_i>."""
         w = self._check_w(w)
         start, stop = self._bounds(k)
         if out is not None and not (isinstance(out, np.ndarray) and out.dtype == np.float64
@@ -135,6 +139,8 @@ class LocalOracle(_Multiplexer):
         grad = np.empty(self.n_weights) if out is None else out
         d = self.data
         g = self.multipliers[start:stop]
+        if scores is None:
+            scores = self.scores
         value, status = _oracle.risk_gradient(
             d.data, d.indices, d.indptr, d.dense, d.bias, w, self.loss.spec.kernel_id,
             self.loss.param, self.y, self.c, start, stop, grad,

@@ -98,6 +98,10 @@ def test_layouts_threads_partitions(layout, dtype, itype, read_only, n_threads, 
     ref_value, ref_grad = reference(X, y, w, "logistic", 0.0, c, 1.5 if intercept else 0.0)
     assert value == pytest.approx(ref_value, rel=1e-12)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-11, atol=1e-14)
+    # the call leaves the scores f = X w (+ bias * w_b) of its pass in oracle.scores
+    Xd = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    f = Xd @ w[:30] + (1.5 * w[30] if intercept else 0.0)
+    np.testing.assert_allclose(prob.oracle.scores, f, rtol=1e-12, atol=1e-14)
 
 
 def test_real_data_and_repeatable_bits(libsvm):

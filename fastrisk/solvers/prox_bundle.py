@@ -87,6 +87,9 @@ class _DenseCentre:
     def __init__(self, bundle, n_weights):
         self.bundle, self.c = bundle, np.zeros(n_weights)
 
+    def keep_best(self):
+        """The current iterate is the best so far (nothing to keep: A w_best comes from the cuts)."""
+
     def reset(self, point, products):
         """Start a phase at ``point`` (c = 0); returns A point (``products`` if known)."""
         self.c[:] = 0.0
@@ -112,18 +115,25 @@ class _SampleCentre:
     scalar kappa and u of length m, and so is each w (``kappa_w``, ``u_w``): adding
     tau w to c costs O(m), not a pass over n_weights, and
     ``<a, c> = kappa <g, X p0> / m + <X a, u>`` comes from ``X a`` (formed for the
-    Gram row) and ``X p0`` (once per phase).
+    Gram row) and ``X p0``.  A phase starts at the best iterate, whose ``X p0`` is the
+    oracle's scores of its call (``LocalOracle.scores``), kept when it became the best.
     """
 
     def __init__(self, bundle, problem):
         self.bundle, self.cuts, self.data = bundle, bundle.cuts, problem.data
-        self.m = problem.n_samples
+        self.oracle, self.m = problem.oracle, problem.n_samples
         self.u, self.u_w = np.zeros(self.m), np.zeros(self.m)
         self.kappa = self.kappa_w = 0.0
         self.p0 = self.Xp0 = self.w = None
+        self.best_Xw = np.zeros(self.m)
+
+    def keep_best(self):
+        """X w of the current iterate, the best so far: the scores of the last oracle call."""
+        self.best_Xw[:] = self.oracle.scores
 
     def reset(self, point, products):
-        self.p0, self.Xp0 = point, self.cuts.times_X(point)
+        # a phase starts at the best iterate (see solve_prox_bundle), X point = best_Xw
+        self.p0, self.Xp0 = point, self.best_Xw.copy()
         self.kappa, self.u[:] = 0.0, 0.0
         if products is not None:
             return products
@@ -177,11 +187,13 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
     bundle.extra["beta_lb"][0] = 1.0
     Ac, Aw = bundle.extra["Ac"], bundle.extra["Aw"]
     w = start_weights(problem, start)
-    w_sq = float(w @ w)  # ||w||^2 of the query point, formed once per iterate
+    # ||w||^2 of the query point; after the first step from the Gram quantities (below)
+    w_sq = best_sq = float(w @ w)
     # c = sum_i tau_i w_i over the phase's proximal points
     centre = (_SampleCentre(bundle, problem) if isinstance(bundle.cuts, SampleCuts)
               else _DenseCentre(bundle, problem.n_weights))
     lower, best_A, t_phase, tau_sum = -np.inf, 0.0, 0, 0.0
+    c_sq = c_w = 0.0  # ||c||^2 and <c, w> for the current c and iterate w
     new_phase, n_phases, phase_J, phase_gap = True, 0, math.inf, math.inf
     inner_seconds = bound_seconds = gram_seconds = 0.0
     status, t = None, 0
@@ -214,20 +226,21 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             bound_seconds += time.perf_counter() - start
 
             if objective <= mon.best_objective:
-                best_A = A_t
+                best_A, best_sq = A_t, w_sq
+                centre.keep_best()
             gamma = min(mon.best_objective, objective) - lower
             status = mon.check(t, w, objective, gamma)
 
             start = time.perf_counter()
-            point, A_point, A_times_point = w, A_t, Aw[:k]
+            point, A_point, A_times_point, point_sq = w, A_t, Aw[:k], w_sq
             if new_phase or (restart is not None
                              and mon.best_objective <= phase_J - restart * phase_gap):
                 new_phase, n_phases = False, n_phases + 1
                 phase_J, phase_gap = mon.best_objective, gamma
                 if mon.best_w is not w:
-                    point, A_point, A_times_point = mon.best_w, best_A, None
+                    point, A_point, A_times_point, point_sq = mon.best_w, best_A, None, best_sq
                 A_times_point = centre.reset(point, A_times_point)
-                t_phase, tau_sum = 0, 0.0
+                t_phase, tau_sum, c_sq, c_w = 0, 0.0, 0.0, 0.0
                 Ac[:k] = 0.0
             t_phase += 1
             base = lam * t_phase + tau_sum
@@ -235,12 +248,17 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             tau_sum += tau
             s = lam * t_phase + tau_sum
             centre.add(tau, point)
+            c_sq += tau * (2.0 * c_w + tau * point_sq)  # <c, point> = c_w (0 at a phase start)
             Ac[:k] += tau * A_times_point
             beta, _ = simplex_qp((t_phase / s) * Q, b + Ac[:k] / s, bundle.beta[:k])
             bundle.beta[:k] = beta
             w = centre.iterate(t_phase, s, k)  # (c - t A beta) / s
-            Aw[:k] = (Ac[:k] - t_phase * (Q @ beta)) / s
-            w_sq = float(w @ w)
+            Q_beta, beta_Ac = Q @ beta, float(beta @ Ac[:k])
+            Aw[:k] = (Ac[:k] - t_phase * Q_beta) / s
+            # <c, w> and ||w||^2 from ||c||^2, A c and the Gram matrix, without a pass over w
+            c_w = (c_sq - t_phase * beta_Ac) / s
+            w_sq = max((c_sq - 2.0 * t_phase * beta_Ac + t_phase ** 2 * float(beta @ Q_beta))
+                       / (s * s), 0.0)
             inner_seconds += time.perf_counter() - start
 
             bundle.mark_active(t, beta_lb)
