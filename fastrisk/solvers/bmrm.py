@@ -168,6 +168,10 @@ class DenseCuts:
         """<a_j, a> for the slots j <= i (slot i already holds a)."""
         return self.A[: i + 1] @ a
 
+    def query_product(self, a, w):
+        """<a, w> for the cut a the oracle just returned at w."""
+        return float(a @ w)
+
     def combine(self, coef, scale, out, accumulate=False):
         """out = scale * sum_i coef_i a_i over the slots i < len(coef) (coef_i = 0 not read);
         ``accumulate``: out += that sum instead."""
@@ -225,6 +229,10 @@ class SampleCuts:
         d, out = self.data, np.empty(self.m)
         sample_products(d.data, d.indices, d.indptr, d.dense, d.bias, w, out)
         return out
+
+    def query_product(self, a, w):
+        """<a, w> = <g, X w> / m from the oracle's multipliers and scores of the call at w."""
+        return float(self.oracle.multipliers @ self.oracle.scores) / self.m
 
     def gram_row(self, i, a):
         self.last_Xa = self.times_X(a)  # X a_i, kept for the caller's products with a_i
@@ -643,7 +651,7 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
             risk, a = problem.oracle(w)
             objective = lam * reg.value(w) + risk
             start = time.perf_counter()
-            bundle.add(a, risk - float(a @ w), t)
+            bundle.add(a, risk - bundle.cuts.query_product(a, w), t)
             gram_seconds += time.perf_counter() - start
             start = time.perf_counter()
             w_next, lower_t = inner(bundle, lam, reg, min(mon.best_objective, objective))

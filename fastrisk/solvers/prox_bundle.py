@@ -210,7 +210,7 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             Q, b = bundle.Q[:k, :k], bundle.b[:k]
             A_t = math.sqrt(Q[k - 1, k - 1])  # ||a_t||, the new Gram row's diagonal entry
             if t == 1:
-                aw = float(a @ w)
+                aw = bundle.cuts.query_product(a, w)
             else:
                 # w = (c - t' A^T beta) / s' of the previous step (c, beta unchanged since;
                 # making room keeps A^T beta), so <a_t, w> comes from the new Gram row
