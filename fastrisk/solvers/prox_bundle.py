@@ -110,57 +110,60 @@ class _DenseCentre:
 class _SampleCentre:
     """The same c for cuts stored in the sample space (``SampleCuts``, a_i = X^T g_i / m).
 
-    Every iterate of a phase is ``w = (c - t X^T G^T beta / m) / s`` and c adds up the
-    phase's start point p0 and such iterates, so ``c = kappa p0 + X^T u`` with a
-    scalar kappa and u of length m, and so is each w (``kappa_w``, ``u_w``): adding
-    tau w to c costs O(m), not a pass over n_weights, and
-    ``<a, c> = kappa <g, X p0> / m + <X a, u>`` comes from ``X a`` (formed for the
-    Gram row) and ``X p0``.  A phase starts at the best iterate, whose ``X p0`` is the
-    oracle's scores of its call (``LocalOracle.scores``), kept when it became the best.
+    Every iterate is ``w = (c - t X^T G^T beta / m) / s`` and c adds up the phase's start
+    point (an earlier point of the run) and such iterates, so every point of the run,
+    and c, is ``kappa w0 + X^T u`` with w0 the run's start, a scalar kappa and u of
+    length m (the iterate's ``kappa_w``, ``u_w``): adding tau w to c costs O(m), not a
+    pass over n_weights, forming w is one pass over X (no pass over w0 when w0 = 0),
+    and ``<a, c> = kappa <g, X w0> / m + <X a, u>`` comes from ``X a`` (formed for the
+    Gram row).  A phase starts at the best point; its products ``A p0 = G X p0 / m``
+    take ``X p0`` from the oracle's scores of its call (``LocalOracle.scores``), kept,
+    with its (kappa, u), when it became the best.
     """
 
-    def __init__(self, bundle, problem):
+    def __init__(self, bundle, problem, w0):
         self.bundle, self.cuts, self.data = bundle, bundle.cuts, problem.data
         self.oracle, self.m = problem.oracle, problem.n_samples
-        self.u, self.u_w = np.zeros(self.m), np.zeros(self.m)
-        self.kappa = self.kappa_w = 0.0
-        self.p0 = self.Xp0 = self.w = None
-        self.best_Xw = np.zeros(self.m)
+        self.w0, self.w0_zero, self.Xw0 = w0, not w0.any(), None
+        self.u, self.u_w, self.best_u = np.zeros(self.m), np.zeros(self.m), np.zeros(self.m)
+        self.kappa, self.kappa_w, self.best_kappa = 0.0, 1.0, 1.0  # the start w0: (1, 0)
+        self.best_Xw, self.at_start = np.zeros(self.m), False
 
     def keep_best(self):
-        """X w of the current iterate, the best so far: the scores of the last oracle call."""
+        """The current point is the best so far: keep its X w (the last oracle call's
+        scores) and its (kappa, u)."""
         self.best_Xw[:] = self.oracle.scores
+        if self.Xw0 is None:  # the first call, at w0
+            self.Xw0 = self.best_Xw.copy()
+        self.best_kappa, self.best_u[:] = self.kappa_w, self.u_w
 
     def reset(self, point, products):
-        # a phase starts at the best iterate (see solve_prox_bundle), X point = best_Xw
-        self.p0, self.Xp0 = point, self.best_Xw.copy()
-        self.kappa, self.u[:] = 0.0, 0.0
+        """Start a phase at the best point (c = 0); returns A point (``products`` if known)."""
+        self.kappa, self.u[:], self.at_start = 0.0, 0.0, True
         if products is not None:
             return products
-        return (self.cuts.G[: self.bundle.k] @ self.Xp0) / self.m
+        return (self.cuts.G[: self.bundle.k] @ self.best_Xw) / self.m
 
     def add(self, tau, point):
-        if point is self.p0:
-            self.kappa += tau
-        elif point is self.w:
-            self.kappa += tau * self.kappa_w
-            self.u += tau * self.u_w
-        else:
-            raise AssertionError("a proximal point is the phase's start or the last iterate")
+        """c += tau point, point the phase's start (the best point) or the last iterate."""
+        kappa, u = (self.best_kappa, self.best_u) if self.at_start else (self.kappa_w, self.u_w)
+        self.at_start = False
+        self.kappa += tau * kappa
+        self.u += tau * u
 
     def dot_new_cut(self, a):
-        if self.p0 is None:  # before the first phase: c = 0
+        if self.Xw0 is None:  # before the first phase: c = 0
             return 0.0
         g = self.cuts.G[self.bundle.k - 1]
-        return self.kappa * float(g @ self.Xp0) / self.m + float(self.cuts.last_Xa @ self.u)
+        return self.kappa * float(g @ self.Xw0) / self.m + float(self.cuts.last_Xa @ self.u)
 
     def iterate(self, t, s, k):
         z = self.u - (t / self.m) * (self.bundle.beta[:k] @ self.cuts.G[:k])
         self.kappa_w, self.u_w = self.kappa / s, z / s
-        out = np.multiply(self.p0, self.kappa_w)
+        out = np.empty(len(self.w0)) if self.w0_zero else np.multiply(self.w0, self.kappa_w)
         d = self.data
-        sample_combination(d.data, d.indices, d.indptr, d.dense, d.bias, self.u_w, out, True)
-        self.w = out
+        sample_combination(d.data, d.indices, d.indptr, d.dense, d.bias, self.u_w, out,
+                           not self.w0_zero)
         return out
 
 
@@ -190,7 +193,7 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
     # ||w||^2 of the query point; after the first step from the Gram quantities (below)
     w_sq = best_sq = float(w @ w)
     # c = sum_i tau_i w_i over the phase's proximal points
-    centre = (_SampleCentre(bundle, problem) if isinstance(bundle.cuts, SampleCuts)
+    centre = (_SampleCentre(bundle, problem, w) if isinstance(bundle.cuts, SampleCuts)
               else _DenseCentre(bundle, problem.n_weights))
     lower, best_A, t_phase, tau_sum = -np.inf, 0.0, 0, 0.0
     c_sq = c_w = 0.0  # ||c||^2 and <c, w> for the current c and iterate w
