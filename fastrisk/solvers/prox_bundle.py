@@ -11,7 +11,7 @@ and sets ``w_{t+1} = sum_i (tau_i w_i - alpha_i a_i) / (lambda t + tau_{1:t})``
 (the minimizer of ``P'_t(w) = t P_t(w) + sum_i tau_i/2 ||w - w_i||^2``, eq. 10).
 The proximal points enter only through ``c = sum_i tau_i w_i``, so nothing but
 c and the cuts is stored (with cuts in the sample space, c itself in the form
-``kappa p0 + X^T u``, see ``_SampleCentre``).  With ``alpha = t beta`` (beta on the simplex, the
+``kappa w0 + X^T u``, w0 the start, see ``_SampleCentre``).  With ``alpha = t beta`` (beta on the simplex, the
 constant cut (0, b_0) of BMRM carrying the slack) the dual is the QP of
 ``qp.py`` with ``H = (t / s) A A^T`` and linear term ``b + A c / s``,
 ``s = lambda t + tau_{1:t}``.  ``A c`` and ``A w`` are kept per cut without a pass
