@@ -19,8 +19,10 @@ over the cut matrix: ``A c`` grows by ``tau_t A w_t`` and, from the step's formu
 ``A w_{t+1} = (A c - t Q beta) / s`` (O(k^2) with the Gram matrix Q = A A^T); a new
 cut gets ``<a, c>`` (from ``X a`` in the sample space) and
 ``<a, w> = (<a, c> - t (Q beta)_new) / s`` from its Gram row (w was formed from the
-same c and beta), its norm from the Gram diagonal and ``||w||^2`` once per
-iterate; a phase start forms the products with its start point once (``Bundle.products``; cuts stored as in
+same c and beta), its norm from the Gram diagonal; likewise
+``||w_{t+1}||^2 = (||c||^2 - 2 t beta^T A c + t^2 beta^T Q beta) / s^2`` with
+``||c||^2`` grown by ``tau (2 <c, p> + tau ||p||^2)`` for a proximal point p
+(``<c, w> = (||c||^2 - t beta^T A c) / s``), no pass over w; a phase start forms the products with its start point once (``Bundle.products``; cuts stored as in
 BMRM, in the sample space on wide data).  The bundle is BMRM's (same bound and
 aggregation; both arrays are linear in the cut, so they aggregate alike).
 
