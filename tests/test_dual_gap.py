@@ -77,6 +77,30 @@ def test_gap_certifies_and_is_no_looser_than_the_gradient_bound(loss, task):
     assert tighter >= 10
 
 
+@pytest.mark.parametrize("loss,task", [("logistic", "binary"), ("squared_hinge", "binary")])
+def test_gap_with_a_target_and_a_known_bound(loss, task):
+    """With a stopping target the extrapolation may stop early (or be skipped) but the
+    result still bounds J(w) - J_ref from above; a bound the caller already holds
+    (``known``) caps the result, and one that meets the target skips the dual point."""
+    X, y = ill_conditioned(3, task=task)
+    alpha = 1e-4
+    problem = Problem(X, y, loss=loss, alpha=alpha, n_threads=1)
+    J_ref = ref.l2_smooth_optimum(X, y, loss, alpha)
+    cert = GapCertificate(problem, memory=4)
+    for k, w in enumerate(trajectory(problem)):  # one gap per iterate, as in a solver
+        J, g = cert.evaluate(w)
+        bound = g @ g / (2 * alpha)
+        kept = len(cert.A)
+        if k % 3 < 2:
+            gap = cert.gap(w, J, g, 1e-3 * bound if k % 3 == 0 else 1e-8 * J)
+            assert J - J_ref - SLACK * J_ref <= gap <= bound * (1 + SLACK)
+            continue
+        known = 0.5 * (J - J_ref) + 1e-3 * bound  # an arbitrary value, below the bound
+        gap = cert.gap(w, J, g, target=2.0 * known, known=known)
+        assert gap == known
+        assert len(cert.A) == kept  # met the target: no dual point, no extrapolation
+
+
 def test_sample_weights_and_elastic_net():
     """Weighted rows and the elastic net (kappa > 0): the gap still bounds J(w) - J*,
     with J* from scipy on the split formulation (tests/reference/batch.py)."""

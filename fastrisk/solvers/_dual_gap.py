@@ -142,18 +142,20 @@ class GapCertificate:
         """f_i = <w, x_i> at the last evaluated w (None for oracles without rows)."""
         return None if self._last is None else self._last[1]
 
-    def gap(self, w, value, grad, target=None):
+    def gap(self, w, value, grad, target=None, known=math.inf):
         """Certified bound on J(w) - J* (see the module docstring); ``value`` and ``grad``
         are J(w) and a subgradient of J at w.  ``target`` is the solver's stopping
         threshold: the dual points are extrapolated only when the gradient bound is
         within REACH times it (an extrapolation costs several conjugate evaluations,
         O(K m) each; far from the target it cannot stop the run) and the
-        refinement stops once the gap is at most ``target``; None: always, to the end."""
+        refinement stops once the gap is at most ``target``; None: always, to the end.
+        ``known``: a certified bound the caller already holds (e.g. ``step_gap``); the
+        result is at most it, and nothing more is computed when it meets ``target``."""
         if not self.certified:
             return math.nan
         # J is lambda-strongly convex: J(w) - J* <= ||g||^2 / (2 lambda) for any subgradient
         # g; for l2 and a smooth loss it equals J(w) - D(-l'(Xw)) exactly
-        bound = float(grad @ grad) / (2.0 * self.lam)
+        bound = min(float(grad @ grad) / (2.0 * self.lam), known)
         if self.derivatives is None:
             return bound
         if target is not None and not target < bound:
@@ -232,8 +234,11 @@ class GapCertificate:
 
     def _best_dual(self, value, target, max_newton=20, max_halvings=10):
         """max D over the affine hull of the kept dual points, by damped Newton from the
-        newest; it stops once ``value - D <= target`` or the predicted increase is below
-        1% of the gap."""
+        newest; it stops once ``value - D <= target``, when the predicted increase is below
+        1% of the gap or cannot bring it to ``target`` (twice the quadratic model's increase
+        still short), and after a step whose gain fell below half the model's: a damped
+        step means the maximizer lies at the border of the domain of l*, where the next
+        steps are damped as well."""
         a_last, v_last = self.A[-1], self.V[-1]
         d_last = self._dual(a_last, _soft_sq(v_last, self.kappa))
         K = len(self.A)
@@ -259,14 +264,17 @@ class GapCertificate:
             except np.linalg.LinAlgError:
                 break
             increase = 0.5 * float(grad @ step)  # of the quadratic model (concave: >= 0)
-            if not increase > 0.01 * (value - best):
+            if not increase > 0.01 * (value - best) or value - best - 2.0 * increase > target:
                 break
             for halving in range(max_halvings):
                 zt = z + 0.5 ** halving * step
                 dt = self._dual(a_last + zt @ dA, G[-1, -1] + 2 * zt @ b + zt @ Q @ zt)
                 if dt > best:
+                    damped = dt - best < 0.5 * increase
                     z, best = zt, dt
                     break
             else:
+                break
+            if damped:
                 break
         return best

@@ -202,8 +202,8 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
             if step is not None:
                 w, J, g_new, t = step
                 n_active = hess.update(cert.scores)
-                bound = min(cert.gap(w, J, g_new, _target(mon, J)),
-                            cert.step_gap(J, f, t, g, r))
+                bound = cert.gap(w, J, g_new, _target(mon, J),
+                                 known=cert.step_gap(J, f, t, g, r))
                 g = g_new
             status = mon.check(it, w, J, bound)
             if status is None and (step is None and globalization == "line_search"
