@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fastrisk import _cd
+from fastrisk.config import solver_threads
 from fastrisk.problem import Problem
 from fastrisk.solvers.cd import column_view, solve_cd
 
@@ -48,7 +49,8 @@ def alpha_max(problem, columns=None):
     _, st = _cd.derivatives(problem.loss.spec.kernel_id, problem.loss.param, f, problem.y, c,
                             1.0 / m, d, g, h)
     grad, hdiag = np.empty(data.n_weights), np.empty(data.n_weights)
-    _cd.column_stats(*cols, g, h, np.arange(data.n_weights, dtype=np.int64), grad, hdiag, 1)
+    _cd.column_stats(*cols.arrays, g, h, np.arange(data.n_weights, dtype=np.int64), grad, hdiag,
+                     1)
     return float(np.abs(grad).max()) / r
 
 
@@ -67,7 +69,7 @@ def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_al
                   sample_weight=sample_weight, fit_intercept=fit_intercept,
                   intercept_scaling=intercept_scaling, n_threads=n_threads)
     first = Problem(X, y, alpha=1.0, **common)
-    cols = column_view(first.data)
+    cols = column_view(first.data, solver_threads(first, n_threads))
     if alphas is None:
         if not isinstance(n_alphas, (int, np.integer)) or isinstance(n_alphas, bool) \
                 or n_alphas < 1:
