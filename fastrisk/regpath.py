@@ -12,6 +12,7 @@ certificate (sequential screening, Ndiaye et al. 2017, Section 4); the column co
 of X is made once for the whole path.
 """
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,15 +25,19 @@ from fastrisk.solvers.cd import column_view, solve_cd
 
 @dataclass
 class Path:
-    """``alphas`` (decreasing), ``coefs`` (n_alphas, n_weights) weight vectors (intercept
-    feature last), ``gaps`` and ``objectives`` (certified J(w) - J* bound and J per alpha),
-    ``results`` (the solver's Result per alpha)."""
+    """``alphas`` (decreasing), ``gaps`` and ``objectives`` (certified J(w) - J* bound and J
+    per alpha), ``results`` (the solver's Result per alpha) and ``coefs``: the
+    (n_alphas, n_weights) weight vectors (intercept feature last), stacked from the
+    results' ``w`` when first read (n_alphas n_weights doubles)."""
 
     alphas: np.ndarray
-    coefs: np.ndarray
     gaps: np.ndarray
     objectives: np.ndarray
     results: list
+
+    @functools.cached_property
+    def coefs(self):
+        return np.array([r.w for r in self.results])
 
 
 def alpha_max(problem, columns=None):
@@ -86,11 +91,10 @@ def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_al
             raise ValueError("alphas must be a non-empty array of finite numbers > 0")
     results, w = [], None
     for alpha in alphas:
-        problem = Problem(X, y, alpha=float(alpha), **common) if alpha != 1.0 else first
+        problem = Problem(first.data, y, alpha=float(alpha), **common)  # X validated once
         res = solve_cd(problem, tol=tol, start=w, columns=cols, n_threads=n_threads,
                        random_state=random_state, **options)
         results.append(res)
         w = res.w
-    return Path(alphas=alphas, coefs=np.array([r.w for r in results]),
-                gaps=np.array([r.gap for r in results]),
+    return Path(alphas=alphas, gaps=np.array([r.gap for r in results]),
                 objectives=np.array([r.objective for r in results]), results=results)

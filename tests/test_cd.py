@@ -137,7 +137,9 @@ def test_screening_keeps_every_feature_of_the_optimum(loss, penalty, l1_ratio, p
     ref = solve_cd(prob, tol=TOL, screening=False)
     res = solve_cd(prob, tol=TOL, screening=True)
     screened = res.extra["screened"]
-    assert screened.shape[0] > 0  # the rule fired (else the test proves nothing)
+    assert screened.dtype == bool and screened.shape == ref.w.shape
+    assert screened.sum() == res.extra["n_screened"] > 0  # the rule fired (else the test
+    # proves nothing)
     assert not (ref.w[screened] != 0).any()
     np.testing.assert_array_equal(res.w != 0, ref.w != 0)
 

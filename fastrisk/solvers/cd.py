@@ -176,7 +176,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     "auto" (the one estimated cheaper; Gram up to GRAM_MAX_COLUMNS working columns).
 
     ``result.extra``: ``dual`` (the dual point u of the best D), ``dual_objective``,
-    ``n_screened`` (columns removed by screening), ``screened`` (their indices),
+    ``n_screened`` (columns removed by screening), ``screened`` (their boolean mask),
     ``n_working`` (working-set size of the last iteration), ``n_inner_passes``,
     ``n_gram`` (outer iterations whose inner solve ran on the Gram matrix).
     """
@@ -200,9 +200,13 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     rng = np.array([np.random.default_rng(random_state).integers(2**63)], dtype=np.uint64)
 
     w = start_weights(problem, start)
-    f = data.decision(w) if w.any() else np.zeros(m)  # no pass over X from w = 0
+    f = np.empty(m)  # X w, from the columns of the support only (warm starts on a path)
+    support = np.flatnonzero(w)
+    _cd.column_combination(*cols.arrays, support, w[support], f)
     kept = np.arange(n_weights, dtype=np.int64)  # columns not screened out
-    grad, hdiag, wpd = np.zeros(n_weights), np.zeros(n_weights), w.copy()
+    # grad and hdiag are read on the kept columns after column_stats writes them, wpd on
+    # the working set after it is set to w there
+    grad, hdiag, wpd = np.empty(n_weights), np.empty(n_weights), np.empty(n_weights)
     deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
     buffer = np.empty(n_weights, dtype=np.int64)  # the working set, or the screened columns
     curv = problem.loss.curvature  # sup l'', None when unbounded
@@ -381,13 +385,13 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     _cd.column_combination(*cols.arrays, support, w[support], f)
     loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
     _raise_on(st, problem)
-    P = loss_value + lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(w @ w)
+    w_s = w[support]
+    P = loss_value + lam1 * float(np.abs(w_s).sum()) + 0.5 * lam2 * float(w_s @ w_s)
     gap = max(P - D_best, 0.0)
     screened = np.ones(n_weights, dtype=bool)
     screened[kept] = False
-    screened = np.flatnonzero(screened)
     return mon.result(status, it, w=w, objective=P, bound=gap, dual=u_best, dual_objective=D_best,
-                      n_screened=int(screened.shape[0]), screened=screened,
+                      n_screened=n_weights - int(kept.shape[0]), screened=screened,
                       n_working=int(n_working), n_inner_passes=int(n_passes),
                       n_gram=int(n_gram))
 
