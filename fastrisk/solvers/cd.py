@@ -71,6 +71,7 @@ NU = 1e-12                        # added to the model's Hessian diagonal (newGL
 MAX_INNER_PASSES = 1000
 FORCING = 0.1                     # inner stop: violations <= FORCING x the outer ones
 PASS_GRAIN = 50_000               # nonzeros per thread below which the column pass is serial
+COPY_GRAIN = 1_000_000            # nonzeros per thread of the column copy (one fork)
 ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line search slack)
 SCREEN_MARGIN = 1e-9              # relative slack of the sphere test against rounding
 MAX_STEP = 10.0                   # largest move of a coordinate in one step (LIBLINEAR)
@@ -117,7 +118,7 @@ def column_view(data, n_threads=1):
         values = np.empty(nnz + extra, dtype=data.dtype)
         indices = np.empty(nnz + extra, dtype=data.indices.dtype)
         indptr = np.empty(n_weights + 1, dtype=np.int64)
-        blocks = max(1, min(int(n_threads), nnz // PASS_GRAIN))
+        blocks = max(1, min(int(n_threads), nnz // COPY_GRAIN))
         # row blocks of about nnz / blocks entries each
         bounds = np.searchsorted(data.indptr, np.arange(blocks + 1) * (nnz // blocks))
         bounds[0], bounds[-1] = 0, m
@@ -129,7 +130,7 @@ def column_view(data, n_threads=1):
             indptr[n + 1] = nnz + m
     norms = np.empty(n_weights)
     _cd.column_norms(values, indptr, norms, max(1, min(int(n_threads), values.shape[0]
-                                                       // PASS_GRAIN)))
+                                                       // COPY_GRAIN)))
     return Columns(values, indices, indptr, bool(data.dense), norms)
 
 
