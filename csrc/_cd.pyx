@@ -24,7 +24,7 @@ from cython.parallel cimport prange
 from libc.math cimport INFINITY, fabs, sqrt
 from libc.stdint cimport int64_t, uint64_t
 
-from fr_rows cimport index_t
+from fr_rows cimport FR_PREFETCH_DISTANCE, fr_prefetch, index_t
 from fr_loss cimport FR_OK, fr_loss_batch, fr_loss_derivs_batch
 
 cdef extern from "fr_sdca.h" nogil:
@@ -44,6 +44,86 @@ def derivatives(int loss, double loss_param, const double[::1] f, const double[:
         status = fr_loss_derivs_batch(loss, loss_param, f.shape[0], &f[0], &y[0], cp, inv_m,
                                       &d[0], &g[0], &h[0], &value)
     return value, status
+
+
+cdef void count_rows(const index_t* indices, const index_t* indptr, int64_t lo, int64_t hi,
+                     int64_t* counts) noexcept nogil:
+    """counts[j] += number of entries of column j in rows lo..hi-1 (counters prefetched
+    FR_PREFETCH_DISTANCE entries ahead)."""
+    cdef int64_t k, end = indptr[hi]
+    for k in range(indptr[lo], end):
+        if k + FR_PREFETCH_DISTANCE < end:
+            fr_prefetch(&counts[indices[k + FR_PREFETCH_DISTANCE]])
+        counts[indices[k]] += 1
+
+
+cdef void scatter_rows(const floating* data, const index_t* indices, const index_t* indptr,
+                       int64_t lo, int64_t hi, int64_t* nxt, floating* out_data,
+                       index_t* out_indices) noexcept nogil:
+    """Append the entries of rows lo..hi-1 to their columns; nxt[j]: column j's next slot.
+
+    The slots are scattered over the output (one cache miss each on wide data): the
+    counter of the entry 2 D ahead and the slots of the entry D ahead are prefetched
+    (D = FR_PREFETCH_DISTANCE).
+    """
+    cdef int64_t i, k, q, end = indptr[hi]
+    for i in range(lo, hi):
+        for k in range(indptr[i], indptr[i + 1]):
+            if k + 2 * FR_PREFETCH_DISTANCE < end:
+                fr_prefetch(&nxt[indices[k + 2 * FR_PREFETCH_DISTANCE]])
+            if k + FR_PREFETCH_DISTANCE < end:
+                q = nxt[indices[k + FR_PREFETCH_DISTANCE]]
+                fr_prefetch(&out_data[q])
+                fr_prefetch(&out_indices[q])
+            q = nxt[indices[k]]
+            out_data[q] = data[k]
+            out_indices[q] = <index_t>i
+            nxt[indices[k]] = q + 1
+
+
+def csr_transpose(const floating[::1] data, const index_t[::1] indices,
+                  const index_t[::1] indptr, const int64_t[::1] bounds, int64_t[:, ::1] counts,
+                  floating[::1] out_data, index_t[::1] out_indices, int64_t[::1] out_indptr):
+    """CSC arrays of a CSR matrix by a counting sort (two passes over its entries).
+
+    Row block t = rows bounds[t]..bounds[t+1]-1 is read by thread t (``counts`` has one
+    row of n_cols zeros per block): the blocks count their entries per column, a
+    serial prefix sum over (column, block) gives every block its first slot in each
+    column, and the blocks scatter their entries there.  Within a column the entries
+    come in row order whatever the number of blocks (row indices sorted, output
+    identical for any thread count); the input rows need not be sorted.
+    ``out_indptr`` has n_cols + 1 entries or more (the extra ones are left alone).
+    """
+    cdef Py_ssize_t t, j, n_blocks = counts.shape[0], n_cols = counts.shape[1]
+    cdef int64_t pos = 0, c
+    with nogil:
+        for t in prange(n_blocks, num_threads=n_blocks, schedule="static", chunksize=1):
+            count_rows(&indices[0], &indptr[0], bounds[t], bounds[t + 1], &counts[t, 0])
+        for j in range(n_cols):
+            out_indptr[j] = pos
+            for t in range(n_blocks):
+                c = counts[t, j]
+                counts[t, j] = pos
+                pos += c
+        out_indptr[n_cols] = pos
+        for t in prange(n_blocks, num_threads=n_blocks, schedule="static", chunksize=1):
+            scatter_rows(&data[0], &indices[0], &indptr[0], bounds[t], bounds[t + 1],
+                         &counts[t, 0], &out_data[0], &out_indices[0])
+
+
+def column_norms(const floating[::1] data, const int64_t[::1] indptr, double[::1] out,
+                 int n_threads):
+    """out[j] = ||x_j|| (the Gap Safe sphere test) from the column view's values.
+
+    Each column summed in its own order: the bits do not depend on n_threads.
+    """
+    cdef Py_ssize_t j, k
+    cdef double s
+    for j in prange(out.shape[0], nogil=True, num_threads=n_threads, schedule="static"):
+        s = 0.0
+        for k in range(indptr[j], indptr[j + 1]):
+            s = s + <double>data[k] * data[k]
+        out[j] = sqrt(s)
 
 
 cdef inline void column(const floating* data, const index_t* indices, const int64_t* indptr,
@@ -85,22 +165,6 @@ def column_stats(const floating[::1] data, const index_t[::1] indices,
         hdiag[j] = b
 
 
-def column_sqnorms(const floating[::1] data, const index_t[::1] indices,
-                   const int64_t[::1] indptr, bint dense, double[::1] out):
-    """out[j] = ||x_j||^2 over every column (the Gap Safe sphere test)."""
-    cdef Py_ssize_t j, k, nnz
-    cdef const floating* val
-    cdef const index_t* idx
-    cdef double s
-    with nogil:
-        for j in range(out.shape[0]):
-            column(&data[0], &indices[0], &indptr[0], dense, j, &val, &idx, &nnz)
-            s = 0.0
-            for k in range(nnz):
-                s += <double>val[k] * val[k]
-            out[j] = s
-
-
 def column_axpy(const floating[::1] data, const index_t[::1] indices,
                 const int64_t[::1] indptr, bint dense, Py_ssize_t j, double a,
                 double[::1] f):
@@ -112,6 +176,82 @@ def column_axpy(const floating[::1] data, const index_t[::1] indices,
         column(&data[0], &indices[0], &indptr[0], dense, j, &val, &idx, &nnz)
         for k in range(nnz):
             f[idx[k]] += a * val[k]
+
+
+def kept_sums(const int64_t[::1] kept, const double[::1] grad, const double[::1] w,
+              double lam1):
+    """Sums over the columns j in ``kept`` of the objective and its dual (cd.py step 2).
+
+    Returns (max |grad_j|, sum |w_j|, sum w_j^2, sum max(|grad_j| - lam1, 0)^2), each
+    accumulated in the order of ``kept``.
+    """
+    cdef Py_ssize_t s, j
+    cdef double top = 0.0, l1 = 0.0, sq = 0.0, shrunk = 0.0, a
+    with nogil:
+        for s in range(kept.shape[0]):
+            j = kept[s]
+            a = fabs(grad[j])
+            top = a if a > top else top
+            l1 += fabs(w[j])
+            sq += w[j] * w[j]
+            if a > lam1:
+                shrunk += (a - lam1) * (a - lam1)
+    return top, l1, sq, shrunk
+
+
+def screen(int64_t[::1] kept, const double[::1] grad, const double[::1] norms,
+           const double[::1] w, double s, double radius, double threshold,
+           int64_t[::1] moved):
+    """Gap Safe sphere test: drop from ``kept`` the columns with
+    s |grad_j| + norms_j radius < threshold.
+
+    ``kept`` is compacted in place (order preserved); the dropped columns with
+    w_j != 0 go to ``moved``.  Returns (number kept, number moved).
+    """
+    cdef Py_ssize_t r, j, n_kept = 0, n_moved = 0
+    with nogil:
+        for r in range(kept.shape[0]):
+            j = kept[r]
+            if s * fabs(grad[j]) + norms[j] * radius < threshold:
+                if w[j] != 0.0:
+                    moved[n_moved] = j
+                    n_moved += 1
+            else:
+                kept[n_kept] = j
+                n_kept += 1
+    return n_kept, n_moved
+
+
+def working_set(const int64_t[::1] kept, double[::1] grad, const double[::1] w, double lam1,
+                double lam2, double threshold, int64_t[::1] working):
+    """Optimality violations and newGLMNET's working set (cd.py step 3).
+
+    For j in ``kept``: grad_j += lam2 w_j (G_j, the smooth part's derivative); the
+    violation is the minimum-norm subgradient |G_j + lam1 sign(w_j)| (w_j != 0) or
+    max(|G_j| - lam1, 0) (w_j = 0); ``working`` receives, in the order of ``kept``,
+    the columns with w_j != 0 or |G_j| >= threshold.  Returns (|W|, sum of the
+    violations, largest violation).
+    """
+    cdef Py_ssize_t r, j, n_w = 0
+    cdef double G, v, total = 0.0, top = 0.0
+    with nogil:
+        for r in range(kept.shape[0]):
+            j = kept[r]
+            G = grad[j] + lam2 * w[j]
+            grad[j] = G
+            if w[j] > 0.0:
+                v = fabs(G + lam1)
+            elif w[j] < 0.0:
+                v = fabs(G - lam1)
+            else:
+                v = fabs(G) - lam1
+                v = v if v > 0.0 else 0.0
+            total += v
+            top = v if v > top else top
+            if w[j] != 0.0 or fabs(G) >= threshold:
+                working[n_w] = j
+                n_w += 1
+    return n_w, total, top
 
 
 cdef inline bint coordinate_step(double G, double H, double wj, double lam1, double keep,

@@ -137,7 +137,7 @@ class Problem:
         n_features, bias = ((self.data.n_features, self.data.bias) if self.data is not None
                             else self._layout)
         W = np.asarray(w).reshape(self.n_classes, -1)
-        coef = W[:, :n_features].copy()
+        coef = W[:, :n_features]  # a view of w: no second copy of a wide model
         intercept = W[:, -1] * bias if bias else np.zeros(self.n_classes)
         if self.n_classes > 1:
             return coef, intercept

@@ -12,26 +12,32 @@ certificate (sequential screening, Ndiaye et al. 2017, Section 4); the column co
 of X is made once for the whole path.
 """
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from fastrisk import _cd
+from fastrisk.config import solver_threads
 from fastrisk.problem import Problem
 from fastrisk.solvers.cd import column_view, solve_cd
 
 
 @dataclass
 class Path:
-    """``alphas`` (decreasing), ``coefs`` (n_alphas, n_weights) weight vectors (intercept
-    feature last), ``gaps`` and ``objectives`` (certified J(w) - J* bound and J per alpha),
-    ``results`` (the solver's Result per alpha)."""
+    """``alphas`` (decreasing), ``gaps`` and ``objectives`` (certified J(w) - J* bound and J
+    per alpha), ``results`` (the solver's Result per alpha) and ``coefs``: the
+    (n_alphas, n_weights) weight vectors (intercept feature last), stacked from the
+    results' ``w`` when first read (n_alphas n_weights doubles)."""
 
     alphas: np.ndarray
-    coefs: np.ndarray
     gaps: np.ndarray
     objectives: np.ndarray
     results: list
+
+    @functools.cached_property
+    def coefs(self):
+        return np.array([r.w for r in self.results])
 
 
 def alpha_max(problem, columns=None):
@@ -48,7 +54,8 @@ def alpha_max(problem, columns=None):
     _, st = _cd.derivatives(problem.loss.spec.kernel_id, problem.loss.param, f, problem.y, c,
                             1.0 / m, d, g, h)
     grad, hdiag = np.empty(data.n_weights), np.empty(data.n_weights)
-    _cd.column_stats(*cols, g, h, np.arange(data.n_weights, dtype=np.int64), grad, hdiag, 1)
+    _cd.column_stats(*cols.arrays, g, h, np.arange(data.n_weights, dtype=np.int64), grad, hdiag,
+                     1)
     return float(np.abs(grad).max()) / r
 
 
@@ -67,7 +74,7 @@ def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_al
                   sample_weight=sample_weight, fit_intercept=fit_intercept,
                   intercept_scaling=intercept_scaling, n_threads=n_threads)
     first = Problem(X, y, alpha=1.0, **common)
-    cols = column_view(first.data)
+    cols = column_view(first.data, solver_threads(first, n_threads))
     if alphas is None:
         if not isinstance(n_alphas, (int, np.integer)) or isinstance(n_alphas, bool) \
                 or n_alphas < 1:
@@ -84,11 +91,10 @@ def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_al
             raise ValueError("alphas must be a non-empty array of finite numbers > 0")
     results, w = [], None
     for alpha in alphas:
-        problem = Problem(X, y, alpha=float(alpha), **common) if alpha != 1.0 else first
+        problem = Problem(first.data, y, alpha=float(alpha), **common)  # X validated once
         res = solve_cd(problem, tol=tol, start=w, columns=cols, n_threads=n_threads,
                        random_state=random_state, **options)
         results.append(res)
         w = res.w
-    return Path(alphas=alphas, coefs=np.array([r.w for r in results]),
-                gaps=np.array([r.gap for r in results]),
+    return Path(alphas=alphas, gaps=np.array([r.gap for r in results]),
                 objectives=np.array([r.objective for r in results]), results=results)

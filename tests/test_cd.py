@@ -10,7 +10,9 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import ElasticNet, Lasso, LogisticRegression
 
 import fastrisk as fr
-from fastrisk.solvers.cd import solve_cd
+from fastrisk import _cd
+from fastrisk.data import Dataset
+from fastrisk.solvers.cd import column_view, solve_cd
 
 # Tightest tolerance the certificate reaches reliably: J and D are sums of m terms in double
 # precision, so the computed gap has a round-off floor near 1e-11 J, and the line search stalls
@@ -135,7 +137,9 @@ def test_screening_keeps_every_feature_of_the_optimum(loss, penalty, l1_ratio, p
     ref = solve_cd(prob, tol=TOL, screening=False)
     res = solve_cd(prob, tol=TOL, screening=True)
     screened = res.extra["screened"]
-    assert screened.shape[0] > 0  # the rule fired (else the test proves nothing)
+    assert screened.dtype == bool and screened.shape == ref.w.shape
+    assert screened.sum() == res.extra["n_screened"] > 0  # the rule fired (else the test
+    # proves nothing)
     assert not (ref.w[screened] != 0).any()
     np.testing.assert_array_equal(res.w != 0, ref.w != 0)
 
@@ -210,6 +214,64 @@ def test_layouts_dtypes_and_index_types_give_the_same_solution(inner):
         np.testing.assert_array_equal(res.w != 0, sols["dense64"].w != 0, err_msg=name)
     if isinstance(_layouts(X)["readonly"], np.ndarray):
         assert not _layouts(X)["readonly"].flags.writeable
+
+
+def _sparse_with_empty_rows_and_columns(dtype, itype, seed=0):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((40, 30)) * (rng.random((40, 30)) < 0.2)
+    A[[3, 17, 39]] = 0.0     # empty rows, the last one included
+    A[:, [0, 11, 29]] = 0.0  # empty columns, the last one included
+    X = sp.csr_matrix(A.astype(dtype))
+    X.indices, X.indptr = X.indices.astype(itype), X.indptr.astype(itype)
+    return X
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+@pytest.mark.parametrize("bias", [0.0, 2.5])
+def test_column_view_equals_scipy_csc(dtype, itype, bias):
+    # reference: scipy's tocsc of [X, bias column] (row indices sorted in every column)
+    X = _sparse_with_empty_rows_and_columns(dtype, itype)
+    data = Dataset(X, intercept_scaling=bias)
+    assert data.indices.dtype == itype
+    A = X if not bias else sp.hstack([X, np.full((40, 1), bias, dtype=dtype)], format="csr")
+    C = A.tocsc()
+    C.sort_indices()
+    cols = column_view(data, n_threads=2)
+    assert cols.values.dtype == dtype and cols.indices.dtype == itype and not cols.dense
+    np.testing.assert_array_equal(cols.indptr, C.indptr)
+    np.testing.assert_array_equal(cols.indices, C.indices)
+    np.testing.assert_array_equal(cols.values, C.data)
+    # norms summed in double in another order than numpy's: equal to round-off
+    ref = np.linalg.norm(A.toarray().astype(np.float64), axis=0)
+    np.testing.assert_allclose(cols.norms, ref, rtol=1e-13, atol=0)
+    dense = column_view(Dataset(A.toarray()))
+    np.testing.assert_array_equal(dense.values, A.toarray().T.ravel())
+    np.testing.assert_allclose(dense.norms, ref, rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+@pytest.mark.parametrize("blocks", [1, 2, 3, 7])
+def test_csr_transpose_any_row_blocks_and_unsorted_rows(itype, blocks):
+    # rows with their column indices in random order (no duplicates): the kernel's output
+    # is still scipy's sorted CSC, the same for every split of the rows into thread blocks
+    X = _sparse_with_empty_rows_and_columns(np.float64, itype, seed=1)
+    rng = np.random.default_rng(2)
+    indices, data = X.indices.copy(), X.data.copy()
+    for i in range(X.shape[0]):
+        order = X.indptr[i] + rng.permutation(X.indptr[i + 1] - X.indptr[i])
+        indices[X.indptr[i]:X.indptr[i + 1]] = X.indices[order]
+        data[X.indptr[i]:X.indptr[i + 1]] = X.data[order]
+    C = X.tocsc()
+    C.sort_indices()
+    bounds = np.linspace(0, X.shape[0], blocks + 1).astype(np.int64)
+    values, rows = np.empty(X.nnz), np.empty(X.nnz, dtype=itype)
+    indptr = np.empty(X.shape[1] + 1, dtype=np.int64)
+    _cd.csr_transpose(data, indices, X.indptr, bounds, np.zeros((blocks, X.shape[1]),
+                      dtype=np.int64), values, rows, indptr)
+    np.testing.assert_array_equal(indptr, C.indptr)
+    np.testing.assert_array_equal(rows, C.indices)
+    np.testing.assert_array_equal(values, C.data)
 
 
 def test_same_bits_for_the_same_seed_and_any_thread_count():

@@ -46,17 +46,19 @@ certificates.
 
 Columns: X is copied once into column order (``column_view``): for CSR input a
 CSC copy, i.e. the values and row indices of X again (nnz * (itemsize + index
-size) bytes) plus m entries for the intercept column; for dense input a
+size) bytes) plus m entries for the intercept column, 8 (n_weights + 1) bytes of
+column pointers and 8 n_weights bytes of column norms; while it is made, a
+counting sort holds 8 n_features bytes of counters per thread.  For dense input a
 column-major copy of X.  Pass ``columns=`` to reuse one copy across solves
 (regularization paths).  The inner passes are sequential; ``n_threads`` splits
-the column pass of step 1 (each column summed in row order: the bits do not
-depend on the thread count).
+the copy (by rows) and the column pass of step 1 (each column summed in row order:
+the bits do not depend on the thread count).
 """
 
 import math
+from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
 from fastrisk import _cd
 from fastrisk.config import solver_threads
@@ -69,6 +71,7 @@ NU = 1e-12                        # added to the model's Hessian diagonal (newGL
 MAX_INNER_PASSES = 1000
 FORCING = 0.1                     # inner stop: violations <= FORCING x the outer ones
 PASS_GRAIN = 50_000               # nonzeros per thread below which the column pass is serial
+COPY_GRAIN = 1_000_000            # nonzeros per thread of the column copy (one fork)
 ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line search slack)
 SCREEN_MARGIN = 1e-9              # relative slack of the sphere test against rounding
 MAX_STEP = 10.0                   # largest move of a coordinate in one step (LIBLINEAR)
@@ -77,24 +80,58 @@ POLISH_MAX_SUPPORT = 1000         # largest support of those steps (an |S|^3 sol
 GRAM_MAX_COLUMNS = 2000           # largest working set of the Gram inner solve (32 MB)
 
 
-def column_view(data):
-    """(values, row indices, int64 column pointers, dense) of [X, intercept column].
+class Columns(NamedTuple):
+    """The column view of [X, intercept column]: ``values``, row ``indices`` and int64
+    column pointers ``indptr`` (for dense X: the column-major values, ``indices =
+    arange(m)`` shared by every column), ``dense``, and ``norms`` = ||x_j||."""
 
-    The copy described in the module docstring; float32 values and int32 indices
-    stay as they are.
+    values: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    dense: bool
+    norms: np.ndarray
+
+    @property
+    def arrays(self):
+        """(values, indices, indptr, dense): the arguments of the column kernels."""
+        return self.values, self.indices, self.indptr, self.dense
+
+
+def column_view(data, n_threads=1):
+    """:class:`Columns` of a Dataset: the copy described in the module docstring.
+
+    float32 values and int32 indices stay as they are.  A CSR matrix is transposed by
+    ``_cd.csr_transpose`` (a counting sort over row blocks, one per thread); the output
+    is the same for any ``n_threads``.
     """
-    X, m, bias = data.X, data.n_samples, data.bias
+    m, n, bias = data.n_samples, data.n_features, data.bias
+    n_weights = data.n_weights
     if data.dense:
+        X = data.X
         A = X if not bias else np.hstack([X, np.full((m, 1), bias, dtype=X.dtype)])
         values = np.ascontiguousarray(A.T).reshape(-1)
         indices = np.arange(m, dtype=np.int32 if m < 2**31 - 1 else np.int64)
-        indptr = np.arange(0, (A.shape[1] + 1) * m, m, dtype=np.int64)
-        return values, indices, indptr, True
-    A = X if not bias else sp.hstack(
-        [X, sp.csr_matrix(np.full((m, 1), bias, dtype=X.dtype))], format="csr")
-    C = A.tocsc()
-    return (C.data, C.indices.astype(data.indices.dtype, copy=False),
-            C.indptr.astype(np.int64), False)
+        indptr = np.arange(0, (n_weights + 1) * m, m, dtype=np.int64)
+    else:
+        nnz = data.nnz
+        extra = m if bias else 0
+        values = np.empty(nnz + extra, dtype=data.dtype)
+        indices = np.empty(nnz + extra, dtype=data.indices.dtype)
+        indptr = np.empty(n_weights + 1, dtype=np.int64)
+        blocks = max(1, min(int(n_threads), nnz // COPY_GRAIN))
+        # row blocks of about nnz / blocks entries each
+        bounds = np.searchsorted(data.indptr, np.arange(blocks + 1) * (nnz // blocks))
+        bounds[0], bounds[-1] = 0, m
+        _cd.csr_transpose(data.data, data.indices, data.indptr, bounds.astype(np.int64),
+                          np.zeros((blocks, n), dtype=np.int64), values, indices, indptr)
+        if bias:
+            values[nnz:] = bias
+            indices[nnz:] = np.arange(m, dtype=indices.dtype)
+            indptr[n + 1] = nnz + m
+    norms = np.empty(n_weights)
+    _cd.column_norms(values, indptr, norms, max(1, min(int(n_threads), values.shape[0]
+                                                       // COPY_GRAIN)))
+    return Columns(values, indices, indptr, bool(data.dense), norms)
 
 
 def penalty_split(problem):
@@ -140,7 +177,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     "auto" (the one estimated cheaper; Gram up to GRAM_MAX_COLUMNS working columns).
 
     ``result.extra``: ``dual`` (the dual point u of the best D), ``dual_objective``,
-    ``n_screened`` (columns removed by screening), ``screened`` (their indices),
+    ``n_screened`` (columns removed by screening), ``screened`` (their boolean mask),
     ``n_working`` (working-set size of the last iteration), ``n_inner_passes``,
     ``n_gram`` (outer iterations whose inner solve ran on the Gram matrix).
     """
@@ -153,10 +190,10 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
     data, loss = problem.data, problem.loss
     m, n_weights = data.n_samples, data.n_weights
-    cols = column_view(data) if columns is None else columns
-    if len(cols) != 4 or cols[2].shape != (n_weights + 1,):
-        raise ValueError("columns must be column_view(problem.data)")
     threads = max(1, min(solver_threads(problem, n_threads), data.nnz // PASS_GRAIN))
+    cols = column_view(data, threads) if columns is None else columns
+    if not isinstance(cols, Columns) or cols.indptr.shape != (n_weights + 1,):
+        raise ValueError("columns must be column_view(problem.data)")
     kid, p, y = loss.spec.kernel_id, loss.param, problem.y
     c = problem.sample_weight
     c_arg = np.empty(0) if c is None else c
@@ -164,24 +201,26 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     rng = np.array([np.random.default_rng(random_state).integers(2**63)], dtype=np.uint64)
 
     w = start_weights(problem, start)
-    f = data.decision(w) if w.any() else np.zeros(m)  # no pass over X from w = 0
+    f = np.empty(m)  # X w, from the columns of the support only (warm starts on a path)
+    support = np.flatnonzero(w)
+    _cd.column_combination(*cols.arrays, support, w[support], f)
     kept = np.arange(n_weights, dtype=np.int64)  # columns not screened out
-    grad, hdiag, wpd = np.zeros(n_weights), np.zeros(n_weights), w.copy()
+    # grad and hdiag are read on the kept columns after column_stats writes them, wpd on
+    # the working set after it is set to w there
+    grad, hdiag, wpd = np.empty(n_weights), np.empty(n_weights), np.empty(n_weights)
     deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
+    buffer = np.empty(n_weights, dtype=np.int64)  # the working set, or the screened columns
     curv = problem.loss.curvature  # sup l'', None when unbounded
     screen = screening and lam1 > 0 and curv is not None
     if screen:
-        colnorm = np.empty(n_weights)
-        _cd.column_sqnorms(*cols, colnorm)
-        np.sqrt(colnorm, out=colnorm)
         radius_scale = 2.0 * curv * (1.0 if c is None else float(c.max())) * inv_m
 
-    def dual_objective(s, xg):
-        """D(u) for u = s l'(f) (rows of weight 0 contribute nothing)."""
+    def dual_objective(s, shrunk):
+        """D(u) for u = s l'(f) (rows of weight 0 contribute nothing); ``shrunk`` is
+        ||S_lam1(X^T g)||^2 (s = 1 whenever lam2 > 0)."""
         conj = loss.conjugate(s * deriv, y)
         risk = conj.sum() if c is None else conj[c > 0] @ c[c > 0]
-        reg = 0.0 if lam2 == 0.0 else float(np.square(np.maximum(np.abs(xg) - lam1, 0.0)).sum()
-                                             / (2.0 * lam2))
+        reg = 0.0 if lam2 == 0.0 else shrunk / (2.0 * lam2)
         return -inv_m * risk - reg
 
     rows, pos = None, None  # the row view and column -> position in W, made at first use
@@ -199,7 +238,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         n_w = working.shape[0]
         if n_w > GRAM_MAX_COLUMNS:
             return False
-        nnz_w = float((cols[2][working + 1] - cols[2][working]).sum())
+        nnz_w = float((cols.indptr[working + 1] - cols.indptr[working]).sum())
         pairs = row_sq * (nnz_w / max(data.nnz, 1)) ** 2  # rows' nonzeros thinned evenly
         gram_cost = data.nnz + pairs / 2.0 + passes * n_w * n_w + nnz_w
         return gram_cost < 2.0 * passes * nnz_w
@@ -234,7 +273,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             if polish(H, grad_w, w_w, wpd_w):
                 np.dot(H, wpd_w - w_w, out=q)
         wpd[working] = wpd_w
-        _cd.column_combination(*cols, working, wpd_w - w_w, xtd)
+        _cd.column_combination(*cols.arrays, working, wpd_w - w_w, xtd)
         return passes
 
     def polish(H, grad_w, w_w, wpd_w):
@@ -289,42 +328,38 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             it += 1
             loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
             _raise_on(st, problem)
-            _cd.column_stats(*cols, g, h, kept, grad, hdiag, threads)
-            xg, wk = grad[kept], w[kept]
-            P = loss_value + lam1 * np.abs(wk).sum() + 0.5 * lam2 * float(wk @ wk)
+            _cd.column_stats(*cols.arrays, g, h, kept, grad, hdiag, threads)
+            top, l1, sq, shrunk = _cd.kept_sums(kept, grad, w, lam1)
+            P = loss_value + lam1 * l1 + 0.5 * lam2 * sq
             bound = math.nan
             if it % check_every == 0 or it == 1:
-                top = np.abs(xg).max(initial=0.0)
                 s = 1.0 if lam2 > 0.0 or top <= lam1 else lam1 / top
-                D_now = dual_objective(s, xg)
+                D_now = dual_objective(s, shrunk)
                 if D_now > D_best:
                     D_best, u_best = D_now, s * deriv
                 bound = gap = max(P - D_best, 0.0)
                 if screen:  # Gap Safe sphere test around v = s g
                     radius = math.sqrt(radius_scale
                                        * (max(P - D_now, 0.0) + SCREEN_MARGIN * abs(P)))
-                    out = s * np.abs(xg) + colnorm[kept] * radius < lam1 * (1.0 - SCREEN_MARGIN)
-                    if out.any():
-                        kept, xg, wk, moved = kept[~out], xg[~out], wk[~out], kept[out & (wk != 0)]
-                        if moved.shape[0]:  # zero them; the derivatives change: start over
-                            for j in moved:
-                                _cd.column_axpy(*cols, j, -w[j], f)
-                                w[j] = 0.0
-                            continue
+                    n_kept, n_moved = _cd.screen(kept, grad, cols.norms, w, s, radius,
+                                                 lam1 * (1.0 - SCREEN_MARGIN), buffer)
+                    kept = kept[:n_kept]
+                    if n_moved:  # zero them; the derivatives change: start over
+                        for j in buffer[:n_moved]:
+                            _cd.column_axpy(*cols.arrays, j, -w[j], f)
+                            w[j] = 0.0
+                        continue
             status = mon.check(it, w.copy() if callback is not None else w, P, bound,
                                keep_best=False)
             if status is not None:
                 break
-            # working set (outer shrinking) from the violations of the optimality conditions
-            G = xg + lam2 * wk
-            viol = np.where(wk > 0, np.abs(G + lam1),
-                            np.where(wk < 0, np.abs(G - lam1), np.maximum(np.abs(G) - lam1, 0.0)))
-            gnorm1 = float(viol.sum())
+            # working set (outer shrinking) from the violations of the optimality conditions;
+            # grad[kept] becomes G
+            n_working, gnorm1, M_now = _cd.working_set(kept, grad, w, lam1, lam2,
+                                                       lam1 - M_prev * inv_m, buffer)
+            working = buffer[:n_working]
             gnorm1_init = gnorm1 if gnorm1_init is None else gnorm1_init
-            working = kept[(wk != 0) | (np.abs(G) >= lam1 - M_prev * inv_m)]
-            M_prev = float(viol.max(initial=0.0))
-            n_working = working.shape[0]
-            grad[kept] = G
+            M_prev = M_now
             wpd[working] = w[working]
             stop = min(inner_eps * gnorm1_init, FORCING * gnorm1)
             if inner == "gram" or (inner == "auto" and gram_pays(working, passes)):
@@ -332,8 +367,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                 n_gram += 1
             else:
                 xtd[:] = 0.0
-                passes = _cd.inner_cd(*cols, h, working, n_working, grad, hdiag, w, wpd, xtd,
-                                      lam1, lam2, NU, stop, MAX_INNER_PASSES, inv_m, rng)
+                passes = _cd.inner_cd(*cols.arrays, h, working, n_working, grad, hdiag, w, wpd,
+                                      xtd, lam1, lam2, NU, stop, MAX_INNER_PASSES, inv_m, rng)
             n_passes += passes
             if passes == 1:
                 inner_eps *= 0.25
@@ -348,16 +383,16 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     # the reported objective and gap are recomputed from X w (f accumulated updates), read
     # from the support's columns only
     support = np.flatnonzero(w)
-    _cd.column_combination(*cols, support, w[support], f)
+    _cd.column_combination(*cols.arrays, support, w[support], f)
     loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
     _raise_on(st, problem)
-    P = loss_value + lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(w @ w)
+    w_s = w[support]
+    P = loss_value + lam1 * float(np.abs(w_s).sum()) + 0.5 * lam2 * float(w_s @ w_s)
     gap = max(P - D_best, 0.0)
     screened = np.ones(n_weights, dtype=bool)
     screened[kept] = False
-    screened = np.flatnonzero(screened)
     return mon.result(status, it, w=w, objective=P, bound=gap, dual=u_best, dual_objective=D_best,
-                      n_screened=int(screened.shape[0]), screened=screened,
+                      n_screened=n_weights - int(kept.shape[0]), screened=screened,
                       n_working=int(n_working), n_inner_passes=int(n_passes),
                       n_gram=int(n_gram))
 
