@@ -236,7 +236,6 @@ def main(argv=None):
 
     command = "python benchmarks/compare_multiclass.py " + " ".join(sys.argv[1:] if argv is None
                                                                    else argv)
-    print(command, flush=True)
     results = []
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     threads = [int(t) for t in args.threads.split(",")]

@@ -31,4 +31,17 @@ static inline void fr_prefetch_block(const double *p, ptrdiff_t k)
 #endif
 }
 
+/* Prefetch the cache lines of the first ``bytes`` bytes at p (a row's stored
+ * entries when the rows are visited in random order). */
+static inline void fr_prefetch_bytes(const void *p, ptrdiff_t bytes)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    for (ptrdiff_t b = 0; b < bytes; b += 64)
+        __builtin_prefetch((const char *)p + b);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 #endif

@@ -16,6 +16,7 @@ from fr_rows cimport index_t
 cdef extern from "fr_vec.h" nogil:
     void fr_axpy_k(double a, const double* src, double* dst, Py_ssize_t k)
     void fr_prefetch_block(const double* p, Py_ssize_t k)
+    void fr_prefetch_bytes(const void* p, Py_ssize_t nbytes)
 
 cdef enum:
     FR_VEC_SOFTMAX = 0
