@@ -102,8 +102,8 @@ cdef double lambert_w_exp(double L, double w) noexcept nogil:
 cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, double* z,
                        double* e) noexcept nogil:
     """Newton in (z = log p, nu) on z_c + a e^{z_c} = r_c - nu, sum e^{z_c} = 1, from
-    z = r - nu (the a = 0 solution when nu = logsumexp(r)); True when the residuals
-    reach rounding level within JOINT_MAX_ITER iterations (z then holds log p).
+    the given (z, nu); True when the residuals reach rounding level within
+    JOINT_MAX_ITER iterations (z then holds log p, e = e^z).
 
     Eliminating dz: with h_c = p_c / (1 + a p_c), F_c the residuals and
     G = sum p - 1, dnu = (G - sum h_c F_c) / sum h_c and
@@ -115,7 +115,6 @@ cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, doubl
     cdef int it
     cdef double G, sh, shf, F, res, tol = 0.0, dnu
     for c in range(k):
-        z[c] = r[c] - nu
         tol = max(tol, fabs(r[c]))
     tol = 4e-16 * (1.0 + tol + a + fabs(nu))
     for it in range(JOINT_MAX_ITER):
@@ -144,8 +143,12 @@ cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, dou
                          double* p, double* r, double* z) noexcept nogil:
     """p <- the softmax dual step (module docstring); returns H(p).
 
-    With r = s + a p_old - 1: first the cheap joint Newton (joint_newton);
-    when it does not converge quickly, the conditions are solved in nu alone:
+    With r = s + a p_old - 1: first the cheap joint Newton (joint_newton), from
+    p_old when it lies inside the simplex (z = log p_old, nu = the p_old-weighted
+    mean of r - z - a p_old: with a large a the step moves p little, and this
+    start is within Newton's fast range), then from the a = 0 solution
+    z = r - logsumexp(r); when neither converges quickly, the conditions are
+    solved in nu alone:
     p_c(nu) = W0(a e^{r_c - nu}) / a (Lambert's W) and
     phi(nu) = sum_c p_c(nu) - 1 is convex and decreasing
     (phi' = -sum_c p_c / (1 + a p_c)), so Newton's method on nu converges from
@@ -160,18 +163,28 @@ cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, dou
     """
     cdef Py_ssize_t c
     cdef int it
-    cdef double mx, tot, nu, dnu, phi, dphi, loga, H
-    cdef bint joint
+    cdef double mx, tot, nu, dnu, phi, dphi, loga, H, pmin = INFINITY
+    cdef bint joint = False
     mx = -INFINITY
+    nu = 0.0
     for c in range(k):
         r[c] = s[c] + a * p_old[c] - 1.0
         if r[c] > mx:
             mx = r[c]
-    tot = 0.0
-    for c in range(k):
-        tot += exp(r[c] - mx)
-    nu = mx + log(tot)
-    joint = a > 0.0 and joint_newton(r, nu, k, a, z, p)  # p = e^z when it converged
+        pmin = min(pmin, p_old[c])
+    if a > 0.0 and pmin > 0.0:
+        for c in range(k):
+            z[c] = log(p_old[c])
+            nu += p_old[c] * (r[c] - z[c] - a * p_old[c])
+        joint = joint_newton(r, nu, k, a, z, p)  # p = e^z when it converged
+    if not joint:
+        tot = 0.0
+        for c in range(k):
+            tot += exp(r[c] - mx)
+        nu = mx + log(tot)
+        for c in range(k):
+            z[c] = r[c] - nu
+        joint = a > 0.0 and joint_newton(r, nu, k, a, z, p)
     if not joint and a > 0.0:
         loga = log(a)
         dnu = INFINITY  # cold starts in the first iteration
