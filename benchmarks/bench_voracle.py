@@ -53,7 +53,6 @@ def main():
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
     command = "python benchmarks/bench_voracle.py " + " ".join(sys.argv[1:])
-    print(command, flush=True)
     lines = ["| data | loss | numpy ms | 1 thread ms | 2 threads ms | numpy / 1 thread (wall) | "
              "numpy / 1 thread (CPU) | 1 / 2 threads (wall) |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for dataset, loss in (("news20", "softmax"), ("news20", "multiclass_hinge"),

@@ -102,8 +102,8 @@ cdef double lambert_w_exp(double L, double w) noexcept nogil:
 cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, double* z,
                        double* e) noexcept nogil:
     """Newton in (z = log p, nu) on z_c + a e^{z_c} = r_c - nu, sum e^{z_c} = 1, from
-    z = r - nu (the a = 0 solution when nu = logsumexp(r)); True when the residuals
-    reach rounding level within JOINT_MAX_ITER iterations (z then holds log p).
+    the given (z, nu); True when the residuals reach rounding level within
+    JOINT_MAX_ITER iterations (z then holds log p, e = e^z).
 
     Eliminating dz: with h_c = p_c / (1 + a p_c), F_c the residuals and
     G = sum p - 1, dnu = (G - sum h_c F_c) / sum h_c and
@@ -115,7 +115,6 @@ cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, doubl
     cdef int it
     cdef double G, sh, shf, F, res, tol = 0.0, dnu
     for c in range(k):
-        z[c] = r[c] - nu
         tol = max(tol, fabs(r[c]))
     tol = 4e-16 * (1.0 + tol + a + fabs(nu))
     for it in range(JOINT_MAX_ITER):
@@ -144,8 +143,12 @@ cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, dou
                          double* p, double* r, double* z) noexcept nogil:
     """p <- the softmax dual step (module docstring); returns H(p).
 
-    With r = s + a p_old - 1: first the cheap joint Newton (joint_newton);
-    when it does not converge quickly, the conditions are solved in nu alone:
+    With r = s + a p_old - 1: first the cheap joint Newton (joint_newton), from
+    p_old when it lies inside the simplex (z = log p_old, nu = the p_old-weighted
+    mean of r - z - a p_old: with a large a the step moves p little, and this
+    start is within Newton's fast range), then from the a = 0 solution
+    z = r - logsumexp(r); when neither converges quickly, the conditions are
+    solved in nu alone:
     p_c(nu) = W0(a e^{r_c - nu}) / a (Lambert's W) and
     phi(nu) = sum_c p_c(nu) - 1 is convex and decreasing
     (phi' = -sum_c p_c / (1 + a p_c)), so Newton's method on nu converges from
@@ -160,20 +163,29 @@ cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, dou
     """
     cdef Py_ssize_t c
     cdef int it
-    cdef double mx, tot, nu, dnu, phi, dphi, loga, H
+    cdef double mx, tot, nu, dnu, phi, dphi, loga, H, pmin = INFINITY
+    cdef bint joint = False
     mx = -INFINITY
+    nu = 0.0
     for c in range(k):
         r[c] = s[c] + a * p_old[c] - 1.0
         if r[c] > mx:
             mx = r[c]
-    tot = 0.0
-    for c in range(k):
-        tot += exp(r[c] - mx)
-    nu = mx + log(tot)
-    if a > 0.0 and joint_newton(r, nu, k, a, z, p):
+        pmin = min(pmin, p_old[c])
+    if a > 0.0 and pmin > 0.0:
         for c in range(k):
-            p[c] = exp(z[c])
-    elif a > 0.0:
+            z[c] = log(p_old[c])
+            nu += p_old[c] * (r[c] - z[c] - a * p_old[c])
+        joint = joint_newton(r, nu, k, a, z, p)  # p = e^z when it converged
+    if not joint:
+        tot = 0.0
+        for c in range(k):
+            tot += exp(r[c] - mx)
+        nu = mx + log(tot)
+        for c in range(k):
+            z[c] = r[c] - nu
+        joint = a > 0.0 and joint_newton(r, nu, k, a, z, p)
+    if not joint and a > 0.0:
         loga = log(a)
         dnu = INFINITY  # cold starts in the first iteration
         for it in range(NEWTON_MAX_ITER):
@@ -187,13 +199,19 @@ cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, dou
             nu += dnu
             if fabs(phi) <= 4e-16 * k or fabs(dnu) <= 4e-16 * (1.0 + fabs(nu)):
                 break
-    else:
+    elif not joint:
         for c in range(k):
             p[c] = exp(r[c] - nu)
     tot = 0.0
     for c in range(k):
         tot += p[c]
     H = 0.0
+    if joint:
+        # z = log p: H(p / tot) = -(1/tot) sum_c p_c z_c + log tot, no logarithm per class
+        for c in range(k):
+            H -= p[c] * z[c]
+            p[c] = p[c] / tot
+        return H / tot + log(tot)
     for c in range(k):
         p[c] = p[c] / tot
         if p[c] > 0.0:
@@ -211,6 +229,29 @@ cdef double dual_term(int loss, const double* p, Py_ssize_t k, int64_t yi) noexc
         if p[c] > 0.0:
             H -= p[c] * log(p[c])
     return H
+
+
+cdef inline void prefetch_row_start(const floating[::1] data, const index_t[::1] indices,
+                                    const index_t[::1] indptr, bint dense, Py_ssize_t i,
+                                    const double* P, Py_ssize_t k) noexcept nogil:
+    """Prefetch row i's first FR_VEC_PREFETCH stored entries and its dual point P[i]."""
+    cdef Py_ssize_t start = indptr[i], nnz = min(indptr[i + 1] - start, FR_VEC_PREFETCH)
+    if nnz > 0:
+        fr_prefetch_bytes(&data[start], nnz * sizeof(floating))
+        if not dense:
+            fr_prefetch_bytes(&indices[start], nnz * sizeof(index_t))
+    fr_prefetch_bytes(P + i * k, k * sizeof(double))
+
+
+cdef inline void prefetch_row_blocks(const floating[::1] data, const index_t[::1] indices,
+                                     const index_t[::1] indptr, bint dense, Py_ssize_t i,
+                                     const double* W, Py_ssize_t k) noexcept nogil:
+    """Prefetch the weight blocks of row i's first FR_VEC_PREFETCH stored entries."""
+    cdef Py_ssize_t p, start = indptr[i], nnz = min(indptr[i + 1] - start, FR_VEC_PREFETCH)
+    if dense:
+        return  # the blocks of a dense row are consecutive: the hardware follows them
+    for p in range(nnz):
+        fr_prefetch_block(W + indices[start + p] * k, k)
 
 
 def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
@@ -260,6 +301,14 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
     active = <int*>(buf + 5 * k)
     with nogil:
         for t in range(order.shape[0]):
+            # the rows come in random order, so the hardware cannot guess the next one:
+            # two rows ahead, its first stored entries and its dual point are fetched;
+            # one row ahead, the weight blocks of those entries (row_scores prefetches
+            # the rest of a row from within)
+            if t + 2 < order.shape[0]:
+                prefetch_row_start(data, indices, indptr, dense, order[t + 2], &P[0, 0], k)
+            if t + 1 < order.shape[0]:
+                prefetch_row_blocks(data, indices, indptr, dense, order[t + 1], &W[0, 0], k)
             i = order[t]
             ci = sample_weight[i] if sample_weight.shape[0] > 0 else 1.0
             nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
@@ -343,7 +392,8 @@ def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
             nnz = indptr[i + 1] - indptr[i]
             val = &data[indptr[i]]
             idx = &indices[0] if dense else &indices[indptr[i]]
-            row_scores(val, idx, nnz, nnz, bias, d, &W[0, 0], k, k, s)
+            row_scores(val, idx, nnz, nnz if dense else indptr[n] - indptr[i], bias, d,
+                       &W[0, 0], k, k, s)
             values[i] = vector_loss_row(loss, s, k, y[i], NULL, NULL, NULL,
                                         sample_weight[i] if sample_weight.shape[0] > 0 else 1.0,
                                         s + k, <int*>(s + 2 * k), <Py_ssize_t*>(s + 3 * k))

@@ -15,7 +15,10 @@ from fr_rows cimport index_t
 
 cdef extern from "fr_vec.h" nogil:
     void fr_axpy_k(double a, const double* src, double* dst, Py_ssize_t k)
+    void fr_axpy2_k(double a0, const double* src0, double a1, const double* src1, double* dst,
+                    Py_ssize_t k)
     void fr_prefetch_block(const double* p, Py_ssize_t k)
+    void fr_prefetch_bytes(const void* p, Py_ssize_t nbytes)
 
 cdef enum:
     FR_VEC_SOFTMAX = 0
@@ -41,10 +44,14 @@ cdef inline void row_scores(const floating* val, const index_t* idx, Py_ssize_t 
     cdef Py_ssize_t p, c
     for c in range(k):
         s[c] = 0.0
-    for p in range(nnz):
+    for p in range(0, nnz - 1, 2):  # entries in pairs (fr_axpy2_k)
         if p + FR_VEC_PREFETCH < ahead:
             fr_prefetch_block(&wt[idx[p + FR_VEC_PREFETCH] * q], q)
-        fr_axpy_k(val[p], wt + idx[p] * q, s, k)
+        if p + 1 + FR_VEC_PREFETCH < ahead:
+            fr_prefetch_block(&wt[idx[p + 1 + FR_VEC_PREFETCH] * q], q)
+        fr_axpy2_k(val[p], wt + idx[p] * q, val[p + 1], wt + idx[p + 1] * q, s, k)
+    if nnz % 2:
+        fr_axpy_k(val[nnz - 1], wt + idx[nnz - 1] * q, s, k)
     if b != 0.0:
         fr_axpy_k(b, wt + d * q, s, k)
 

@@ -201,3 +201,22 @@ def test_crammer_singer_shrinking_same_optimum_fewer_visits():
     assert full.status == shrunk.status == "converged"
     assert shrunk.objective == pytest.approx(full.objective, rel=2e-8)
     assert shrunk.extra["row_visits"] < full.extra["row_visits"]
+
+
+@pytest.mark.parametrize("loss", ["softmax", "multiclass_hinge"])
+def test_cold_start_certificate_is_the_objective_at_zero(loss):
+    """A cold start records J(0) and the certificate J(0) - D(e_y) = J(0) without a pass
+    over the data; both must equal the problem's own objective at W = 0 (weighted rows:
+    the closed form weights each row's loss)."""
+    X, y = data(layout="csr", seed=3)
+    weights = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
+    prob = Problem(X, y, loss=loss, alpha=1e-3, sample_weight=weights, fit_intercept=True)
+    r = solve(prob, "msdca", tol=1e-14, max_iter=3, random_state=0)
+    h = r.history.as_arrays()
+    J0 = prob.objective(np.zeros_like(r.w))
+    assert h["iteration"][0] == 0 and h["exact"][0]
+    assert h["objective"][0] == pytest.approx(J0, rel=1e-12)
+    assert h["bound"][0] == pytest.approx(J0, rel=1e-12)
+    # the run continues from that state: its final certificate still bounds the true gap
+    ref = solve(prob, "msdca", tol=1e-12, max_iter=50000, random_state=1)
+    assert r.gap >= prob.objective(r.w) - (ref.objective - ref.gap) - 1e-12

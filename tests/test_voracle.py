@@ -70,6 +70,29 @@ def test_matches_numpy_reference(name, layout, dtype, itype, read_only, n_thread
         np.testing.assert_allclose(grad, ref_grad.ravel(), rtol=1e-11, atol=1e-14)
 
 
+@pytest.mark.parametrize("bias", [0.0, 1.5])
+@pytest.mark.parametrize("name", ["softmax", "multiclass_hinge"])
+def test_rows_of_every_small_length_match_numpy(name, bias):
+    """A row's scores take its stored entries two at a time (fr_axpy2_k) and the odd one
+    last: rows of 0 to 7 entries against the NumPy reference (tolerances as above)."""
+    rng = np.random.default_rng(6)
+    d, rows = 30, []
+    for length in list(range(8)) * 3:
+        cols = np.sort(rng.choice(d, size=length, replace=False))
+        rows.append((cols, rng.normal(size=length)))
+    indptr = np.cumsum([0] + [len(c) for c, _ in rows])
+    X = sp.csr_matrix((np.concatenate([v for _, v in rows]),
+                       np.concatenate([c for c, _ in rows]).astype(np.int32), indptr),
+                      shape=(len(rows), d))
+    y = rng.integers(0, K, X.shape[0])
+    data = Dataset(X, intercept_scaling=bias)
+    W = rng.normal(size=(K, data.n_weights))
+    value, grad = VectorOracle(data, name, y, K)(W.ravel())
+    ref_value, ref_grad = numpy_oracle(X, y, W, name, bias=bias)
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(grad, ref_grad.ravel(), rtol=1e-11, atol=1e-14)
+
+
 @pytest.mark.parametrize("name", LOSSES)
 def test_partitions_add_up(name):
     """n_partitions=3 (the multiplexer's partial sums) equals one partition."""
