@@ -11,15 +11,15 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    relative suboptimality as a ratio to the best peer, scikit-learn
    lbfgs/saga/newton-cg, cyanure, LIBLINEAR Crammer-Singer; 1 thread unless
    said): 20 Newsgroups (130108 features > 11314 rows) softmax alpha 1e-4,
-   msdca 0.18 / 0.23 (2 threads 0.24 / 0.28), lbfgs 3.2 / 3.2; alpha 1e-6,
-   msdca 0.27 / 0.68 (2 threads 0.26 / 0.65), lbfgs not there within the
-   budget; multiclass hinge alpha 1e-4, msdca 0.36 / 0.23 (2 threads
-   0.26 / 0.71); alpha 1e-6 (six times the budget), msdca 1.32 / 1.10 against
-   LIBLINEAR.  MNIST (780 features < 10000 rows) softmax alpha 1e-4: lbfgs
-   2.36 / 2.38 (2 threads 1.18 / 0.91; cyanure the best peer), msdca
-   1.39 / 1.43 (2 threads 1.92 / 1.48): on 1 thread the two are within 10% of
-   each other when interleaved (msdca's 91 and 128 epochs against lbfgs's 181
-   and 256 iterations), and only lbfgs's oracle gains from a second thread;
+   msdca 0.21 / 0.26 (2 threads 0.23 / 0.27), lbfgs 3.8 / 3.8; alpha 1e-6,
+   msdca 0.30 / 0.70 (2 threads 0.29 / 0.69), lbfgs not there within the
+   budget; multiclass hinge alpha 1e-4, msdca 0.38 / 0.25 (2 threads
+   0.25 / 0.65); alpha 1e-6 (six times the budget, 1 thread), msdca 0.75 at
+   1e-3 against LIBLINEAR.  MNIST (780 features < 10000 rows) softmax alpha
+   1e-4: lbfgs 1.44 / 1.60 (2 threads 0.82 / 0.86; cyanure the best peer),
+   msdca 1.28 / 1.41 (2 threads 1.30 / 1.40): on 1 thread msdca is ahead by
+   about 10%, on 2 threads lbfgs by 1.6x, as only lbfgs's oracle gains from
+   a second thread;
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
    NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
