@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 from helpers import check_against, random_problem, run_with_storage, wide_problem
 from reference import batch as ref
@@ -107,7 +108,6 @@ def test_sample_space_cuts_same_iterates_as_dense(monkeypatch):
     """Cuts as multipliers (products A w through X) against dense cuts: the same iterates over
     60 steps with an 8-cut bundle (drops and aggregations, a phase at an earlier best point
     when the products A w_best are formed from the cuts).  1e-10 relative: float64 rounding."""
-    import numpy as np
 
     prob = wide_problem()
     dense, samples = [run_with_storage(monkeypatch, s, solve_prox_bundle, prob, tol=1e-10,
@@ -125,7 +125,6 @@ def test_cut_offsets_from_gram_row_match_direct_products(monkeypatch):
     directly, over 40 steps with phases (a bundle large enough that no cut is dropped, so
     slot t holds the cut of step t).  1e-12 relative to R_emp + |<a_t, w_t>|: the two
     products differ by float64 rounding of the dual combination."""
-    import numpy as np
 
     from fastrisk.solvers import bmrm
 
@@ -165,7 +164,6 @@ def test_objectives_from_gram_quantities_match_direct(monkeypatch):
     formulas), and both storages must give the same iterates: 1e-7 of max |w|, looser than
     above because here the rounding differences of the two storages pass through the
     logistic model's many active-set changes (a wrong X w_best moves them by 1e-2)."""
-    import numpy as np
 
     prob = wide_problem(loss="logistic")
     oracle_call = type(prob.oracle).__call__
