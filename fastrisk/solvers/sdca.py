@@ -52,6 +52,7 @@ import numpy as np
 from fastrisk import _sdca
 from fastrisk.config import solver_threads
 from fastrisk.regularizers import soft_threshold
+from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq, use_acceleration
 from fastrisk.solvers._checks import check_bool, check_choice, check_int, start_weights
 from fastrisk.solvers._epochs import check_kernel_status, run_epochs
 from fastrisk.solvers._info import SolverInfo
@@ -225,8 +226,23 @@ class _SDCA:
     def weights(self):
         return self.v.copy() if self.kappa == 0.0 else soft_threshold(self.v, self.kappa)
 
-    def _unshrink(self):
+    def unshrink(self):
         self.n_active, self.pg_max_old, self.pg_min_old = self.n, np.inf, -np.inf
+
+    def set_l2(self, lam):
+        """The l2 weight the epochs use (fastrisk/solvers/_catalyst.py's inner problems)."""
+        self.lam, self.lam_n = lam, lam * self.n
+
+    def exact_sums(self):
+        """(sum c_i l(<v, x_i>), sum of the dual terms) in one pass; ``sums`` resynchronised."""
+        self._resync(self.v)
+        return self.sums[0], self.sums[1]
+
+    def output(self, v):
+        return v.copy()
+
+    def dual(self):
+        return self.u
 
     def run_epoch(self):
         self.epoch += 1
@@ -250,7 +266,7 @@ class _SDCA:
         self.pg_eps = 0.1 * (pg_max - pg_min) if self.pg_eps is None else self.pg_eps
         if pg_max - pg_min <= self.pg_eps and self.n_active < self.n:
             # the shrunk problem is solved to pg_eps (LIBLINEAR): all rows back
-            self._unshrink()
+            self.unshrink()
             self.pg_eps *= 0.1
         else:
             self.pg_max_old = pg_max if pg_max > 0 else np.inf
@@ -311,7 +327,7 @@ class _SDCA:
         self.next_forced = epoch + max(10, epoch // 4)
         if self.triggered and self.n_active < self.n:
             # the estimate said converged but the certificate did not: all rows back
-            self._unshrink()
+            self.unshrink()
 
     def extra(self):
         return dict(self.info, dual=self.u, dual_objective=self.D,
@@ -321,7 +337,7 @@ class _SDCA:
 
 def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
                callback=None, verbose=0, random_state=None, batch_size=1, variant="safe",
-               n_threads=None, start=None, check_every=0, shrinking=True):
+               n_threads=None, start=None, check_every=0, shrinking=True, accelerated=False):
     """Minimize ``problem`` by SDCA; returns a Result (docs/math.md §7; Shalev-Shwartz &
     Zhang 2013; Takac et al. 2013).
 
@@ -342,6 +358,10 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
         back when the active rows' projected-gradient range is below a
         threshold (0.1 of the first epoch's range, divided by 10 each time)
         and when the estimated gap says converged but the exact one does not.
+    accelerated: True, False or "auto": run the epochs inside the accelerated outer
+        loop of Shalev-Shwartz & Zhang 2014 (fastrisk/solvers/_catalyst.py; l2 penalty
+        only); "auto" when alpha n < 0.1 max_i c_i ||x_i||^2.  The Result then also has
+        ``extra["kappa"]`` and ``extra["outer_iterations"]``.
 
     ``result.extra``: ``dual`` (dual variables u, with w = soft(v, kappa),
     v = (1/(lambda n)) sum c_i u_i x_i; for binary losses y_i u_i is the
@@ -355,10 +375,14 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     batch_size = check_int(batch_size, "batch_size", low=1)
     shrinking = check_bool(shrinking, "shrinking")
     variant = check_choice(variant, "variant", VARIANTS)
+    accelerated = check_accelerated(accelerated, problem)
     rng = np.random.default_rng(random_state)
     method = _SDCA(problem, batch_size=batch_size, variant=variant,
                    n_threads=solver_threads(problem, n_threads), start=start, shrinking=shrinking,
                    seed=rng.integers(2**63))
+    R2 = radius_sq(method.sqnorm, problem.sample_weight)
+    if use_acceleration(accelerated, problem, R2):
+        method = Accelerated(method, R2)
     return run_epochs(problem, "sdca", method, tol=tol, abs_tol=abs_tol, max_iter=max_iter,
                       time_limit=time_limit, callback=callback, verbose=verbose,
                       check_every=check_every)

@@ -1,0 +1,176 @@
+"""Accelerated dual coordinate ascent for the l2 penalty (docs/math.md §7).
+
+Shalev-Shwartz & Zhang, "Accelerated proximal stochastic dual coordinate
+ascent for regularized loss minimization" (2014), Algorithm 2 (Catalyst of Lin,
+Mairal & Harchaoui 2015 is the same outer loop for any inner method).  With
+``J(w) = risk(w) + alpha/2 ||w||^2`` and ``kappa > 0``, outer iteration t
+solves, starting from the previous dual variables,
+
+    J_t(w) = J(w) + kappa/2 ||w - y_{t-1}||^2
+           = risk(w) + lambda/2 ||w - z||^2 + const,
+    lambda = alpha + kappa,  z = kappa y_{t-1} / lambda,
+
+an l2 problem with a larger weight, so plain (multiclass) SDCA needs O(1)
+epochs for it instead of O(1 / (alpha n)).  Its dual point is
+``v = z + (1/(lambda n)) sum_i c_i x_i u_i^T``, the kernels' own dual sum
+offset by the centre, so the kernels run unchanged with lambda in place of
+alpha; moving the centre moves v by the same amount (O(d), no pass).  The
+inner problem's dual is
+
+    D_t(u) = (1/n) sum_i c_i h_i(u_i) - lambda/2 ||v||^2 + lambda/2 ||z||^2,
+
+and its gap at w = v is ``risk(v) - (1/n) sum c_i h_i(u_i) + lambda <v, v - z>``.
+Inner iteration t stops when that gap is below
+``eps_t = eta / (2 (1 + eta^-2)) xi_{t-1}``, ``xi_t = (1 - eta/2) xi_{t-1}``,
+``xi_1 = (1 + eta^-2) (J(w_0) - D(u_0))``, ``eta = sqrt(alpha / lambda)``
+(SS&Z 2014, Algorithm 2); then ``x_t = v`` and
+``y_t = x_t + beta (x_t - x_{t-1})``, ``beta = (1 - eta) / (1 + eta)``.
+
+Certificate of the original problem: the same u is feasible for J's dual,
+whose primal point is ``(1/(alpha n)) sum c_i x_i u_i^T = (lambda/alpha)(v - z)``, so
+
+    D(u) = (1/n) sum_i c_i h_i(u_i) - (lambda^2 / (2 alpha)) ||v - z||^2
+
+costs O(d) once the dual terms are summed, and J(v) comes from the same
+exact pass as the inner gap.  The run reports the best J(v) of the exact
+checks against the best D(u) (weak duality: any feasible u bounds J*), with
+that u as ``extra["dual"]``.
+
+kappa = R^2 / n - alpha, R^2 = max_i c_i ||x_i||^2 (SS&Z 2014's choice, which
+makes the inner condition number lambda n / R^2 = 1); acceleration pays only
+when alpha is well below R^2 / n (:func:`pays`).
+
+The inner method (fastrisk/solvers/sdca.py's ``_SDCA``, msdca.py's ``_MSDCA``)
+provides: ``v`` (its dual sum, updated in place), ``n``, ``problem``,
+``set_l2(lam)``, ``run_epoch()``, ``sums`` ([loss at the visited scores, dual
+terms, ||v||^2, ||v||_1], kept by the kernels), ``exact_sums()`` (one pass:
+the exact loss sum at v and the dual-term sum, re-synchronizing ``sums``),
+``unshrink()``, ``output(v)`` (v as the Result's w), ``dual()`` and
+``extra()``.  This module is the method :func:`fastrisk.solvers._epochs.run_epochs`
+drives.
+"""
+
+import math
+
+import numpy as np
+
+ACCELERATED = (False, True, "auto")
+# "auto" accelerates when alpha n / R^2 (the inverse of plain SDCA's epoch count
+# scale) is below this: at alpha n / R^2 ~ 1 the inner problems are as hard as
+# the original and the outer loop only adds exact checks
+AUTO_BELOW = 0.1
+# most epochs between two exact checks of the inner gap (the running estimate can
+# stay pessimistic with stale loss terms of shrunk rows)
+FORCED_CHECK = 10
+
+
+def check_accelerated(accelerated, problem):
+    """Validate the ``accelerated`` option; True/"auto" need the l2 penalty."""
+    if isinstance(accelerated, (bool, np.bool_)):
+        accelerated = bool(accelerated)
+    elif not (isinstance(accelerated, str) and accelerated == "auto"):
+        raise ValueError(f"accelerated must be True, False or 'auto', got {accelerated!r}")
+    if accelerated is True and problem.penalty != "l2":
+        raise ValueError(f"accelerated=True needs penalty='l2', got {problem.penalty!r}")
+    return accelerated
+
+
+def radius_sq(sqnorm, sample_weight):
+    """R^2 = max_i c_i ||x_i||^2 (SS&Z 2014's bound on the rows)."""
+    return float(np.max(sqnorm if sample_weight is None else sample_weight * sqnorm))
+
+
+def pays(problem, R2):
+    """True when alpha n / R^2 < AUTO_BELOW (l2 penalty only)."""
+    return problem.penalty == "l2" and problem.alpha * problem.n_samples < AUTO_BELOW * R2
+
+
+def use_acceleration(accelerated, problem, R2):
+    """The decision for ``accelerated`` (checked) on ``problem`` with R^2."""
+    if accelerated == "auto":
+        return pays(problem, R2)
+    return accelerated and problem.alpha * problem.n_samples < R2  # kappa > 0
+
+
+class Accelerated:
+    """The outer loop of SS&Z 2014's Algorithm 2 as a method for ``run_epochs``."""
+
+    def __init__(self, inner, R2):
+        problem, n = inner.problem, inner.n
+        self.inner, self.n, self.alpha = inner, n, problem.alpha
+        self.kappa = R2 / n - self.alpha
+        self.lam = self.alpha + self.kappa
+        self.eta = math.sqrt(self.alpha / self.lam)
+        self.beta = (1.0 - self.eta) / (1.0 + self.eta)
+        # the inner method was started for alpha: v = (1/(alpha n)) X^T c u = w(u) =: y_0;
+        # with centre z = kappa y_0 / lambda the same u gives v = y_0 (x_0 = y_0)
+        self.y = inner.v.copy()
+        self.x_prev = self.y.copy()
+        self.z = self.kappa / self.lam * self.y
+        inner.set_l2(self.lam)
+        self.best_w, self.best_J, self.best_D, self.best_u = None, np.inf, -np.inf, None
+        gap0 = self._exact()
+        self.xi = (1.0 + self.eta ** -2) * max(gap0, 0.0)
+        self.eps = self.eta / (2.0 * (1.0 + self.eta ** -2)) * self.xi
+        self.outer, self.inner_epochs, self.since_check = 1, 0, 0
+        self.inner_gap = np.inf
+
+    def _exact(self):
+        """One pass: J(v), the original D(u), the inner gap; the best pair kept.
+        Returns the original gap J(v) - D(u) at this point."""
+        inner, n, v, z, lam = self.inner, self.n, self.inner.v, self.z, self.lam
+        loss_sum, dual_sum = inner.exact_sums()
+        vv, vz = float(np.vdot(v, v)), float(np.vdot(v, z))
+        J = loss_sum / n + 0.5 * self.alpha * vv
+        a_sq = vv - 2.0 * vz + float(np.vdot(z, z))  # ||v - z||^2
+        D = dual_sum / n - lam * lam / (2.0 * self.alpha) * a_sq
+        self.inner_gap = (loss_sum - dual_sum) / n + lam * (vv - vz)
+        if J <= self.best_J:
+            self.best_w, self.best_J = inner.output(v), J
+        if D >= self.best_D:
+            self.best_D, self.best_u = D, inner.dual().copy()
+        return J - D
+
+    def _next_centre(self):
+        """x_t = v; y_t = x_t + beta (x_t - x_{t-1}); v and z follow the centre."""
+        inner, v = self.inner, self.inner.v
+        x = v.copy()
+        y = x + self.beta * (x - self.x_prev)
+        shift = (self.kappa / self.lam) * (y - self.y)
+        v += shift
+        self.z += shift
+        self.x_prev, self.y = x, y
+        inner.sums[2], inner.sums[3] = float(np.vdot(v, v)), float(np.abs(v).sum())
+        inner.unshrink()
+        self.xi *= 1.0 - 0.5 * self.eta
+        self.eps = self.eta / (2.0 * (1.0 + self.eta ** -2)) * self.xi
+        self.outer += 1
+        self.inner_epochs = 0
+
+    def run_epoch(self):
+        self.inner.run_epoch()
+        self.inner_epochs += 1
+        self.since_check += 1
+        return False
+
+    def estimate(self, tol, abs_tol):
+        """(estimated J(v), whether to check): the inner gap from the kernels' sums."""
+        s, n, v = self.inner.sums, self.n, self.inner.v
+        inner_est = (s[0] - s[1]) / n + self.lam * (s[2] - float(np.vdot(v, self.z)))
+        J_est = s[0] / n + 0.5 * self.alpha * s[2]
+        return J_est, inner_est <= self.eps or self.since_check >= FORCED_CHECK
+
+    def certify(self):
+        """The exact check; the next outer iteration when the inner gap is below eps_t."""
+        self._exact()
+        self.since_check = 0
+        if self.inner_gap <= self.eps:
+            self._next_centre()
+        return self.best_w, self.best_J, max(self.best_J - self.best_D, 0.0)
+
+    def weights(self):
+        return self.inner.output(self.inner.v)
+
+    def extra(self):
+        return dict(self.inner.extra(), dual=self.best_u, dual_objective=self.best_D,
+                    accelerated=True, kappa=self.kappa, outer_iterations=self.outer)
