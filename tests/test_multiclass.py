@@ -10,47 +10,13 @@
   minus their own 1e-9 slack).
 """
 
-import warnings
-
 import numpy as np
 import pytest
-import scipy.sparse as sp
-from sklearn.linear_model import LogisticRegression
-from sklearn.svm import LinearSVC
 
 import fastrisk as fr
 from fastrisk.problem import Problem
 from fastrisk.solvers import solve
-
-
-def data(m=200, d=12, k=4, seed=0, layout="dense", dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(size=(k, d))
-    y = rng.integers(0, k, m)
-    X = centers[y] + rng.normal(size=(m, d)) * 1.5
-    X *= rng.random((m, d)) < 0.7
-    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
-    X = X.astype(dtype)
-    return (sp.csr_matrix(X) if layout == "csr" else X), y
-
-
-def sklearn_softmax(X, y, alpha, penalty="l2", l1_ratio=None):
-    m = X.shape[0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        kw = dict(solver="lbfgs") if penalty == "l2" else dict(solver="saga", penalty=penalty,
-                                                                l1_ratio=l1_ratio)
-        model = LogisticRegression(C=1.0 / (alpha * m), fit_intercept=False, tol=1e-12,
-                                   max_iter=100000, **kw).fit(X, y)
-    return model.coef_
-
-
-def liblinear_cs(X, y, alpha):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = LinearSVC(multi_class="crammer_singer", C=1.0 / (alpha * X.shape[0]),
-                          fit_intercept=False, tol=1e-10, max_iter=1000000).fit(X, y)
-    return model.coef_
+from helpers import liblinear_cs, multiclass_data as data, sklearn_softmax
 
 
 @pytest.mark.parametrize("layout,dtype", [("dense", np.float64), ("csr", np.float32)])

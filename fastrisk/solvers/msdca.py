@@ -27,6 +27,8 @@ import numpy as np
 
 from fastrisk import _msdca
 from fastrisk.config import solver_threads
+from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq, use_acceleration
+from fastrisk.solvers._epochs import run_epochs
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers._checks import check_int
 from fastrisk.solvers.sdca import _penalty_split
@@ -69,9 +71,91 @@ def _dual_sum(problem, P, lam_n):
     return V / lam_n
 
 
+class _MSDCA:
+    """Multiclass SDCA's state and epoch: the loop of :func:`solve_msdca`, or the inner
+    method of the accelerated outer loop (fastrisk/solvers/_catalyst.py)."""
+
+    def __init__(self, problem, start, n_threads, shrinking, rng):
+        data, n, k = problem.data, problem.n_samples, problem.n_classes
+        self.problem, self.n, self.k, self.rng = problem, n, k, rng
+        self.lam, self.kappa = _penalty_split(problem)
+        self.lam_n = self.lam * n
+        self.n_threads = n_threads
+        self.shrinking = shrinking and problem.loss.spec.name == "multiclass_hinge"
+        self.y = np.ascontiguousarray(problem.y, dtype=np.int64)
+        c = problem.sample_weight
+        self.c_arg = np.empty(0) if c is None else c
+        self.loss = LOSS_IDS[problem.loss.spec.name]
+        self.rows = (data.data, data.indices, data.indptr, data.dense, data.bias)
+        self.sqnorm = data.row_sqnorms()
+        self.P = _initial_dual(problem, start, k)
+        self.v = _dual_sum(problem, self.P, self.lam_n) if start is not None \
+            else np.zeros((data.n_weights, k))
+        self.W = self.v if self.kappa == 0.0 \
+            else np.sign(self.v) * np.maximum(np.abs(self.v) - self.kappa, 0.0)
+        self.row_loss, self.row_dual, self.sums = np.zeros(n), np.empty(n), np.zeros(4)
+        self.active = np.arange(n, dtype=np.int64)  # rows not shrunk (the hinge only)
+        self.shrunk = np.zeros(n, dtype=np.uint8)
+        self.epoch, self.row_visits = 0, 0
+
+    def set_l2(self, lam):
+        """The l2 weight the epochs use (the accelerated outer loop's inner problems)."""
+        self.lam, self.lam_n = lam, lam * self.n
+
+    def unshrink(self):
+        if len(self.active) < self.n:
+            self.active = np.arange(self.n, dtype=np.int64)
+
+    def run_epoch(self):
+        """One pass over the active rows in a fresh random order; returns (P_est, D_est)."""
+        if self.epoch % UNSHRINK_EVERY == 0:
+            self.unshrink()
+        self.epoch += 1
+        order = self.rng.permutation(self.active)
+        self.row_visits += len(order)
+        _msdca.msdca_epoch(*self.rows, self.y, self.c_arg, self.sqnorm, order, self.loss,
+                           self.lam_n, self.kappa, self.P, self.v, self.W, self.row_loss,
+                           self.row_dual, self.sums, self.shrunk)
+        if self.shrinking:
+            self.active = self.active[self.shrunk[self.active] == 0]
+        return self.estimate()
+
+    def estimate(self):
+        """(P, D) from the kernel's running sums: the loss at the visited scores."""
+        s, n, lam = self.sums, self.n, self.lam
+        return (s[0] / n + lam * (0.5 * s[2] + self.kappa * s[3]),
+                s[1] / n - 0.5 * lam * s[2])
+
+    def exact_sums(self):
+        """(sum c_i phi(W x_i, y_i), sum of the dual terms) in one pass; ``sums`` resynced."""
+        W = self.W
+        loss_sum = _msdca.primal_loss_sum(*self.rows, W, self.y, self.c_arg, self.loss,
+                                          self.row_loss, self.n_threads)
+        self.sums[:] = (loss_sum, _msdca.dual_terms(self.P, self.y, self.c_arg, self.loss,
+                                                    self.row_dual),
+                        float((W * W).sum()), float(np.abs(W).sum()))
+        return self.sums[0], self.sums[1]
+
+    def certify(self, best):
+        """Exact P(W_now), D(A); the better of (W_now, P(W_now)) and ``best``."""
+        self.exact_sums()
+        P_now, D_now = self.estimate()
+        return ((self.output(self.W), P_now) if P_now <= best[1] else best), D_now
+
+    def output(self, V):
+        """V (D, k) feature-major as the Result's class-major w."""
+        return np.ascontiguousarray(V.T).ravel()
+
+    def dual(self):
+        return self.P
+
+    def extra(self):
+        return dict(dual=self.P, row_visits=self.row_visits, n_active=len(self.active))
+
+
 def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
                 callback=None, verbose=0, start=None, check_every=10, random_state=None,
-                n_threads=None, shrinking=True):
+                n_threads=None, shrinking=True, accelerated=False):
     """Minimize a softmax or multiclass_hinge ``problem`` by multiclass SDCA.
 
     ``max_iter`` counts epochs; ``check_every``: the most epochs between two exact
@@ -81,6 +165,10 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     1 (their step would not move them) until all rows are visited again, every
     ``UNSHRINK_EVERY`` epochs and after each exact gap computation (the exact gap is
     always over all rows).
+    ``accelerated``: True, False or "auto": run the epochs inside the accelerated outer
+    loop of Shalev-Shwartz & Zhang 2014 (fastrisk/solvers/_catalyst.py; l2 penalty
+    only); "auto" when alpha n < 0.1 max_i c_i ||x_i||^2 and n_features < n_samples.
+    The Result then also has ``extra["kappa"]`` and ``extra["outer_iterations"]``.
     ``result.extra``: ``dual`` (the dual points p_i, (n, k)), ``dual_objective``
     (D), ``gap_estimates`` (per epoch), ``row_visits``, ``n_active`` (rows not shrunk).
     """
@@ -88,88 +176,52 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     if problem.data is None or spec.name not in LOSS_IDS:
         raise ValueError(f"solver 'msdca' takes the losses {sorted(LOSS_IDS)} on data (X, y), "
                          f"got {getattr(problem.loss, 'name', problem.loss)!r}")
-    lam, kappa = _penalty_split(problem)
     check_every = check_int(check_every, "check_every", low=1)
     if not isinstance(shrinking, (bool, np.bool_)):
         raise ValueError(f"shrinking must be a bool, got {shrinking!r}")
-    shrinking = shrinking and spec.name == "multiclass_hinge"
+    accelerated = check_accelerated(accelerated, problem)
     n_threads = solver_threads(problem, n_threads)
+    rng = np.random.default_rng(random_state)
+    state = _MSDCA(problem, start, n_threads, shrinking, rng)
+    R2 = radius_sq(state.sqnorm, problem.sample_weight)
+    if use_acceleration(accelerated, problem, R2):
+        return run_epochs(problem, "msdca", Accelerated(state, R2), tol=tol, abs_tol=abs_tol,
+                          max_iter=max_iter, time_limit=time_limit, callback=callback,
+                          verbose=verbose, check_every=check_every)
     mon = Monitor(problem, "msdca", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
-    rng = np.random.default_rng(random_state)
-    data, n, k = problem.data, problem.n_samples, problem.n_classes
-    y = np.ascontiguousarray(problem.y, dtype=np.int64)
-    c = problem.sample_weight
-    c_arg = np.empty(0) if c is None else c
-    lam_n = lam * n
-    loss = LOSS_IDS[spec.name]
-    rows = (data.data, data.indices, data.indptr, data.dense, data.bias)
-    sqnorm = data.row_sqnorms()
-
-    P = _initial_dual(problem, start, k)
-    V = _dual_sum(problem, P, lam_n) if start is not None else np.zeros((data.n_weights, k))
-    W = V if kappa == 0.0 else np.sign(V) * np.maximum(np.abs(V) - kappa, 0.0)
-    row_loss, row_dual = np.zeros(n), np.empty(n)
-    sums = np.zeros(4)
-
-    def class_major(Wt):
-        return np.ascontiguousarray(Wt.T).ravel()
-
-    def certify(best):
-        """Exact P(W_now), D(A) (sums re-synchronized); the better of W_now and best."""
-        P_loss = _msdca.primal_loss_sum(*rows, W, y, c_arg, loss, row_loss, n_threads)
-        sums[:] = (P_loss, _msdca.dual_terms(P, y, c_arg, loss, row_dual), float((W * W).sum()),
-                   float(np.abs(W).sum()))
-        P_now = P_loss / n + lam * (0.5 * sums[2] + kappa * sums[3])
-        D_now = sums[1] / n - 0.5 * lam * sums[2]
-        return ((class_major(W), P_now) if P_now <= best[1] else best), D_now
-
+    n, k, c = problem.n_samples, problem.n_classes, problem.sample_weight
     if start is None:
-        # W = 0 and every p_i = e_{y_i}: phi(0, y) = log k (softmax) or 1 (hinge), and
-        # every dual term h(e_y) is 0; no pass over the data needed
-        row_loss[:] = (np.log(k) if loss == LOSS_IDS["softmax"] else 1.0) * (
+        state.row_loss[:] = (np.log(k) if state.loss == LOSS_IDS["softmax"] else 1.0) * (
             1.0 if c is None else c)
-        row_dual[:] = 0.0
-        sums[:] = (row_loss.sum(), 0.0, 0.0, 0.0)
-        w, P_obj, D = np.zeros(k * data.n_weights), sums[0] / n, 0.0
+        state.row_dual[:] = 0.0
+        state.sums[:] = (state.row_loss.sum(), 0.0, 0.0, 0.0)
+        w, P_obj, D = np.zeros(k * problem.data.n_weights), state.sums[0] / n, 0.0
     else:
-        (w, P_obj), D = certify((None, np.inf))
+        (w, P_obj), D = state.certify((None, np.inf))
     status = mon.check(0, w, P_obj, max(P_obj - D, 0.0), keep_best=False)
-    epoch, gap_estimates, next_exact, row_visits = 0, [], check_every, 0
-    active = np.arange(n, dtype=np.int64)  # rows not shrunk (shrinking: the hinge only)
-    shrunk = np.zeros(n, dtype=np.uint8)
+    epoch, gap_estimates, next_exact = 0, [], check_every
     while status is None:
         epoch += 1
-        order = rng.permutation(active)
-        row_visits += len(order)
-        _msdca.msdca_epoch(*rows, y, c_arg, sqnorm, order, loss, lam_n, kappa, P, V, W,
-                           row_loss, row_dual, sums, shrunk)
-        if shrinking:
-            active = active[shrunk[active] == 0]
-        P_est = sums[0] / n + lam * (0.5 * sums[2] + kappa * sums[3])
-        D_est = sums[1] / n - 0.5 * lam * sums[2]
+        P_est, D_est = state.run_epoch()
         gap_estimates.append(P_est - D_est)
         triggered = P_est - D_est <= max(mon.tol * abs(P_est), mon.abs_tol)
-        if triggered or epoch >= next_exact or epoch >= mon.max_iter or not len(active):
-            (w, P_obj), D = certify((w, P_obj))
+        if triggered or epoch >= next_exact or epoch >= mon.max_iter or not len(state.active):
+            (w, P_obj), D = state.certify((w, P_obj))
             status = mon.check(epoch, w, P_obj, max(P_obj - D, 0.0), keep_best=False)
             next_exact = epoch + check_every
-            if len(active) < n:
-                # not converged with shrunk rows (whose terms the exact pass has just
-                # refreshed): all rows back
-                active = np.arange(n, dtype=np.int64)
+            # not converged with shrunk rows (whose terms the exact pass has just
+            # refreshed): all rows back
+            state.unshrink()
         else:
-            if len(active) < n and epoch % UNSHRINK_EVERY == 0:
-                active = np.arange(n, dtype=np.int64)
             # O(1): the Monitor gets the last certified iterate (the current one, transposed,
             # only for a callback)
-            status = mon.check(epoch, class_major(W) if callback is not None else w, P_est,
-                               np.nan, keep_best=False, exact=False)
+            status = mon.check(epoch, state.output(state.W) if callback is not None else w,
+                               P_est, np.nan, keep_best=False, exact=False)
             if status is not None:
-                (w, P_obj), D = certify((w, P_obj))
-    return mon.result(status, epoch, w=w, objective=P_obj, bound=max(P_obj - D, 0.0), dual=P,
-                      dual_objective=D, gap_estimates=np.array(gap_estimates),
-                      row_visits=row_visits, n_active=len(active))
+                (w, P_obj), D = state.certify((w, P_obj))
+    return mon.result(status, epoch, w=w, objective=P_obj, bound=max(P_obj - D, 0.0),
+                      dual_objective=D, gap_estimates=np.array(gap_estimates), **state.extra())
 
 
 SOLVER_INFO = SolverInfo(
