@@ -12,7 +12,8 @@ Per row, in one process, one method after another:
 * a reference run (Newton at tol 1e-9 for smooth losses, SDCA at tol 1e-6
   for hinge, within ``--ref-limit`` seconds); J_best is the smallest J any run
   reached and the target is J_best (1 + 1e-3);
-* fastrisk: ``solver="auto"`` and each applicable solver at ``tol=1e-3``
+* fastrisk: ``solver="auto"`` and each applicable solver at ``tol=1e-3`` (``sdca-acc``:
+  sdca with ``accelerated=True``)
   (their own certificate stops them); the time is the run's wall time, and the
   true relative suboptimality it returned is reported next to it;
 * peers (scikit-learn LinearSVC / LogisticRegression with liblinear, lbfgs,
@@ -176,7 +177,7 @@ def time_peer(fit, n, problem, X, y, target, budget):
 
 def fastrisk_solvers(problem):
     smooth = problem.loss.spec.smooth
-    names = ["sdca"] + (["lbfgs", "newton"] if smooth else [])
+    names = ["sdca", "sdca-acc"] + (["lbfgs", "newton"] if smooth else [])
     return {"auto": choose_solver(problem), **{n: n for n in names}}
 
 
@@ -193,6 +194,8 @@ def best_of(run, repeat, repeat_below):
 
 def run_fastrisk(problem, solver, limit):
     options = dict(tol=EPS, time_limit=limit, max_iter=10 ** 6)
+    if solver == "sdca-acc":  # SDCA in the accelerated outer loop (solvers/_catalyst.py)
+        solver, options["accelerated"] = "sdca", True
     if solver == "sdca":
         options["random_state"] = 0
     start = time.perf_counter()

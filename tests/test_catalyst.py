@@ -120,11 +120,17 @@ def test_same_bits_and_warm_start(solver):
 
 
 def test_auto_and_validation():
-    """"auto": on for small alpha m / R^2 with fewer features than rows, off otherwise."""
+    """"auto": on for 1e-3 <= alpha m / R^2 < 0.1 with fewer features than
+    rows, off otherwise."""
     X, y = random_problem(4, m=200, d=5)
     small = Problem(X, y, loss="hinge", alpha=ALPHA)
+    R2 = float((X * X).sum(axis=1).max())
+    assert 1e-3 <= ALPHA * 200 / R2 < 0.1
     assert solve(small, "sdca", tol=1e-3, accelerated="auto").extra.get("accelerated")
-    assert "accelerated" not in solve(small, "sdca", tol=1e-3).extra
+    assert "accelerated" not in solve(small, "sdca", tol=1e-3).extra  # default: off
+    tiny = Problem(X, y, loss="hinge", alpha=1e-4 * R2 / 200)  # below the band
+    assert "accelerated" not in solve(tiny, "sdca", tol=1e-3, accelerated="auto").extra
+    assert solve(tiny, "sdca", tol=1e-3, accelerated=True).extra.get("accelerated")
     large = Problem(X, y, loss="hinge", alpha=1.0)  # alpha m > R^2: kappa would be < 0
     assert "accelerated" not in solve(large, "sdca", tol=1e-3, accelerated=True).extra
     Xw, yw = multiclass_data(m=30, d=60, k=3)  # wide: more features than rows

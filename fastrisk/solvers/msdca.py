@@ -167,7 +167,7 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     always over all rows).
     ``accelerated``: True, False or "auto": run the epochs inside the accelerated outer
     loop of Shalev-Shwartz & Zhang 2014 (fastrisk/solvers/_catalyst.py; l2 penalty
-    only); "auto" when alpha n < 0.1 max_i c_i ||x_i||^2 and n_features < n_samples.
+    only); "auto" when 0.001 <= alpha n / max_i c_i ||x_i||^2 < 0.1 and n_features < n_samples.
     The Result then also has ``extra["kappa"]`` and ``extra["outer_iterations"]``.
     ``result.extra``: ``dual`` (the dual points p_i, (n, k)), ``dual_objective``
     (D), ``gap_estimates`` (per epoch), ``row_visits``, ``n_active`` (rows not shrunk).
