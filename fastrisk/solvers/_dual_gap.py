@@ -137,6 +137,12 @@ class GapCertificate:
         return (risk + problem.alpha * reg.value(w),
                 grad_risk + problem.alpha * reg.subgradient(w))
 
+    def record(self, w, scores, grad_risk):
+        """Make (w, its scores, the risk's gradient there) the last evaluation, for a point
+        whose J and gradient the caller computed from its scores without an oracle pass
+        (Newton's line search, fastrisk/solvers/newton.py)."""
+        self._last = (np.array(w, dtype=np.float64), scores, grad_risk)
+
     @property
     def scores(self):
         """f_i = <w, x_i> at the last evaluated w (None for oracles without rows)."""
@@ -201,12 +207,15 @@ class GapCertificate:
         return value - (-total / m - 0.5 * self.lam * float(v @ v))
 
     def _transpose_rows(self, rows, coef):
-        """sum over i in rows of coef_i x_i (with the intercept feature)."""
-        data = self.problem.data
-        out = np.zeros(self.problem.n_weights)
-        out[:data.n_features] = data.X[rows].T @ coef
-        if data.bias:
-            out[-1] = data.bias * coef.sum()
+        """sum over i in rows of coef_i x_i (with the intercept feature): the compiled
+        scatter, which skips the rows whose coefficient is 0."""
+        p = self.problem
+        d, oracle = p.data, p.oracle
+        full = np.zeros(p.n_samples)
+        full[rows] = coef
+        out = np.empty(p.n_weights)
+        _hessian.scatter(d.data, d.indices, d.indptr, d.dense, d.bias, full, out,
+                         oracle._workspace, oracle.n_threads)
         return out
 
     # ---- dual extrapolation ------------------------------------------------------------------
