@@ -26,6 +26,7 @@ thread count gives identical bits on every run.
 import numpy as np
 
 from cython cimport floating
+from libc.math cimport isfinite
 from cython.parallel cimport prange
 
 from fr_rows cimport (index_t, row_view, row_dot_ahead, block_bounds, row_axpy_pairs,
@@ -299,3 +300,68 @@ def scatter(const floating[::1] data, const index_t[::1] indices, const index_t[
         sum_blocks(workspace, n_blocks, out, 0)
         if h != NULL:
             sum_blocks(workspace, n_blocks, diag, 1)
+
+
+def along(int loss, double loss_param, const double[::1] f, const double[::1] z,
+          const double[::1] y, const double[::1] sample_weight, double t, bint second=False,
+          double[::1] multipliers=None):
+    """The risk along a direction from the scores f = X w and z = X s, at f + t z:
+    (sum_i c_i l_i, sum_i c_i l'_i z_i, sum_i c_i l''_i z_i^2), the last 0 unless
+    ``second``; ``multipliers`` (optional) receives c_i l'_i.  ``sample_weight`` empty for
+    unit weights.  One loop in row order (the same bits on every run); a loss value that
+    overflows makes the first sum inf."""
+    cdef Py_ssize_t i, n = f.shape[0]
+    cdef bint weighted = sample_weight.shape[0] > 0
+    cdef double s, gi, li, value = 0.0, d1 = 0.0, d2 = 0.0
+    cdef double* g_out = NULL
+    if not 0 <= loss < FR_N_LOSSES:
+        raise ValueError(f"loss id must be in [0, {FR_N_LOSSES}), got {loss}")
+    if z.shape[0] != n or y.shape[0] != n or (weighted and sample_weight.shape[0] != n):
+        raise ValueError("f, z, y (and sample_weight) must have the same length")
+    if multipliers is not None:
+        if multipliers.shape[0] != n:
+            raise ValueError("multipliers must have len(f) entries")
+        if n > 0:
+            g_out = &multipliers[0]
+    with nogil:
+        for i in range(n):
+            s = f[i] + t * z[i]
+            fr_loss_batch(loss, loss_param, 1, &s, &y[i],
+                          &sample_weight[i] if weighted else NULL, &gi, &li)
+            value += li
+            d1 += gi * z[i]
+            if second:
+                d2 += (sample_weight[i] if weighted else 1.0) * \
+                    fr_loss_curv(loss, loss_param, s, y[i]) * z[i] * z[i]
+            if g_out != NULL:
+                g_out[i] = gi
+    return value, d1, d2
+
+
+def step_dual(int loss, double loss_param, const double[::1] f_old, const double[::1] f_new,
+              const double[::1] y, double[::1] conj, double[::1] shift):
+    """The dual point of a Newton step (fastrisk/solvers/_dual_gap.py, ``step_gap``), row
+    by row: a_i = l'(f_old,i) + l''(f_old,i) (f_new,i - f_old,i) linearizes l' along the
+    step; conj_i = l*(a_i), or where that is not finite (a_i outside the domain of l*)
+    l*(l'(f_new,i)) with shift_i = l'(f_new,i) - a_i (0 on the other rows).  Returns the
+    number of rows replaced."""
+    cdef Py_ssize_t i, n = f_old.shape[0], replaced = 0
+    cdef double a, a_new, li, cj, f
+    if not 0 <= loss < FR_N_LOSSES:
+        raise ValueError(f"loss id must be in [0, {FR_N_LOSSES}), got {loss}")
+    if f_new.shape[0] != n or y.shape[0] != n or conj.shape[0] != n or shift.shape[0] != n:
+        raise ValueError("f_old, f_new, y, conj and shift must have the same length")
+    with nogil:
+        for i in range(n):
+            f = f_old[i]
+            fr_loss_batch(loss, loss_param, 1, &f, &y[i], NULL, &a, &li)
+            a = a + fr_loss_curv(loss, loss_param, f, y[i]) * (f_new[i] - f)
+            fr_loss_conj_batch(loss, loss_param, 1, &a, &y[i], &cj)
+            shift[i] = 0.0
+            if not isfinite(cj):
+                fr_loss_batch(loss, loss_param, 1, &f_new[i], &y[i], NULL, &a_new, &li)
+                fr_loss_conj_batch(loss, loss_param, 1, &a_new, &y[i], &cj)
+                shift[i] = a_new - a
+                replaced += 1
+            conj[i] = cj
+    return replaced

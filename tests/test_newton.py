@@ -359,8 +359,8 @@ def test_trial_objective_and_gradient_from_scores(loss, task, sparse, dtype):
     """Along a CG direction s: X s from CG and the gather equals X s from the data (1e-12,
     sums of a few products); J(w + t s) in O(m) equals problem.objective to 1e-12 relative
     (the same loss values, summed in another order); the gradient from the scores
-    f + t X s equals the oracle's to 1e-12 relative to its norm, and the scatter's
-    diagonal equals hess_diag's."""
+    f + t X s equals the oracle's to 1e-12 relative to its norm, dJ/dt and d2J/dt2 equal
+    g.s and s.H s, and the scatter's diagonal equals hess_diag's."""
     problem, w = line_problem(loss, task, sparse, dtype)
     J, g = problem.objective_gradient(w)
     f = problem.data.X @ w[:-1] + problem.data.bias * w[-1]
@@ -377,11 +377,18 @@ def test_trial_objective_and_gradient_from_scores(loss, task, sparse, dtype):
         assert line.value(t) == pytest.approx(expected, rel=1e-12)
         w_t = w + t * s
         J_t, g_t = problem.objective_gradient(w_t)
-        grad = hess.gradient(line.derivatives(t)) + problem.alpha * w_t
+        grad = hess.gradient(line.multipliers(t)) + problem.alpha * w_t
         np.testing.assert_allclose(grad, g_t, rtol=0, atol=1e-12 * np.linalg.norm(g_t))
+        # phi'(t) = g(w + t s).s from scratch; phi''(t) = s.H s with H from the kernel that
+        # test_hess_vec_matches_numpy checks (1e-10: sums of m products)
+        d1, d2 = line.slope(t)
+        assert d1 == pytest.approx(float(g_t @ s), rel=1e-10, abs=1e-12 * abs(J))
+        at_t = newton._Hessian(problem)
+        at_t.update(f + t * z)
+        assert d2 == pytest.approx(float(s @ at_t(s)), rel=1e-10)
     f_t = f + t * z
     hess.update(f_t)
-    hess.gradient(line.derivatives(t), diag=True)
+    hess.gradient(line.multipliers(t), diag=True)
     diag = np.empty(problem.n_weights)
     _hessian.hess_diag(*hess.rows, hess.D, diag, hess.workspace, 1)
     np.testing.assert_allclose(hess.diag, diag, rtol=1e-12)

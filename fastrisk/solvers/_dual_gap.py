@@ -188,33 +188,25 @@ class GapCertificate:
                 or self.derivatives is None:
             return math.inf
         p = self.problem
-        kid, param, y, c, m = (p.loss.spec.kernel_id, p.loss.param, p.y, p.sample_weight,
-                               p.n_samples)
+        c, m = p.sample_weight, p.n_samples
         w_new, f_new, _ = self._last
-        curv = np.empty(m)
-        _hessian.curvature(kid, param, f_old, y, np.empty(0), curv)
-        a = _oracle.loss_values(kid, param, f_old, y)[1] + curv * (f_new - f_old)
+        conj, shift = np.empty(m), np.empty(m)
+        replaced = _hessian.step_dual(p.loss.spec.kernel_id, p.loss.param, f_old, f_new, p.y,
+                                      conj, shift)
         v = w_new + (t * r - (1.0 - t) * g_old) / self.lam
-        conj = _oracle.loss_conjugates(kid, param, a, y)
-        rows = np.flatnonzero(~np.isfinite(conj))
-        if len(rows):
-            a_new = _oracle.loss_values(kid, param, f_new[rows], y[rows])[1]
-            shift = a_new - a[rows]  # u_i = -a_i moves by -shift_i on these rows
-            v -= self._transpose_rows(rows, shift if c is None else shift * c[rows]) / (
-                self.lam * m)
-            conj[rows] = _oracle.loss_conjugates(kid, param, a_new, y[rows])
+        if replaced:
+            # u_i = -a_i moves by -shift_i on the replaced rows: v moves by X^T of that
+            v -= self._transpose(shift if c is None else shift * c) / (self.lam * m)
         total = conj.sum() if c is None else float(conj @ c)
         return value - (-total / m - 0.5 * self.lam * float(v @ v))
 
-    def _transpose_rows(self, rows, coef):
-        """sum over i in rows of coef_i x_i (with the intercept feature): the compiled
-        scatter, which skips the rows whose coefficient is 0."""
+    def _transpose(self, coef):
+        """X^T coef (with the intercept feature) by the compiled scatter, which skips the
+        rows whose coefficient is 0."""
         p = self.problem
         d, oracle = p.data, p.oracle
-        full = np.zeros(p.n_samples)
-        full[rows] = coef
         out = np.empty(p.n_weights)
-        _hessian.scatter(d.data, d.indices, d.indptr, d.dense, d.bias, full, out,
+        _hessian.scatter(d.data, d.indices, d.indptr, d.dense, d.bias, coef, out,
                          oracle._workspace, oracle.n_threads)
         return out
 

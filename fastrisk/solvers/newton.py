@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from fastrisk import _hessian, _oracle
+from fastrisk import _hessian
 from fastrisk.config import single_threaded_blas
 from fastrisk.solvers._dual_gap import GapCertificate
 from fastrisk.solvers._checks import start_weights
@@ -105,12 +105,11 @@ class _Hessian:
         return _hessian.curvature(p.loss.spec.kernel_id, p.loss.param, scores, p.y, self.c,
                                   self.D)
 
-    def gradient(self, derivatives, diag=False):
-        """(1/m) X^T (c l') from the rows' derivatives l'_i (one scatter pass); with
-        ``diag`` the same pass also keeps diag(X^T D X) for ``preconditioner``."""
+    def gradient(self, multipliers, diag=False):
+        """(1/m) X^T g from the rows' g_i = c_i l'_i (one scatter pass); with ``diag``
+        the same pass also keeps diag(X^T D X) for ``preconditioner``."""
         p = self.problem
-        coef = derivatives * (1.0 / p.n_samples) if p.sample_weight is None \
-            else derivatives * (p.sample_weight / p.n_samples)
+        coef = multipliers * (1.0 / p.n_samples)
         out = np.empty(p.n_weights)
         if diag:
             self.diag = np.empty(p.n_weights)
@@ -206,41 +205,34 @@ class _Line:
         self.ww, self.ws, self.ss = float(w @ w), float(w @ s), float(s @ s)
         self.c = np.empty(0) if problem.sample_weight is None else problem.sample_weight
         self.n_trials = 0
-        self._at = None  # (t, l'(f + t z)) of the last ``value``
+        self._risk = (None, 0.0)  # (t, risk sum) of the last evaluation, reused by ``value``
 
-    def _loss(self, t):
+    def _sums(self, t, second=False, multipliers=None):
+        self.n_trials += 1
         p = self.problem
-        return _oracle.loss_values(p.loss.spec.kernel_id, p.loss.param, self.f + t * self.z,
-                                   p.y)
-
-    def _mean(self, v):
-        return (float(v.sum()) if len(self.c) == 0 else float(v @ self.c)) / len(v)
+        sums = _hessian.along(p.loss.spec.kernel_id, p.loss.param, self.f, self.z, p.y,
+                              self.c, t, second, multipliers)
+        self._risk = (t, sums[0])
+        return sums
 
     def value(self, t):
-        """J(w + t s); keeps l' there for ``derivatives``."""
-        self.n_trials += 1
-        values, deriv = self._loss(t)
-        self._at = (t, deriv)
+        """J(w + t s)."""
         reg = 0.5 * self.problem.alpha * (self.ww + t * (2.0 * self.ws + t * self.ss))
-        return reg + self._mean(values)
+        risk = self._risk[1] if self._risk[0] == t else self._sums(t)[0]
+        return reg + risk / len(self.z)
 
-    def derivatives(self, t):
-        """l'(f_i + t z_i) of every row (unweighted)."""
-        if self._at is None or self._at[0] != t:
-            self.value(t)
-        return self._at[1]
+    def multipliers(self, t):
+        """c_i l'(f_i + t z_i) of every row: the risk's gradient at w + t s is X^T of
+        them over m."""
+        out = np.empty(len(self.z))
+        self._sums(t, multipliers=out)
+        return out
 
     def slope(self, t):
         """(phi'(t), phi''(t)), the second the generalized one where l' has a kink."""
-        self.n_trials += 1
-        p, z = self.problem, self.z
-        ft = self.f + t * z
-        deriv = self._loss(t)[1]
-        curv = np.empty(len(z))
-        _hessian.curvature(p.loss.spec.kernel_id, p.loss.param, ft, p.y, self.c, curv)
-        weighted = deriv * z if len(self.c) == 0 else deriv * self.c * z
-        return (p.alpha * (self.ws + t * self.ss) + float(weighted.sum()) / len(z),
-                p.alpha * self.ss + float(curv @ (z * z)) / len(z))
+        p, m = self.problem, len(self.z)
+        _, d1, d2 = self._sums(t, second=True)
+        return p.alpha * (self.ws + t * self.ss) + d1 / m, p.alpha * self.ss + d2 / m
 
 
 def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=None,
@@ -304,7 +296,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
                 f_old, f = f, f + t * line.z
                 w = w + t * s
                 n_active = hess.update(f)
-                grad_risk = hess.gradient(line.derivatives(t), diag=precondition)
+                grad_risk = hess.gradient(line.multipliers(t), diag=precondition)
                 cert.record(w, f, grad_risk)
                 g_new = grad_risk + problem.alpha * w
                 bound = cert.gap(w, J, g_new, _target(mon, J),
