@@ -303,26 +303,27 @@ def scatter(const floating[::1] data, const index_t[::1] indices, const index_t[
 
 
 def along(int loss, double loss_param, const double[::1] f, const double[::1] z,
-          const double[::1] y, const double[::1] sample_weight, double t, bint second=False,
-          double[::1] multipliers=None):
+          const double[::1] y, const double[::1] sample_weight, double t,
+          double[::1] multipliers, double[::1] curvature=None):
     """The risk along a direction from the scores f = X w and z = X s, at f + t z:
-    (sum_i c_i l_i, sum_i c_i l'_i z_i, sum_i c_i l''_i z_i^2), the last 0 unless
-    ``second``; ``multipliers`` (optional) receives c_i l'_i.  ``sample_weight`` empty for
-    unit weights.  One loop in row order (the same bits on every run); a loss value that
-    overflows makes the first sum inf."""
+    (sum_i c_i l_i, sum_i c_i l'_i z_i, sum_i c_i l''_i z_i^2), the last 0 without
+    ``curvature``; ``multipliers`` receives c_i l'_i and ``curvature`` (optional)
+    c_i l''_i, Newton's D at w + t s.  ``sample_weight`` empty for unit weights.  One
+    loop in row order (the same bits on every run); a loss value that overflows makes the
+    first sum inf."""
     cdef Py_ssize_t i, n = f.shape[0]
     cdef bint weighted = sample_weight.shape[0] > 0
-    cdef double s, gi, li, value = 0.0, d1 = 0.0, d2 = 0.0
-    cdef double* g_out = NULL
+    cdef double s, gi, li, hi, value = 0.0, d1 = 0.0, d2 = 0.0
+    cdef double* h_out = NULL
     if not 0 <= loss < FR_N_LOSSES:
         raise ValueError(f"loss id must be in [0, {FR_N_LOSSES}), got {loss}")
-    if z.shape[0] != n or y.shape[0] != n or (weighted and sample_weight.shape[0] != n):
-        raise ValueError("f, z, y (and sample_weight) must have the same length")
-    if multipliers is not None:
-        if multipliers.shape[0] != n:
-            raise ValueError("multipliers must have len(f) entries")
-        if n > 0:
-            g_out = &multipliers[0]
+    if z.shape[0] != n or y.shape[0] != n or multipliers.shape[0] != n or (
+            weighted and sample_weight.shape[0] != n) or (
+            curvature is not None and curvature.shape[0] != n):
+        raise ValueError("f, z, y, multipliers (and sample_weight, curvature) must have the "
+                         "same length")
+    if curvature is not None and n > 0:
+        h_out = &curvature[0]
     with nogil:
         for i in range(n):
             s = f[i] + t * z[i]
@@ -330,11 +331,13 @@ def along(int loss, double loss_param, const double[::1] f, const double[::1] z,
                           &sample_weight[i] if weighted else NULL, &gi, &li)
             value += li
             d1 += gi * z[i]
-            if second:
-                d2 += (sample_weight[i] if weighted else 1.0) * \
-                    fr_loss_curv(loss, loss_param, s, y[i]) * z[i] * z[i]
-            if g_out != NULL:
-                g_out[i] = gi
+            multipliers[i] = gi
+            if h_out != NULL:
+                hi = fr_loss_curv(loss, loss_param, s, y[i])
+                if weighted:
+                    hi *= sample_weight[i]
+                h_out[i] = hi
+                d2 += hi * z[i] * z[i]
     return value, d1, d2
 
 

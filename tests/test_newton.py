@@ -377,7 +377,7 @@ def test_trial_objective_and_gradient_from_scores(loss, task, sparse, dtype):
         assert line.value(t) == pytest.approx(expected, rel=1e-12)
         w_t = w + t * s
         J_t, g_t = problem.objective_gradient(w_t)
-        grad = hess.gradient(line.multipliers(t)) + problem.alpha * w_t
+        grad = hess.gradient(line.rows(t)[0]) + problem.alpha * w_t
         np.testing.assert_allclose(grad, g_t, rtol=0, atol=1e-12 * np.linalg.norm(g_t))
         # phi'(t) = g(w + t s).s from scratch; phi''(t) = s.H s with H from the kernel that
         # test_hess_vec_matches_numpy checks (1e-10: sums of m products)
@@ -386,9 +386,13 @@ def test_trial_objective_and_gradient_from_scores(loss, task, sparse, dtype):
         at_t = newton._Hessian(problem)
         at_t.update(f + t * z)
         assert d2 == pytest.approx(float(s @ at_t(s)), rel=1e-10)
-    f_t = f + t * z
-    hess.update(f_t)
-    hess.gradient(line.multipliers(t), diag=True)
+    multipliers, D = line.rows(t)
+    expected_D = np.empty(len(D))
+    _hessian.curvature(LOSSES[loss].kernel_id, problem.loss.param, f + t * z, problem.y,
+                       problem.sample_weight, expected_D)
+    np.testing.assert_allclose(D, expected_D, rtol=1e-12, atol=0)
+    hess.update(D=D)
+    hess.gradient(multipliers, diag=True)
     diag = np.empty(problem.n_weights)
     _hessian.hess_diag(*hess.rows, hess.D, diag, hess.workspace, 1)
     np.testing.assert_allclose(hess.diag, diag, rtol=1e-12)

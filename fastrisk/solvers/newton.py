@@ -98,10 +98,14 @@ class _Hessian:
         self.diag = None  # diag(X^T D X) at the current D, when a scatter pass gave it
         self.n_products = 0
 
-    def update(self, scores):
-        """D_ii = c_i l''(f_i); returns the number of rows with D_ii != 0."""
+    def update(self, scores=None, D=None):
+        """D_ii = c_i l''(f_i) from the scores, or the given D; returns the number of rows
+        with D_ii != 0."""
         p = self.problem
         self.diag = None
+        if D is not None:
+            self.D = D
+            return int(np.count_nonzero(D))
         return _hessian.curvature(p.loss.spec.kernel_id, p.loss.param, scores, p.y, self.c,
                                   self.D)
 
@@ -198,41 +202,43 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
 
 
 class _Line:
-    """phi(t) = J(w + t s) in O(m) from f = X w and z = X s (the module docstring)."""
+    """phi(t) = J(w + t s) in O(m) from f = X w and z = X s (the module docstring).  Each
+    evaluation also keeps the rows' c_i l'_i and c_i l''_i at w + t s: the accepted
+    point's gradient and Hessian start from them."""
 
     def __init__(self, problem, w, s, f, z):
         self.problem, self.f, self.z = problem, f, z
         self.ww, self.ws, self.ss = float(w @ w), float(w @ s), float(s @ s)
         self.c = np.empty(0) if problem.sample_weight is None else problem.sample_weight
         self.n_trials = 0
-        self._risk = (None, 0.0)  # (t, risk sum) of the last evaluation, reused by ``value``
+        self._at = (None,)  # (t, sums, multipliers, curvature) of the last evaluation
 
-    def _sums(self, t, second=False, multipliers=None):
-        self.n_trials += 1
-        p = self.problem
-        sums = _hessian.along(p.loss.spec.kernel_id, p.loss.param, self.f, self.z, p.y,
-                              self.c, t, second, multipliers)
-        self._risk = (t, sums[0])
-        return sums
+    def _sums(self, t):
+        if self._at[0] != t:
+            self.n_trials += 1
+            p, m = self.problem, len(self.z)
+            g, h = np.empty(m), np.empty(m)
+            sums = _hessian.along(p.loss.spec.kernel_id, p.loss.param, self.f, self.z, p.y,
+                                  self.c, t, g, h)
+            self._at = (t, sums, g, h)
+        return self._at[1]
 
     def value(self, t):
         """J(w + t s)."""
         reg = 0.5 * self.problem.alpha * (self.ww + t * (2.0 * self.ws + t * self.ss))
-        risk = self._risk[1] if self._risk[0] == t else self._sums(t)[0]
-        return reg + risk / len(self.z)
-
-    def multipliers(self, t):
-        """c_i l'(f_i + t z_i) of every row: the risk's gradient at w + t s is X^T of
-        them over m."""
-        out = np.empty(len(self.z))
-        self._sums(t, multipliers=out)
-        return out
+        return reg + self._sums(t)[0] / len(self.z)
 
     def slope(self, t):
         """(phi'(t), phi''(t)), the second the generalized one where l' has a kink."""
         p, m = self.problem, len(self.z)
-        _, d1, d2 = self._sums(t, second=True)
+        _, d1, d2 = self._sums(t)
         return p.alpha * (self.ws + t * self.ss) + d1 / m, p.alpha * self.ss + d2 / m
+
+    def rows(self, t):
+        """(c_i l'_i, c_i l''_i) at w + t s: the risk's gradient there is X^T of the first
+        over m, Newton's D the second."""
+        self._sums(t)
+        return self._at[2], self._at[3]
 
 
 def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=None,
@@ -295,8 +301,9 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
                 t, J = step
                 f_old, f = f, f + t * line.z
                 w = w + t * s
-                n_active = hess.update(f)
-                grad_risk = hess.gradient(line.multipliers(t), diag=precondition)
+                multipliers, D = line.rows(t)
+                n_active = hess.update(D=D)
+                grad_risk = hess.gradient(multipliers, diag=precondition)
                 cert.record(w, f, grad_risk)
                 g_new = grad_risk + problem.alpha * w
                 bound = cert.gap(w, J, g_new, _target(mon, J),
