@@ -304,67 +304,59 @@ def scatter(const floating[::1] data, const index_t[::1] indices, const index_t[
 
 def along(int loss, double loss_param, const double[::1] f, const double[::1] z,
           const double[::1] y, const double[::1] sample_weight, double t,
-          double[::1] multipliers, double[::1] curvature=None):
+          double[::1] deriv, double[::1] curv):
     """The risk along a direction from the scores f = X w and z = X s, at f + t z:
-    (sum_i c_i l_i, sum_i c_i l'_i z_i, sum_i c_i l''_i z_i^2), the last 0 without
-    ``curvature``; ``multipliers`` receives c_i l'_i and ``curvature`` (optional)
-    c_i l''_i, Newton's D at w + t s.  ``sample_weight`` empty for unit weights.  One
+    (sum_i c_i l_i, sum_i c_i l'_i z_i, sum_i c_i l''_i z_i^2); ``deriv`` and ``curv``
+    receive l'_i and l''_i (without c_i).  ``sample_weight`` empty for unit weights.  One
     loop in row order (the same bits on every run); a loss value that overflows makes the
     first sum inf."""
     cdef Py_ssize_t i, n = f.shape[0]
     cdef bint weighted = sample_weight.shape[0] > 0
-    cdef double s, gi, li, hi, value = 0.0, d1 = 0.0, d2 = 0.0
-    cdef double* h_out = NULL
+    cdef double s, ci, gi, li, hi, value = 0.0, d1 = 0.0, d2 = 0.0
     if not 0 <= loss < FR_N_LOSSES:
         raise ValueError(f"loss id must be in [0, {FR_N_LOSSES}), got {loss}")
-    if z.shape[0] != n or y.shape[0] != n or multipliers.shape[0] != n or (
-            weighted and sample_weight.shape[0] != n) or (
-            curvature is not None and curvature.shape[0] != n):
-        raise ValueError("f, z, y, multipliers (and sample_weight, curvature) must have the "
-                         "same length")
-    if curvature is not None and n > 0:
-        h_out = &curvature[0]
+    if z.shape[0] != n or y.shape[0] != n or deriv.shape[0] != n or curv.shape[0] != n or (
+            weighted and sample_weight.shape[0] != n):
+        raise ValueError("f, z, y, deriv, curv (and sample_weight) must have the same length")
     with nogil:
         for i in range(n):
             s = f[i] + t * z[i]
-            fr_loss_batch(loss, loss_param, 1, &s, &y[i],
-                          &sample_weight[i] if weighted else NULL, &gi, &li)
-            value += li
-            d1 += gi * z[i]
-            multipliers[i] = gi
-            if h_out != NULL:
-                hi = fr_loss_curv(loss, loss_param, s, y[i])
-                if weighted:
-                    hi *= sample_weight[i]
-                h_out[i] = hi
-                d2 += hi * z[i] * z[i]
+            fr_loss_batch(loss, loss_param, 1, &s, &y[i], NULL, &gi, &li)
+            hi = fr_loss_curv(loss, loss_param, s, y[i])
+            deriv[i] = gi
+            curv[i] = hi
+            ci = sample_weight[i] if weighted else 1.0
+            value += ci * li
+            d1 += ci * gi * z[i]
+            d2 += ci * hi * z[i] * z[i]
     return value, d1, d2
 
 
-def step_dual(int loss, double loss_param, const double[::1] f_old, const double[::1] f_new,
-              const double[::1] y, double[::1] conj, double[::1] shift):
+def step_dual(int loss, double loss_param, const double[::1] a_old, const double[::1] h_old,
+              const double[::1] df, const double[::1] a_new, const double[::1] y,
+              double[::1] conj, double[::1] shift):
     """The dual point of a Newton step (fastrisk/solvers/_dual_gap.py, ``step_gap``), row
-    by row: a_i = l'(f_old,i) + l''(f_old,i) (f_new,i - f_old,i) linearizes l' along the
-    step; conj_i = l*(a_i), or where that is not finite (a_i outside the domain of l*)
-    l*(l'(f_new,i)) with shift_i = l'(f_new,i) - a_i (0 on the other rows).  Returns the
-    number of rows replaced."""
-    cdef Py_ssize_t i, n = f_old.shape[0], replaced = 0
-    cdef double a, a_new, li, cj, f
+    by row, from a_old = l'(f_old), h_old = l''(f_old), df = f_new - f_old and
+    a_new = l'(f_new): a_i = a_old,i + h_old,i df_i linearizes l' along the step;
+    conj_i = l*(a_i), or where that is not finite (a_i outside the domain of l*)
+    l*(a_new,i) with shift_i = a_new,i - a_i (0 on the other rows).  Returns the number
+    of rows replaced."""
+    cdef Py_ssize_t i, n = a_old.shape[0], replaced = 0
+    cdef double a, cj
     if not 0 <= loss < FR_N_LOSSES:
         raise ValueError(f"loss id must be in [0, {FR_N_LOSSES}), got {loss}")
-    if f_new.shape[0] != n or y.shape[0] != n or conj.shape[0] != n or shift.shape[0] != n:
-        raise ValueError("f_old, f_new, y, conj and shift must have the same length")
+    if h_old.shape[0] != n or df.shape[0] != n or a_new.shape[0] != n or y.shape[0] != n \
+            or conj.shape[0] != n or shift.shape[0] != n:
+        raise ValueError("a_old, h_old, df, a_new, y, conj and shift must have the same "
+                         "length")
     with nogil:
         for i in range(n):
-            f = f_old[i]
-            fr_loss_batch(loss, loss_param, 1, &f, &y[i], NULL, &a, &li)
-            a = a + fr_loss_curv(loss, loss_param, f, y[i]) * (f_new[i] - f)
+            a = a_old[i] + h_old[i] * df[i]
             fr_loss_conj_batch(loss, loss_param, 1, &a, &y[i], &cj)
             shift[i] = 0.0
             if not isfinite(cj):
-                fr_loss_batch(loss, loss_param, 1, &f_new[i], &y[i], NULL, &a_new, &li)
-                fr_loss_conj_batch(loss, loss_param, 1, &a_new, &y[i], &cj)
-                shift[i] = a_new - a
+                fr_loss_conj_batch(loss, loss_param, 1, &a_new[i], &y[i], &cj)
+                shift[i] = a_new[i] - a
                 replaced += 1
             conj[i] = cj
     return replaced

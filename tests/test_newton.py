@@ -30,6 +30,7 @@ from fastrisk import _hessian
 from fastrisk.losses import LOSSES
 from fastrisk.problem import Problem
 from fastrisk.solvers import newton, solve
+from fastrisk.solvers._dual_gap import GapCertificate
 from fastrisk.solvers.newton import SOLVER_INFO, solve_newton
 
 REL = 1e-6
@@ -377,7 +378,7 @@ def test_trial_objective_and_gradient_from_scores(loss, task, sparse, dtype):
         assert line.value(t) == pytest.approx(expected, rel=1e-12)
         w_t = w + t * s
         J_t, g_t = problem.objective_gradient(w_t)
-        grad = hess.gradient(line.rows(t)[0]) + problem.alpha * w_t
+        grad = hess.gradient(line.rows(t)[0] * problem.sample_weight) + problem.alpha * w_t
         np.testing.assert_allclose(grad, g_t, rtol=0, atol=1e-12 * np.linalg.norm(g_t))
         # phi'(t) = g(w + t s).s from scratch; phi''(t) = s.H s with H from the kernel that
         # test_hess_vec_matches_numpy checks (1e-10: sums of m products)
@@ -386,13 +387,23 @@ def test_trial_objective_and_gradient_from_scores(loss, task, sparse, dtype):
         at_t = newton._Hessian(problem)
         at_t.update(f + t * z)
         assert d2 == pytest.approx(float(s @ at_t(s)), rel=1e-10)
-    multipliers, D = line.rows(t)
-    expected_D = np.empty(len(D))
+    # the step certificate from the line's derivatives equals the one computed from the
+    # scores alone (the same formulas; 1e-12 relative to J)
+    cert = GapCertificate(problem, need_scores=True)
+    cert.evaluate(w)
+    a0, h0 = newton._derivatives(problem, f)
+    r = -g - hess(s)  # the CG residual at w (hess still holds D at w)
+    cert.evaluate(w + t * s)
+    J_t = problem.objective(w + t * s)
+    assert cert.step_gap(J_t, f, t, g, r, derivatives=(a0, h0, line.rows(t)[0])) == \
+        pytest.approx(cert.step_gap(J_t, f, t, g, r), rel=0, abs=1e-12 * J_t)
+    a, h = line.rows(t)
+    expected_h = np.empty(len(h))
     _hessian.curvature(LOSSES[loss].kernel_id, problem.loss.param, f + t * z, problem.y,
-                       problem.sample_weight, expected_D)
-    np.testing.assert_allclose(D, expected_D, rtol=1e-12, atol=0)
-    hess.update(D=D)
-    hess.gradient(multipliers, diag=True)
+                       np.empty(0), expected_h)
+    np.testing.assert_allclose(h, expected_h, rtol=1e-12, atol=0)
+    hess.update(D=h * problem.sample_weight)
+    hess.gradient(a * problem.sample_weight, diag=True)
     diag = np.empty(problem.n_weights)
     _hessian.hess_diag(*hess.rows, hess.D, diag, hess.workspace, 1)
     np.testing.assert_allclose(hess.diag, diag, rtol=1e-12)

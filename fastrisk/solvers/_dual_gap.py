@@ -178,21 +178,30 @@ class GapCertificate:
             return bound
         return min(bound, value - self._best_dual(value, 0.0 if target is None else target))
 
-    def step_gap(self, value, f_old, t, g_old, r):
+    def step_gap(self, value, f_old, t, g_old, r, derivatives=None):
         """Certified bound on J(w_new) - J* from the dual point of a Newton step (module
         docstring): w_new, its scores and ``value`` = J(w_new) are the last evaluation;
         ``f_old`` and ``g_old`` are the scores and the gradient of J at the step's start,
-        t the step length and r the residual -g_old - H s of the direction s.  inf when
-        the problem has no such certificate (not l2, or no scores)."""
+        t the step length and r the residual -g_old - H s of the direction s.
+        ``derivatives``: (l'(f_old), l''(f_old), l'(f_new)) without sample weights when
+        the caller has them (Newton's line search computes them), else computed here.  inf
+        when the problem has no such certificate (not l2, or no scores)."""
         if not self.certified or self.kappa != 0.0 or self._last is None \
                 or self.derivatives is None:
             return math.inf
         p = self.problem
-        c, m = p.sample_weight, p.n_samples
+        kid, param, y, c, m = (p.loss.spec.kernel_id, p.loss.param, p.y, p.sample_weight,
+                               p.n_samples)
         w_new, f_new, _ = self._last
+        if derivatives is None:
+            h_old = np.empty(m)
+            _hessian.curvature(kid, param, f_old, y, np.empty(0), h_old)
+            derivatives = (_oracle.loss_values(kid, param, f_old, y)[1], h_old,
+                           _oracle.loss_values(kid, param, f_new, y)[1])
         conj, shift = np.empty(m), np.empty(m)
-        replaced = _hessian.step_dual(p.loss.spec.kernel_id, p.loss.param, f_old, f_new, p.y,
-                                      conj, shift)
+        a_old, h_old, a_new = derivatives
+        replaced = _hessian.step_dual(kid, param, a_old, h_old, f_new - f_old, a_new, y, conj,
+                                      shift)
         v = w_new + (t * r - (1.0 - t) * g_old) / self.lam
         if replaced:
             # u_i = -a_i moves by -shift_i on the replaced rows: v moves by X^T of that

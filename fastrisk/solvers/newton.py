@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from fastrisk import _hessian
+from fastrisk import _hessian, _oracle
 from fastrisk.config import single_threaded_blas
 from fastrisk.solvers._dual_gap import GapCertificate
 from fastrisk.solvers._checks import start_weights
@@ -203,24 +203,24 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
 
 class _Line:
     """phi(t) = J(w + t s) in O(m) from f = X w and z = X s (the module docstring).  Each
-    evaluation also keeps the rows' c_i l'_i and c_i l''_i at w + t s: the accepted
-    point's gradient and Hessian start from them."""
+    evaluation also keeps the rows' l'_i and l''_i at w + t s: the accepted point's
+    gradient, Hessian and step certificate start from them."""
 
     def __init__(self, problem, w, s, f, z):
         self.problem, self.f, self.z = problem, f, z
         self.ww, self.ws, self.ss = float(w @ w), float(w @ s), float(s @ s)
         self.c = np.empty(0) if problem.sample_weight is None else problem.sample_weight
         self.n_trials = 0
-        self._at = (None,)  # (t, sums, multipliers, curvature) of the last evaluation
+        self._at = (None,)  # (t, sums, l', l'') of the last evaluation
 
     def _sums(self, t):
         if self._at[0] != t:
             self.n_trials += 1
             p, m = self.problem, len(self.z)
-            g, h = np.empty(m), np.empty(m)
+            a, h = np.empty(m), np.empty(m)
             sums = _hessian.along(p.loss.spec.kernel_id, p.loss.param, self.f, self.z, p.y,
-                                  self.c, t, g, h)
-            self._at = (t, sums, g, h)
+                                  self.c, t, a, h)
+            self._at = (t, sums, a, h)
         return self._at[1]
 
     def value(self, t):
@@ -235,8 +235,7 @@ class _Line:
         return p.alpha * (self.ws + t * self.ss) + d1 / m, p.alpha * self.ss + d2 / m
 
     def rows(self, t):
-        """(c_i l'_i, c_i l''_i) at w + t s: the risk's gradient there is X^T of the first
-        over m, Newton's D the second."""
+        """(l'_i, l''_i) at w + t s, without sample weights."""
         self._sums(t)
         return self._at[2], self._at[3]
 
@@ -283,6 +282,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
         precondition = bool(precondition) and globalization == "line_search"
         exact = problem.loss.name in PIECEWISE_QUADRATIC
         f = cert.scores
+        rows = _derivatives(problem, f)  # l', l'' of the rows at w
         it = n_trials = 0
         while status is None:
             it += 1
@@ -301,13 +301,15 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
                 t, J = step
                 f_old, f = f, f + t * line.z
                 w = w + t * s
-                multipliers, D = line.rows(t)
-                n_active = hess.update(D=D)
-                grad_risk = hess.gradient(multipliers, diag=precondition)
+                a_old, h_old = rows
+                rows = line.rows(t)
+                n_active = hess.update(D=_weighted(problem, rows[1]))
+                grad_risk = hess.gradient(_weighted(problem, rows[0]), diag=precondition)
                 cert.record(w, f, grad_risk)
                 g_new = grad_risk + problem.alpha * w
                 bound = cert.gap(w, J, g_new, _target(mon, J),
-                                 known=cert.step_gap(J, f_old, t, g, r))
+                                 known=cert.step_gap(J, f_old, t, g, r,
+                                                     derivatives=(a_old, h_old, rows[0])))
                 g = g_new
             status = mon.check(it, w, J, bound)
             if status is None and (step is None and globalization == "line_search"
@@ -380,6 +382,19 @@ def _minimizer(line, gs):
             t_new = 2.0 * lo if hi == math.inf else 0.5 * (lo + hi)
         t = t_new
     return t
+
+
+def _derivatives(problem, f):
+    """(l'(f_i), l''(f_i)) of every row, without sample weights."""
+    kid, param, y = problem.loss.spec.kernel_id, problem.loss.param, problem.y
+    h = np.empty(len(f))
+    _hessian.curvature(kid, param, f, y, np.empty(0), h)
+    return _oracle.loss_values(kid, param, f, y)[1], h
+
+
+def _weighted(problem, v):
+    """c_i v_i (v itself for unit weights)."""
+    return v if problem.sample_weight is None else v * problem.sample_weight
 
 
 def _target(mon, J):
