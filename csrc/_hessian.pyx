@@ -10,7 +10,7 @@ iteration without forming the matrix.  For losses with a kink in l'
 Mangasarian (2002), as in LIBLINEAR's primal Newton solver: rows with
 D_ii = 0 are skipped by both products.
 
-The line search of Galli & Lin (2021, section 4) keeps ``X s`` for the
+The line search of Galli & Lin (2021) keeps ``X s`` for the
 Newton direction s: ``hess_vec`` can also write the ``X v`` it computes on
 the rows with curvature (conjugate gradient adds them up into ``X s``),
 ``inactive_dots`` completes the other rows, and ``scatter`` gives the

@@ -26,7 +26,7 @@ iteration is:
    46 line-search steps to it) and was otherwise within the noise of it on the
    benchmark sets.
 
-Both evaluate J along the direction as Galli & Lin (2021, section 4) do:
+Both evaluate J along the direction as Galli & Lin (2021) do:
 conjugate gradient adds up ``z = X s`` from the products ``X d`` its
 Hessian-vector kernel computes anyway (the rows without curvature, which the
 kernel skips, take one gather pass), so that with f = X w each trial
@@ -36,9 +36,10 @@ costs O(m), and the accepted point takes one scatter pass for its gradient
 for the preconditioner.  For losses that are piecewise quadratic in the score
 (squared hinge, squared, Huber, smoothed hinge) J is piecewise quadratic along
 s and the line search starts from its minimizer (safeguarded 1-D Newton on
-dJ/dt, O(m) per iteration) instead of t = 1: on separable data the full
-step of the squared hinge overshoots by orders of magnitude and halving
-would need many trials and, worse, leaves a step far from the best.
+dJ/dt, O(m) per iteration) instead of t = 1: where the set of rows with
+curvature changes along s (the squared hinge on nearly separable data, the
+first steps from w = 0) the full step can be far from that minimizer on
+either side, and backtracking only shortens it.
 
 Certificate: the smaller of two duality gaps (fastrisk/solvers/_dual_gap.py,
 Fenchel duality, docs/math.md §7), checked after every step: the extrapolated
