@@ -410,11 +410,15 @@ def test_trial_objective_and_gradient_from_scores(loss, task, sparse, dtype):
 
 
 @pytest.mark.parametrize("loss,task,sparse", LINE_CASES)
-def test_every_accepted_step_satisfies_armijo_from_scratch(loss, task, sparse, monkeypatch):
-    """Whole runs (line search, exact start for the squared hinge): each accepted
-    w + t s satisfies J(w + t s) <= J(w) + ARMIJO t g.s with J and g recomputed by
-    problem.objective_gradient (slack 1e-12 relative for rounding)."""
-    problem, w0 = line_problem(loss, task, sparse)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_accepted_step_satisfies_armijo_from_scratch(loss, task, sparse, dtype,
+                                                           monkeypatch):
+    """Whole runs (line search, exact start for the squared hinge and Huber) from a start
+    far from w* (some steps shorter than the full Newton step, except for Poisson): each
+    accepted w + t s satisfies J(w + t s) <= J(w) + ARMIJO t g.s with J and g recomputed
+    by problem.objective_gradient (slack 1e-12 relative for rounding)."""
+    problem, w0 = line_problem(loss, task, sparse, dtype)
+    w0 = 30.0 * w0
     lines = []
 
     class Recording(newton._Line):
@@ -440,6 +444,7 @@ def test_every_accepted_step_satisfies_armijo_from_scratch(loss, task, sparse, m
     monkeypatch.setattr(newton, "_line_search_step", step)
     res = solve_newton(problem, tol=1e-10, start=w0)
     assert res.status == "converged" and len(accepted) >= 3
+    assert loss == "poisson" or any(t != 1.0 for _, t in accepted)
     for line, t in accepted:
         J, g = problem.objective_gradient(line.w)
         J_t = problem.objective(line.w + t * line.s)
