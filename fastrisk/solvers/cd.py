@@ -209,6 +209,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     # the working set after it is set to w there
     grad, hdiag, wpd = np.empty(n_weights), np.empty(n_weights), np.empty(n_weights)
     deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
+    trial = tuple(np.empty(m) for _ in range(3))  # the line search's deriv, g, h
     buffer = np.empty(n_weights, dtype=np.int64)  # the working set, or the screened columns
     curv = problem.loss.curvature  # sup l'', None when unbounded
     screen = screening and lam1 > 0 and curv is not None
@@ -323,11 +324,14 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     M_prev, gnorm1_init, inner_eps = 0.0, None, 1.0
     D_best, u_best, gap = -math.inf, None, math.nan
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
+    fresh = False  # whether deriv, g, h and loss_value are those of the current f
     with mon.interruptible():
         while status is None:
             it += 1
-            loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
-            _raise_on(st, problem)
+            if not fresh:
+                loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
+                _raise_on(st, problem)
+            fresh = False
             _cd.column_stats(*cols.arrays, g, h, kept, grad, hdiag, threads)
             top, l1, sq, shrunk = _cd.kept_sums(kept, grad, w, lam1)
             P = loss_value + lam1 * l1 + 0.5 * lam2 * sq
@@ -372,12 +376,15 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             n_passes += passes
             if passes == 1:
                 inner_eps *= 0.25
-            t, _, st = _cd.line_search(kid, p, f, xtd, y, c_arg, inv_m, working, n_working, w,
-                                       wpd, grad, lam1, lam2, loss_value, SIGMA, MAX_LINE_STEPS,
-                                       ROUNDOFF * P, work)
+            t, loss_value, st = _cd.line_search(kid, p, f, xtd, y, c_arg, inv_m, working,
+                                                n_working, w, wpd, grad, lam1, lam2, loss_value,
+                                                SIGMA, MAX_LINE_STEPS, ROUNDOFF * P, work, *trial)
             _raise_on(st, problem)
             if t == 0.0:
                 status = "stalled"
+            else:  # the derivatives at the new f come from the line search
+                (deriv, g, h), trial = trial, (deriv, g, h)
+                fresh = True
     if mon.interrupted:
         status = "interrupted"
     # the reported objective and gap are recomputed from X w (f accumulated updates), read
