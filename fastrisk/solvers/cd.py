@@ -10,7 +10,11 @@ Algorithm (newGLMNET, Yuan, Ho & Lin 2012, Algorithm 3; LIBLINEAR's ``solve_l1r_
 1. at w, the per-example derivatives g = c l'(Xw) / m and curvatures h = c l''(Xw) / m
    (csrc/fr_loss.h) and, for every column not screened out, G_j = x_j^T g + lam2 w_j
    and the Hessian diagonal x_j^T diag(h) x_j (one pass over X by columns);
-2. certificate (below) and Gap Safe screening;
+2. certificate (below) and Gap Safe screening, at the first iteration and after steps
+   that decreased J by at most GAP_DECREASE J (or tol J): since gap >= J(w) - J*, a
+   larger decrease says w was far from the optimum one step ago, and the rescaled
+   dual point of such an iterate in practice certifies nothing and screens nothing,
+   while it costs m conjugates;
 3. working set: every coordinate except the zero ones whose |G_j| is below
    lam1 - M / m, M the largest optimality violation of the previous iteration
    (newGLMNET's outer shrinking, their eq. (31)), M = 0 at the first iteration: the
@@ -66,6 +70,7 @@ from fastrisk.solvers._checks import check_bool, check_choice, check_int, start_
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
+GAP_DECREASE = 0.01               # relative decrease of J below which the gap is computed
 SIGMA, MAX_LINE_STEPS = 0.01, 30  # Armijo constant and backtracking steps (newGLMNET)
 NU = 1e-12                        # added to the model's Hessian diagonal (newGLMNET)
 MAX_INNER_PASSES = 1000
@@ -168,7 +173,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
 
     ``max_iter`` counts Newton (outer) iterations.  Options beyond the common ones:
     start: a weight vector or a Result to warm-start from.
-    check_every: outer iterations between certificates (each costs m conjugates).
+    check_every: outer iterations between certificates (each costs m conjugates), among
+    those where step 2 computes one.
     n_threads: threads of the column pass (None = the problem's n_threads).
     random_state: seed of the coordinate order in the inner passes.
     screening: Gap Safe screening (needs a loss with bounded l'', an l1 term).
@@ -322,7 +328,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         return True
 
     M_prev, gnorm1_init, inner_eps = 0.0, None, 1.0
-    D_best, u_best, gap = -math.inf, None, math.nan
+    D_best, u_best, gap, P = -math.inf, None, math.nan, math.inf
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
     fresh = False  # whether deriv, g, h and loss_value are those of the current f
     with mon.interruptible():
@@ -334,9 +340,10 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             fresh = False
             _cd.column_stats(*cols.arrays, g, h, kept, grad, hdiag, threads)
             top, l1, sq, shrunk = _cd.kept_sums(kept, grad, w, lam1)
-            P = loss_value + lam1 * l1 + 0.5 * lam2 * sq
+            P_prev, P = P, loss_value + lam1 * l1 + 0.5 * lam2 * sq
             bound = math.nan
-            if it % check_every == 0 or it == 1:
+            near = P_prev - P <= max(GAP_DECREASE * abs(P), mon.tol * abs(P), mon.abs_tol)
+            if it == 1 or (it % check_every == 0 and near):
                 s = 1.0 if lam2 > 0.0 or top <= lam1 else lam1 / top
                 D_now = dual_objective(s, shrunk)
                 if D_now > D_best:
