@@ -14,7 +14,12 @@ Algorithm (newGLMNET, Yuan, Ho & Lin 2012, Algorithm 3; LIBLINEAR's ``solve_l1r_
    that decreased J by at most GAP_DECREASE J (or tol J): since gap >= J(w) - J*, a
    larger decrease says w was far from the optimum one step ago, and the rescaled
    dual point of such an iterate in practice certifies nothing and screens nothing,
-   while it costs m conjugates;
+   while it costs m conjugates.  The other iterations, when the previous working set
+   holds at most RESTRICT of the columns, compute step 1 on that set only and choose
+   the next one inside it (LIBLINEAR's shrinking of the active set between full
+   checks; w is zero off that set, so J is exact): a column left out re-enters at the
+   next certificate iteration, which comes once the steps on the restricted problem
+   decrease J little (or one of them fails);
 3. working set: every coordinate except the zero ones whose |G_j| is below
    lam1 - M / m, M the largest optimality violation of the previous iteration
    (newGLMNET's outer shrinking, their eq. (31)), M = 0 at the first iteration: the
@@ -71,6 +76,7 @@ from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
 GAP_DECREASE = 0.01               # relative decrease of J below which the gap is computed
+RESTRICT = 0.5                    # largest fraction of the kept columns of a restricted step 1
 SIGMA, MAX_LINE_STEPS = 0.01, 30  # Armijo constant and backtracking steps (newGLMNET)
 NU = 1e-12                        # added to the model's Hessian diagonal (newGLMNET)
 MAX_INNER_PASSES = 1000
@@ -185,7 +191,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     ``result.extra``: ``dual`` (the dual point u of the best D), ``dual_objective``,
     ``n_screened`` (columns removed by screening), ``screened`` (their boolean mask),
     ``n_working`` (working-set size of the last iteration), ``n_inner_passes``,
-    ``n_gram`` (outer iterations whose inner solve ran on the Gram matrix).
+    ``n_gram`` (outer iterations whose inner solve ran on the Gram matrix),
+    ``n_restricted`` (outer iterations whose step 1 ran on the previous working set).
     """
     _check_problem(problem)
     lam1, lam2 = penalty_split(problem)
@@ -213,7 +220,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     kept = np.arange(n_weights, dtype=np.int64)  # columns not screened out
     # grad and hdiag are read on the kept columns after column_stats writes them, wpd on
     # the working set after it is set to w there
-    grad, hdiag, wpd = np.empty(n_weights), np.empty(n_weights), np.empty(n_weights)
+    grad, hdiag, wpd = np.zeros(n_weights), np.empty(n_weights), np.empty(n_weights)
     deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
     trial = tuple(np.empty(m) for _ in range(3))  # the line search's deriv, g, h
     buffer = np.empty(n_weights, dtype=np.int64)  # the working set, or the screened columns
@@ -330,7 +337,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     M_prev, gnorm1_init, inner_eps = 0.0, None, 1.0
     D_best, u_best, gap, P = -math.inf, None, math.nan, math.inf
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
+    n_restricted = 0
     fresh = False  # whether deriv, g, h and loss_value are those of the current f
+    active, force_full = kept, True  # the columns of step 1 on restricted iterations
     with mon.interruptible():
         while status is None:
             it += 1
@@ -338,12 +347,18 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                 loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
                 _raise_on(st, problem)
             fresh = False
-            _cd.column_stats(*cols.arrays, g, h, kept, grad, hdiag, threads)
-            top, l1, sq, shrunk = _cd.kept_sums(kept, grad, w, lam1)
+            _, l1, sq, _ = _cd.kept_sums(active, grad, w, lam1)  # w = 0 off active
             P_prev, P = P, loss_value + lam1 * l1 + 0.5 * lam2 * sq
             bound = math.nan
             near = P_prev - P <= max(GAP_DECREASE * abs(P), mon.tol * abs(P), mon.abs_tol)
-            if it == 1 or (it % check_every == 0 and near):
+            full = force_full or (it % check_every == 0 and near)
+            force_full = False
+            restricted = not full and active.shape[0] <= RESTRICT * kept.shape[0]
+            columns_now = active if restricted else kept
+            n_restricted += restricted
+            _cd.column_stats(*cols.arrays, g, h, columns_now, grad, hdiag, threads)
+            if full:
+                top, _, _, shrunk = _cd.kept_sums(kept, grad, w, lam1)
                 s = 1.0 if lam2 > 0.0 or top <= lam1 else lam1 / top
                 D_now = dual_objective(s, shrunk)
                 if D_now > D_best:
@@ -354,19 +369,20 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                                        * (max(P - D_now, 0.0) + SCREEN_MARGIN * abs(P)))
                     n_kept, n_moved = _cd.screen(kept, grad, cols.norms, w, s, radius,
                                                  lam1 * (1.0 - SCREEN_MARGIN), buffer)
-                    kept = kept[:n_kept]
+                    kept = columns_now = kept[:n_kept]
                     if n_moved:  # zero them; the derivatives change: start over
                         for j in buffer[:n_moved]:
                             _cd.column_axpy(*cols.arrays, j, -w[j], f)
                             w[j] = 0.0
+                        active, force_full = kept, True
                         continue
             status = mon.check(it, w.copy() if callback is not None else w, P, bound,
                                keep_best=False)
             if status is not None:
                 break
             # working set (outer shrinking) from the violations of the optimality conditions;
-            # grad[kept] becomes G
-            n_working, gnorm1, M_now = _cd.working_set(kept, grad, w, lam1, lam2,
+            # grad[columns_now] becomes G
+            n_working, gnorm1, M_now = _cd.working_set(columns_now, grad, w, lam1, lam2,
                                                        lam1 - M_prev * inv_m, buffer)
             working = buffer[:n_working]
             gnorm1_init = gnorm1 if gnorm1_init is None else gnorm1_init
@@ -387,8 +403,10 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                                                 n_working, w, wpd, grad, lam1, lam2, loss_value,
                                                 SIGMA, MAX_LINE_STEPS, ROUNDOFF * P, work, *trial)
             _raise_on(st, problem)
-            if t == 0.0:
-                status = "stalled"
+            active = working.copy()
+            if t == 0.0:  # no step: stalled, unless only the restricted problem was looked at
+                force_full = restricted
+                status = None if force_full else "stalled"
             else:  # the derivatives at the new f come from the line search
                 (deriv, g, h), trial = trial, (deriv, g, h)
                 fresh = True
@@ -408,7 +426,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     return mon.result(status, it, w=w, objective=P, bound=gap, dual=u_best, dual_objective=D_best,
                       n_screened=n_weights - int(kept.shape[0]), screened=screened,
                       n_working=int(n_working), n_inner_passes=int(n_passes),
-                      n_gram=int(n_gram))
+                      n_gram=int(n_gram), n_restricted=int(n_restricted))
 
 
 SOLVER_INFO = SolverInfo(
