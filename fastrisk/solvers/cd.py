@@ -28,7 +28,9 @@ Algorithm (newGLMNET, Yuan, Ho & Lin 2012, Algorithm 3; LIBLINEAR's ``solve_l1r_
 4. coordinate descent on the quadratic model over the working set until the sum of
    its violations is at most eps_in times that of the first iteration (eps_in
    starts at 1 and is divided by 4 each time a single pass suffices) and at most
-   0.1 times the current outer violations (an inexact-Newton forcing term); the passes
+   FORCING times the current outer violations (an inexact-Newton forcing term; while the
+   steps still decrease J by more than GAP_DECREASE, far from the optimum where the
+   quadratic model is a poor guide, FORCING_FAR); the passes
    run over the columns of X_W (O(nnz(X_W)) each) or, when the working set is small and
    the passes many, over its Gram matrix X_W^T diag(h) X_W (built once per iteration,
    O(|W|^2) per pass; ``inner=``), where every few passes a Newton step on the model's
@@ -81,6 +83,7 @@ SIGMA, MAX_LINE_STEPS = 0.01, 30  # Armijo constant and backtracking steps (newG
 NU = 1e-12                        # added to the model's Hessian diagonal (newGLMNET)
 MAX_INNER_PASSES = 1000
 FORCING = 0.1                     # inner stop: violations <= FORCING x the outer ones
+FORCING_FAR = 0.5                 # the same before the steps are certificate iterations
 PASS_GRAIN = 50_000               # nonzeros per thread below which the column pass is serial
 COPY_GRAIN = 1_000_000            # nonzeros per thread of the column copy (one fork)
 ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line search slack)
@@ -186,7 +189,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     screening: Gap Safe screening (needs a loss with bounded l'', an l1 term).
     columns: the ``column_view(problem.data)`` to use (made here when None).
     inner: "columns" (inner passes over X_W), "gram" (over the Gram matrix of W) or
-    "auto" (the one estimated cheaper; Gram up to GRAM_MAX_COLUMNS working columns).
+    "auto" (the one estimated cheaper, and from columns to Gram when the column passes
+    creep; Gram up to GRAM_MAX_COLUMNS working columns).
 
     ``result.extra``: ``dual`` (the dual point u of the best D), ``dual_objective``,
     ``n_screened`` (columns removed by screening), ``screened`` (their boolean mask),
@@ -241,21 +245,44 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     row_sq = float(np.square(np.diff(data.indptr).astype(np.float64)).sum()) \
         if not data.dense else float(m) * data.n_features ** 2  # sum_i nnz(x_i)^2
 
-    def gram_pays(working, passes):
-        """Whether the Gram inner solve is estimated cheaper than the column one.
+    def gram_costs(working):
+        """(cost of building the Gram matrix of W, of one Gram pass, of one column pass).
 
         Column passes cost 2 nnz(X_W) each; the Gram matrix costs nnz(X) plus
         sum_i r_i^2 / 2 once (r_i the row's nonzeros in W, estimated as the row's
-        nonzeros in X times nnz(X_W) / nnz(X)), then |W|^2 per pass; the pass count
-        is guessed from the previous inner solve.
+        nonzeros in X times nnz(X_W) / nnz(X)) and X d afterwards, then |W|^2 per pass.
         """
         n_w = working.shape[0]
-        if n_w > GRAM_MAX_COLUMNS:
-            return False
         nnz_w = float((cols.indptr[working + 1] - cols.indptr[working]).sum())
         pairs = row_sq * (nnz_w / max(data.nnz, 1)) ** 2  # rows' nonzeros thinned evenly
-        gram_cost = data.nnz + pairs / 2.0 + passes * n_w * n_w + nnz_w
-        return gram_cost < 2.0 * passes * nnz_w
+        return data.nnz + pairs / 2.0 + nnz_w, float(n_w * n_w), 2.0 * nnz_w
+
+    def inner_solve(working, stop, passes_before):
+        """newGLMNET's inner solve on W (``inner``); sets wpd and X d, returns (passes,
+        whether the Gram matrix was used).
+
+        "auto" runs on the Gram matrix when it is estimated cheaper for as many passes
+        as the previous inner solve took; otherwise on the columns, until the passes
+        have cost as much as building the Gram matrix, and then (still short of the
+        stopping rule: the passes creep) on the Gram matrix from the point reached,
+        which costs at most twice the better of the two choices made in hindsight.
+        """
+        n_w = working.shape[0]
+        gram_ok = inner == "gram" or (inner == "auto" and n_w <= GRAM_MAX_COLUMNS)
+        cap = MAX_INNER_PASSES
+        if gram_ok and inner == "auto":
+            build, gram_pass, column_pass = gram_costs(working)
+            if build + passes_before * gram_pass < passes_before * column_pass:
+                return gram_inner(working, stop), True
+            cap = max(1, min(MAX_INNER_PASSES, int(build / max(column_pass, 1.0))))
+        if inner == "gram":
+            return gram_inner(working, stop), True
+        xtd[:] = 0.0
+        p_ = _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w, wpd,
+                          xtd, lam1, lam2, NU, stop, cap, inv_m, rng)
+        if p_ < cap or not gram_ok:
+            return p_, False
+        return p_ + gram_inner(working, stop), True
 
     def gram_inner(working, stop):
         """newGLMNET's inner coordinate descent on the Gram matrix of W; sets wpd and X d.
@@ -274,7 +301,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         _cd.gram(*rows, data.bias, pos, h, H, np.empty(n_w), np.empty(n_w, dtype=np.int64))
         pos[working] = -1
         w_w, grad_w = w[working], grad[working]
-        wpd_w, q = w_w.copy(), np.zeros(n_w)
+        wpd_w = wpd[working]  # w + d on entry: d = 0, or where the column passes stopped
+        q = H @ (wpd_w - w_w)
         order = np.arange(n_w, dtype=np.int64)
         passes = 0
         while passes < MAX_INNER_PASSES:
@@ -335,7 +363,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         return True
 
     M_prev, gnorm1_init, inner_eps = 0.0, None, 1.0
-    D_best, u_best, gap, P = -math.inf, None, math.nan, math.inf
+    D_best, u_best, gap = -math.inf, None, math.nan
+    P = math.inf if start is None else -math.inf  # a warm start counts as near the optimum
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
     n_restricted = 0
     fresh = False  # whether deriv, g, h and loss_value are those of the current f
@@ -388,14 +417,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             gnorm1_init = gnorm1 if gnorm1_init is None else gnorm1_init
             M_prev = M_now
             wpd[working] = w[working]
-            stop = min(inner_eps * gnorm1_init, FORCING * gnorm1)
-            if inner == "gram" or (inner == "auto" and gram_pays(working, passes)):
-                passes = gram_inner(working, stop)
-                n_gram += 1
-            else:
-                xtd[:] = 0.0
-                passes = _cd.inner_cd(*cols.arrays, h, working, n_working, grad, hdiag, w, wpd,
-                                      xtd, lam1, lam2, NU, stop, MAX_INNER_PASSES, inv_m, rng)
+            stop = min(inner_eps * gnorm1_init, (FORCING if near else FORCING_FAR) * gnorm1)
+            passes, used_gram = inner_solve(working, stop, passes)
+            n_gram += used_gram
             n_passes += passes
             if passes == 1:
                 inner_eps *= 0.25
