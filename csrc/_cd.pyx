@@ -295,7 +295,7 @@ def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t
              const double[::1] grad, const double[::1] hdiag, const double[::1] w,
              double[::1] wpd, double[::1] xtd, double lam1, double lam2, double nu,
              double stop, Py_ssize_t max_passes, double shrink_scale, uint64_t[::1] rng):
-    """Coordinate descent on the quadratic model q (newGLMNET's inner loop); returns passes.
+    """Coordinate descent on the quadratic model q (newGLMNET's inner loop).
 
     ``wpd`` = w + d on the working set ``active[:n_active]`` (read and updated),
     ``xtd`` = X d (updated); ``grad`` = G and ``hdiag`` = diag of the model's Hessian
@@ -306,13 +306,14 @@ def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t
     the previous pass's largest violation times ``shrink_scale`` (inner shrinking).
     Stops when the sum of the violations (minimum-norm subgradient of q) is at most
     ``stop`` over the whole working set.  Each coordinate reads its column twice:
-    a pass costs O(nnz(X_W)).
+    a pass costs O(nnz(X_W)).  Returns (passes, whether the stopping rule was met).
     """
     cdef Py_ssize_t p, s, k, j, nnz, n_qp = n_active
     cdef const floating* val
     cdef const index_t* idx
     cdef double G, viol, z, gnorm1, gmax, gmax_old = INFINITY
     cdef double lam2nu = lam2 + nu
+    cdef bint done = False
     with nogil:
         p = 0
         while p < max_passes:
@@ -344,12 +345,13 @@ def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t
                     xtd[idx[k]] += z * val[k]
             if gnorm1 <= stop:
                 if n_qp == n_active:
+                    done = True
                     break
                 n_qp = n_active
                 gmax_old = INFINITY
             else:
                 gmax_old = gmax
-    return p
+    return p, done
 
 
 def gram(const floating[::1] data, const index_t[::1] indices, const int64_t[::1] indptr,

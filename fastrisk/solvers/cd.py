@@ -92,6 +92,8 @@ MAX_STEP = 10.0                   # largest move of a coordinate in one step (LI
 POLISH_EVERY = 4                  # Gram inner passes between Newton steps on the support
 POLISH_MAX_SUPPORT = 1000         # largest support of those steps (an |S|^3 solve)
 GRAM_MAX_COLUMNS = 2000           # largest working set of the Gram inner solve (32 MB)
+GRAM_READ = 3.0                   # cost of the Gram build's read of an entry of X (a lookup
+                                  # of its column's position and a branch) in multiply-adds
 
 
 class Columns(NamedTuple):
@@ -248,14 +250,14 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     def gram_costs(working):
         """(cost of building the Gram matrix of W, of one Gram pass, of one column pass).
 
-        Column passes cost 2 nnz(X_W) each; the Gram matrix costs nnz(X) plus
+        Column passes cost 2 nnz(X_W) each; the Gram matrix costs GRAM_READ nnz(X) plus
         sum_i r_i^2 / 2 once (r_i the row's nonzeros in W, estimated as the row's
         nonzeros in X times nnz(X_W) / nnz(X)) and X d afterwards, then |W|^2 per pass.
         """
         n_w = working.shape[0]
         nnz_w = float((cols.indptr[working + 1] - cols.indptr[working]).sum())
         pairs = row_sq * (nnz_w / max(data.nnz, 1)) ** 2  # rows' nonzeros thinned evenly
-        return data.nnz + pairs / 2.0 + nnz_w, float(n_w * n_w), 2.0 * nnz_w
+        return GRAM_READ * data.nnz + pairs / 2.0 + nnz_w, float(n_w * n_w), 2.0 * nnz_w
 
     def inner_solve(working, stop, passes_before):
         """newGLMNET's inner solve on W (``inner``); sets wpd and X d, returns (passes,
@@ -278,9 +280,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         if inner == "gram":
             return gram_inner(working, stop), True
         xtd[:] = 0.0
-        p_ = _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w, wpd,
-                          xtd, lam1, lam2, NU, stop, cap, inv_m, rng)
-        if p_ < cap or not gram_ok:
+        p_, done = _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w,
+                                wpd, xtd, lam1, lam2, NU, stop, cap, inv_m, rng)
+        if done or not gram_ok:
             return p_, False
         return p_ + gram_inner(working, stop), True
 
