@@ -207,8 +207,10 @@ class _SDCA:
         self.sums[:] = (0.0, self._dual_terms(), float(w @ w), float(np.abs(w).sum()))
         self.best, self.D = (w, np.inf), self.sums[1] / n - 0.5 * self.lam * self.sums[2]
         c = problem.sample_weight
-        self.mean_c, self.step_tol = (1.0 if c is None else float(np.mean(c))), np.inf
-        self._shrink_step_tol(self._start_gap(start))
+        self.mean_c, self.step_tol = (1.0 if c is None else float(np.mean(c))), 0.0
+        gap = self._start_gap(start)
+        if np.isfinite(gap) and gap > 0.0 and self.mean_c > 0.0:
+            self.step_tol = float(np.sqrt(STEP_TOL_GAP * gap / self.mean_c))
         # exact checks: when the estimate says converged, at least 10% more epochs after
         # the last one; and every max(10, 25%) epochs (the estimate can stay pessimistic)
         self.next_exact, self.next_forced, self.triggered = 1, 10, False
@@ -225,10 +227,10 @@ class _SDCA:
         return P - self.D
 
     def _shrink_step_tol(self, gap):
-        """The logistic step's tolerance from a (estimated) gap (see STEP_TOL_GAP); a gap that
-        is not a finite positive number gives exact steps from then on."""
-        gap = gap if np.isfinite(gap) and gap > 0.0 and self.mean_c > 0.0 else 0.0
-        self.step_tol = min(self.step_tol, float(np.sqrt(STEP_TOL_GAP * gap / max(self.mean_c, 1e-300))))
+        """The logistic step's tolerance lowered to match a gap (see STEP_TOL_GAP); an estimate
+        that is not positive (it is not a bound) leaves it as it is."""
+        if np.isfinite(gap) and gap > 0.0 and self.mean_c > 0.0:
+            self.step_tol = min(self.step_tol, float(np.sqrt(STEP_TOL_GAP * gap / self.mean_c)))
 
     def _setup_minibatch(self, data, batch_threads):
         c, b, n = self.problem.sample_weight, self.b, self.n
@@ -329,6 +331,7 @@ class _SDCA:
         """
         w_now = self.weights()
         P_now, self.D = self._resync(w_now)
+        self._shrink_step_tol(P_now - self.D)
         if P_now <= self.best[1]:
             self.best = (w_now, P_now)
         w, P = self.best
