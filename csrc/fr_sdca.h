@@ -12,7 +12,8 @@
  *
  * with f = <w, x_i> and q = c_i ||x_i||^2 / (lambda n) (times the mini-batch
  * factor beta).  Every supported loss has a closed form except the logistic,
- * solved by a safeguarded 1-D Newton iteration.  Kernels pick the step
+ * solved inexactly, to the tolerance tol, by a safeguarded 1-D Newton
+ * iteration (the closed forms ignore tol).  Kernels pick the step
  * function once per call (fr_sdca_step_for), never per row.
  */
 #ifndef FR_SDCA_H
@@ -79,7 +80,9 @@ static inline double fr_smoothed_hinge_sdca_step(double u0, double f, double y, 
  * value) and F(t_a) = t_a + y f (one log); they have opposite signs as sigma
  * increases.  Newton starts from the end with the smaller Newton step; an
  * iterate that leaves the bracket is replaced by bisection. */
+/* F's terms carry relative rounding errors of ~1e-16: the floor of the test on |F| */
 #define FR_LOGISTIC_FLOOR 1e-15
+#define FR_LOGISTIC_MAX_ITER 100
 
 /* sigma(t) and 1 - sigma(t) from e = exp(-|t|) */
 static inline void fr_sigmoid_pair(double t, double e, double *s, double *s1)
@@ -122,7 +125,7 @@ static inline double fr_logistic_dual_root(double s0, double z, double q, double
         fr_sigmoid_pair(t, e, &s, &s1);
         F = t + z + q * (s - s0);
         if (fabs(F) <= floor_ + FR_LOGISTIC_FLOOR * fabs(t)
-                || hi - lo <= FR_LOGISTIC_FLOOR * (1.0 + fabs(t)) || it == 100)
+                || hi - lo <= FR_LOGISTIC_FLOOR * (1.0 + fabs(t)) || it == FR_LOGISTIC_MAX_ITER)
             break;
         if (F > 0.0) hi = t; else lo = t;
         t -= F / (1.0 + q * s * s1);

@@ -36,6 +36,12 @@ estimated gaps are in ``extra``.  The estimate costs O(1) per epoch:
 the kernels keep the sums of the per-row loss and dual terms and ||w||^2,
 ||w||_1 up to date, and shuffle the visiting order themselves.
 
+The logistic loss has no closed-form step: its 1-D Newton solve stops at a
+tolerance (Yu, Huang & Lin 2011, Algorithm 3) tied to the duality gap, from the
+gap of the start, then each epoch's estimate and each exact check
+(STEP_TOL_GAP below); any tolerance keeps the dual point feasible, so the
+certificate is the same.
+
 Shrinking (Hsieh et al. 2008, as in LIBLINEAR) skips rows whose dual is at a
 bound of its box and pushed outward; it is what makes single-coordinate SDCA
 competitive with LIBLINEAR on hinge-type losses.  Shrunk rows are swapped behind the active
