@@ -122,6 +122,22 @@ def test_logistic_optimum_matches_scikit_learn(dtype, sparse):
     assert res.objective <= J_sk * (1 + 1e-9)  # certified within 1e-9 of J*
 
 
+@pytest.mark.parametrize("variant", ["safe", "aggressive"])
+def test_minibatch_logistic_with_inexact_steps_on_two_threads(variant):
+    # the mini-batch kernel takes the same inexact logistic step (its visit): two runs with
+    # the same random_state and thread count give the same bits, and the certified optimum
+    # is the single-coordinate one (both certified to 1e-8 J, so 2e-8 relative apart)
+    X, y = _small_problem("logistic", n=400, d=12, seed=9)
+    prob = fr.Problem(sp.csr_matrix(X), y, loss="logistic", alpha=1e-3)
+    runs = [fr.solve(prob, solver="sdca", tol=1e-8, max_iter=20_000, random_state=3,
+                     batch_size=16, variant=variant, n_threads=2) for _ in range(2)]
+    assert runs[0].status == "converged"
+    np.testing.assert_array_equal(runs[0].w, runs[1].w)
+    single = fr.solve(prob, solver="sdca", tol=1e-8, max_iter=20_000, random_state=0)
+    assert runs[0].objective == pytest.approx(single.objective, rel=2e-8)
+    assert runs[0].extra["step_tol"] < 1e-3
+
+
 # ---------------------------------------------------------------- small problems vs scipy
 
 def _small_problem(loss, n=25, d=3, seed=0):
@@ -401,7 +417,7 @@ def test_minibatch_threads_are_deterministic(variant):
     theta, L = 31 / (n - 1), spectral_norm_sq(d)
     beta, gamma = {"naive": (1.0, 0.0), "safe": (1 - theta, theta * L),
                    "aggressive": (1.0, 0.0)}[variant]
-    runs = []
+    runs = []  # (inexact logistic steps: step_tol 1e-2, the last argument)
     for n_blocks, n_threads in [(1, 1), (2, 2), (2, 2), (2, 1)]:
         u, v = np.zeros(n), np.zeros(d.n_weights)
         bounds = _column_bounds(d, n_blocks)
@@ -412,7 +428,7 @@ def test_minibatch_threads_are_deterministic(variant):
                 d.data, d.indices, d.indptr, d.dense, d.bias, prob.y, np.empty(0),
                 d.row_sqnorms(), order, np.empty(0, np.uint64), 32, prob.loss.spec.kernel_id,
                 0.0, prob.alpha * n, 0.0, u, v, np.zeros(4), beta, gamma,
-                variant == "aggressive", 0.25, bounds, *work, n_threads)
+                variant == "aggressive", 0.25, bounds, *work, n_threads, 1e-2)
             assert out[-1] == 0
         runs.append((u, v))
     # same blocks: same bits, whichever thread count runs them (2 blocks on 1 thread)
