@@ -510,7 +510,8 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
         b = n_order if n_order > 0 else 1
     # shared: partial scores (two batches' worth: thread 0 may start the next batch's
     # partial scores while another thread still reads this batch's), per-block row ranges,
-    # new duals and their conjugate terms per thread, per-block change sums (aggressive), per-thread outputs
+    # new duals and their conjugate terms per thread, per-block change sums (aggressive),
+    # per-thread outputs
     partial_ = np.zeros((2, n_blocks, b))
     ranges_ = np.zeros((n_blocks, b, 2), dtype=np.int64)
     unew_ = np.zeros((n_threads, b))
