@@ -72,10 +72,6 @@ ARMIJO = 0.01  # sufficient-decrease constant of the line search (LIBLINEAR's ne
 FINISH = 10.0
 PRECONDITION = 0.01  # weight of diag(H) in the CG preconditioner (Hsia, Chiang & Lin 2018)
 GLOBALIZATIONS = ("line_search", "trust_region")
-# losses whose l is piecewise quadratic in the score: J is piecewise quadratic along a
-# direction and the line search starts from its minimizer (_minimizer)
-PIECEWISE_QUADRATIC = frozenset(("squared_hinge", "squared_zero_margin", "squared", "huber",
-                                 "smoothed_hinge"))
 # the 1-D minimization stops when |dJ/dt| falls to EXACT_TOL |dJ/dt(0)| (on a piecewise
 # quadratic it lands on the root once t is in the root's piece) or after MAX_EXACT steps
 EXACT_TOL, MAX_EXACT = 1e-6, 30
@@ -281,7 +277,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
         status = mon.check(0, w, J, bound)
         delta = math.sqrt(float(g @ g)) if globalization == "trust_region" else math.inf
         precondition = bool(precondition) and globalization == "line_search"
-        exact = problem.loss.name in PIECEWISE_QUADRATIC
+        exact = problem.loss.spec.piecewise_quadratic
         f = cert.scores
         rows = _derivatives(problem, f)  # l', l'' of the rows at w
         it = n_trials = 0
