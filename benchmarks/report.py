@@ -47,6 +47,7 @@ STANDARD_RUNS = {
     "binary2": ["compare_binary.py", "--threads", "2",
                 "--out", "benchmarks/results/compare_binary_2threads.md"],
     "l1": ["compare_l1.py"],
+    "logistic_sdca": ["logistic_sdca.py"],
     "multiclass": ["compare_multiclass.py"],
     "threads": ["compare_threads.py"],
     "voracle": ["bench_voracle.py"],

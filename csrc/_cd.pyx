@@ -25,7 +25,7 @@ from libc.math cimport INFINITY, fabs, sqrt
 from libc.stdint cimport int64_t, uint64_t
 
 from fr_rows cimport FR_PREFETCH_DISTANCE, fr_prefetch, index_t
-from fr_loss cimport FR_OK, fr_loss_batch, fr_loss_derivs_batch
+from fr_loss cimport FR_OK, fr_loss_derivs_batch
 
 cdef extern from "fr_sdca.h" nogil:
     void fr_shuffle(int64_t* a, int64_t n, uint64_t* state)
@@ -295,7 +295,7 @@ def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t
              const double[::1] grad, const double[::1] hdiag, const double[::1] w,
              double[::1] wpd, double[::1] xtd, double lam1, double lam2, double nu,
              double stop, Py_ssize_t max_passes, double shrink_scale, uint64_t[::1] rng):
-    """Coordinate descent on the quadratic model q (newGLMNET's inner loop); returns passes.
+    """Coordinate descent on the quadratic model q (newGLMNET's inner loop).
 
     ``wpd`` = w + d on the working set ``active[:n_active]`` (read and updated),
     ``xtd`` = X d (updated); ``grad`` = G and ``hdiag`` = diag of the model's Hessian
@@ -306,13 +306,14 @@ def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t
     the previous pass's largest violation times ``shrink_scale`` (inner shrinking).
     Stops when the sum of the violations (minimum-norm subgradient of q) is at most
     ``stop`` over the whole working set.  Each coordinate reads its column twice:
-    a pass costs O(nnz(X_W)).
+    a pass costs O(nnz(X_W)).  Returns (passes, whether the stopping rule was met).
     """
     cdef Py_ssize_t p, s, k, j, nnz, n_qp = n_active
     cdef const floating* val
     cdef const index_t* idx
     cdef double G, viol, z, gnorm1, gmax, gmax_old = INFINITY
     cdef double lam2nu = lam2 + nu
+    cdef bint done = False
     with nogil:
         p = 0
         while p < max_passes:
@@ -344,12 +345,13 @@ def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t
                     xtd[idx[k]] += z * val[k]
             if gnorm1 <= stop:
                 if n_qp == n_active:
+                    done = True
                     break
                 n_qp = n_active
                 gmax_old = INFINITY
             else:
                 gmax_old = gmax
-    return p
+    return p, done
 
 
 def gram(const floating[::1] data, const index_t[::1] indices, const int64_t[::1] indptr,
@@ -520,15 +522,19 @@ def line_search(int loss, double loss_param, double[::1] f, const double[::1] xt
                 const double[::1] y, const double[::1] c, double inv_m,
                 const int64_t[::1] active, Py_ssize_t n_active, double[::1] w,
                 const double[::1] wpd, const double[::1] grad, double lam1, double lam2,
-                double loss_value, double sigma, int max_steps, double slack, double[::1] work):
+                double loss_value, double sigma, int max_steps, double slack, double[::1] work,
+                double[::1] d, double[::1] g, double[::1] h):
     """Armijo backtracking along d = wpd - w (Yuan, Ho & Lin 2012, eq. (19)-(20)).
 
     Accepts the first t in 1, 1/2, 1/4, ... with F(w + t d) - F(w) <= sigma t Delta + slack
     (``slack``: the round-off of evaluating F, so that steps toward the optimum are
     still taken when F no longer decreases in floating point),
     Delta = G^T d + lam1 (||w + d||_1 - ||w||_1) (the reg. terms over the working
-    set; the others do not move).  On success w and f = X w are updated in place.
-    Returns (t, loss value at the new point, status); t = 0 when no step passed.
+    set; the others do not move).  On success w and f = X w are updated in place and
+    ``d``, ``g``, ``h`` hold ``derivatives`` at the new f (each trial point's loss is
+    evaluated with its derivatives: the next Newton iteration needs them there).
+    Returns (t, loss value at the new point, status); t = 0 when no step passed (``d``,
+    ``g``, ``h`` then hold those of a rejected point).
     """
     cdef Py_ssize_t i, s, j, m = f.shape[0]
     cdef int step, status = FR_OK
@@ -548,12 +554,11 @@ def line_search(int loss, double loss_param, double[::1] f, const double[::1] xt
                 reg_new += lam1 * fabs(x) + 0.5 * lam2 * x * x
             for i in range(m):
                 work[i] = f[i] + t * xtd[i]
-            # the batch reads work[i] before it writes the (unused) derivative there
-            status = fr_loss_batch(loss, loss_param, m, &work[0], &y[0], cp, &work[0], &value)
+            status = fr_loss_derivs_batch(loss, loss_param, m, &work[0], &y[0], cp, inv_m,
+                                          &d[0], &g[0], &h[0], &value)
             if status != FR_OK:
                 value = INFINITY
                 status = FR_OK
-            value *= inv_m
             if value + reg_new - loss_value - reg_old <= sigma * t * delta + slack:
                 for s in range(n_active):
                     j = active[s]

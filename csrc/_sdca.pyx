@@ -26,12 +26,12 @@ from fr_rows cimport index_t, row_view, row_dot, row_axpy, row_sqnorm, fr_prefet
 from fr_loss cimport FR_OK, FR_ERR_OVERFLOW, FR_ERR_BAD_LOSS
 
 cdef extern from "fr_sdca.h" nogil:
-    ctypedef double (*fr_sdca_step_fn)(double, double, double, double, double)
+    ctypedef double (*fr_sdca_step_fn)(double, double, double, double, double, double)
     ctypedef double (*fr_loss_fn)(double, double, double, double*)
     ctypedef double (*fr_conj_fn)(double, double, double)
     ctypedef double (*fr_sdca_grad_fn)(double, double, double, double, int*)
-    ctypedef double (*fr_sdca_visit_fn)(double, double, double, double, double, double*, double*,
-                                        double*, int*)
+    ctypedef double (*fr_sdca_visit_fn)(double, double, double, double, double, double, double*,
+                                        double*, double*, int*)
     fr_sdca_visit_fn fr_sdca_visit_for(int kind)
     fr_sdca_step_fn fr_sdca_step_for(int kind)
     fr_sdca_grad_fn fr_sdca_grad_for(int kind)
@@ -94,8 +94,9 @@ cdef inline double dual_g(double x, double kappa) noexcept nogil:
 
 
 def dual_step(int loss, double loss_param, const double[::1] u0, const double[::1] f,
-              const double[::1] y, const double[::1] q):
-    """Element-wise coordinate maximiser of -l*(-u) - (u - u0) f - q (u - u0)^2 / 2 (tests)."""
+              const double[::1] y, const double[::1] q, double tol=0.0):
+    """Element-wise coordinate maximiser of -l*(-u) - (u - u0) f - q (u - u0)^2 / 2 (tests);
+    ``tol``: the logistic step's tolerance on its optimality condition (fr_sdca.h)."""
     cdef Py_ssize_t i, n = u0.shape[0]
     cdef fr_sdca_step_fn step = fr_sdca_step_for(loss)
     if step == NULL:
@@ -106,7 +107,8 @@ def dual_step(int loss, double loss_param, const double[::1] u0, const double[::
     cdef double[::1] o = out
     with nogil:
         for i in range(n):
-            o[i] = step(u0[i], f[i], y[i], loss_param, q[i] if q[i] > FR_SDCA_QMIN else FR_SDCA_QMIN)
+            o[i] = step(u0[i], f[i], y[i], loss_param,
+                        q[i] if q[i] > FR_SDCA_QMIN else FR_SDCA_QMIN, tol)
     return out
 
 
@@ -157,13 +159,15 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
                const double[::1] sqnorm, int64_t[::1] index, Py_ssize_t n_active,
                uint64_t[::1] rng, int loss, double loss_param, double lam_n, double kappa,
                double[::1] u, double[::1] v, double[::1] row_loss, double[::1] row_dual,
-               double[::1] sums, bint shrinking, double pg_max_old, double pg_min_old):
+               double[::1] sums, bint shrinking, double pg_max_old, double pg_min_old,
+               double step_tol=0.0):
     """One pass of single-coordinate SDCA over the active rows ``index[:n_active]``.
 
     When ``rng`` (one uint64 state) is not empty the active rows are first
     shuffled in place (``fr_shuffle``); else they are visited as given.
     Row i: f = <w, x_i>, u_i <- step(u_i, f, q_i) with
-    q_i = c_i ||x_i||^2 / (lambda n), then v += c_i (u_i_new - u_i) x_i / (lambda n).
+    q_i = c_i ||x_i||^2 / (lambda n), then v += c_i (u_i_new - u_i) x_i / (lambda n);
+    ``step_tol`` is the tolerance of the inexact logistic step (fr_sdca.h).
     ``sample_weight`` is empty for unit weights; rows of weight 0 are skipped.
     Each visited row stores its terms ``row_loss[i] = c_i l(f, y_i)`` and
     ``row_dual[i] = c_i (-l*(-u_i))``; ``sums`` = [sum row_loss, sum row_dual,
@@ -220,7 +224,7 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
             f = score(val, idx, nnz, &v[0], d, bias, kappa)
             q = ci * sqnorm[i] / lam_n
             unew = visit(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN,
-                         &lv, &dv, &G, &bound)
+                         step_tol, &lv, &dv, &G, &bound)
             lv = ci * lv
             loss_total += lv - row_loss[i]
             row_loss[i] = lv
@@ -303,27 +307,30 @@ cdef inline double batch_deltas(
         double loss_sum, bint count_loss, const int64_t* rows, Py_ssize_t nb,
         const double* partial, int n_blocks, Py_ssize_t b, const double* c,
         const double* sqnorm, const double* y, const double* u, double beta, double gamma,
-        double lam_n, fr_sdca_step_fn step, fr_loss_fn lossfn, double loss_param,
-        double* unew) noexcept nogil:
+        double lam_n, fr_sdca_visit_fn visit, double step_tol, double loss_param,
+        double* unew, double* dnew) noexcept nogil:
     """Phase 2: the new duals of the batch from the scores summed in block order (every
-    thread computes the same ones); returns loss_sum plus, when ``count_loss``, the
-    batch's sum c_i l(f_i, y_i) (added row by row, in order)."""
+    thread computes the same ones) and their conjugate terms -l*(-u_i) in dnew (the
+    visit of sdca_epoch); returns loss_sum plus, when ``count_loss``, the batch's
+    sum c_i l(f_i, y_i) (added row by row, in order)."""
     cdef Py_ssize_t j, i
-    cdef int blk
-    cdef double ci, f, q, deriv
+    cdef int blk, bound
+    cdef double ci, f, q, lv, G
     for j in range(nb):
         i = rows[j]
         ci = c[i] if c != NULL else 1.0
         if ci == 0.0:
             unew[j] = u[i]
+            dnew[j] = 0.0
             continue
         f = partial[j]
         for blk in range(1, n_blocks):
             f = f + partial[blk * b + j]
         q = (beta * ci * sqnorm[i] + gamma / ci) / lam_n
-        unew[j] = step(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN)
+        unew[j] = visit(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN,
+                        step_tol, &lv, &dnew[j], &G, &bound)
         if count_loss:
-            loss_sum = loss_sum + ci * lossfn(f, y[i], loss_param, &deriv)
+            loss_sum = loss_sum + ci * lv
     return loss_sum
 
 
@@ -414,8 +421,7 @@ cdef inline bint aggressive_decision(
 
 
 cdef inline double batch_dual_sum(double dual_sum, const int64_t* rows, Py_ssize_t nb,
-                                  const double* c, const double* y, const double* unew,
-                                  fr_conj_fn conj, double loss_param) noexcept nogil:
+                                  const double* c, const double* dnew) noexcept nogil:
     """dual_sum plus the batch's sum c_i (-l*(-u_i)) at its new duals (in row order)."""
     cdef Py_ssize_t j, i
     cdef double ci
@@ -423,7 +429,7 @@ cdef inline double batch_dual_sum(double dual_sum, const int64_t* rows, Py_ssize
         i = rows[j]
         ci = c[i] if c != NULL else 1.0
         if ci != 0.0:
-            dual_sum = dual_sum - ci * conj(-unew[j], y[i], loss_param)
+            dual_sum = dual_sum + ci * dnew[j]
     return dual_sum
 
 
@@ -435,7 +441,8 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
                          double kappa, double[::1] u, double[::1] v, double[::1] sums,
                          double beta, double gamma, bint adaptive, double omega,
                          const int64_t[::1] col_bounds, unsigned char[::1] seen,
-                         int64_t[:, ::1] touched, double[:, ::1] old, int n_threads):
+                         int64_t[:, ::1] touched, double[:, ::1] old, int n_threads,
+                         double step_tol=0.0):
     """One pass of mini-batch SDCA: consecutive batches of ``batch_size`` rows of ``index``.
 
     ``index`` is shuffled first when ``rng`` (one uint64 state) is not empty.
@@ -470,6 +477,8 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
     (zeros, length of v), ``touched`` and ``old`` (blocks x the nonzeros of
     the b longest rows + 1) are its workspace, empty otherwise.
 
+    ``step_tol``: the logistic step's tolerance, as in ``sdca_epoch``.
+
     ``sums``: [0] and [1] are set to this pass's sum c_i l(f_i, y_i) (scores
     before the update) and sum c_i (-l*(-u_i)) (new u); [2] and [3] to
     ||w||^2 and ||w||_1 (one O(D) loop after the pass).
@@ -479,8 +488,7 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t D = v.shape[0], d = D - (bias != 0.0)
     cdef int n_blocks = col_bounds.shape[0] - 1
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
-    cdef fr_sdca_step_fn step = fr_sdca_step_for(loss)
-    cdef fr_loss_fn lossfn = fr_loss_for(loss)
+    cdef fr_sdca_visit_fn visit = fr_sdca_visit_for(loss)
     cdef fr_conj_fn conj = fr_conj_for(loss)
     cdef Py_ssize_t blk
     # per-thread variables of the parallel region (private because assigned in it)
@@ -489,7 +497,7 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
     cdef double s, beta_t, loss_sum, dual_sum
     cdef bint undo
     cdef Py_ssize_t undone_t
-    if step == NULL:
+    if visit == NULL:
         return beta, 0, FR_ERR_BAD_LOSS
     if b < 1 or n_threads < 1 or n_blocks < 1 or col_bounds[n_blocks] != D:
         raise ValueError("batch_size, n_threads and col_bounds are inconsistent")
@@ -502,16 +510,18 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
         b = n_order if n_order > 0 else 1
     # shared: partial scores (two batches' worth: thread 0 may start the next batch's
     # partial scores while another thread still reads this batch's), per-block row ranges,
-    # new duals per thread, per-block change sums (aggressive), per-thread outputs
+    # new duals and their conjugate terms per thread, per-block change sums (aggressive),
+    # per-thread outputs
     partial_ = np.zeros((2, n_blocks, b))
     ranges_ = np.zeros((n_blocks, b, 2), dtype=np.int64)
     unew_ = np.zeros((n_threads, b))
+    dnew_ = np.zeros((n_threads, b))
     change_ = np.zeros((n_blocks, 2))  # aggressive, per block: ||dv||^2, change of g*(v)
     out_ = np.zeros(4)
     count_ = np.zeros(n_blocks, dtype=np.int64)
     cdef double[:, :, ::1] partial = partial_
     cdef int64_t[:, :, ::1] ranges = ranges_
-    cdef double[:, ::1] unew = unew_, change = change_
+    cdef double[:, ::1] unew = unew_, dnew = dnew_, change = change_
     cdef double[::1] out = out_
     cdef int64_t[::1] count = count_
     cdef unsigned char* seen_p = &seen[0] if adaptive else NULL
@@ -550,8 +560,8 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
                 # (2) the same deltas in every thread, (3) then v on this thread's blocks
                 loss_sum = batch_deltas(loss_sum, tid == 0, &index[k0], nb,
                                         &partial[slot, 0, 0], n_blocks, b, c, &sqnorm[0],
-                                        &y[0], &u[0], beta_t, gamma, lam_n, step, lossfn,
-                                        loss_param, &unew[tid, 0])
+                                        &y[0], &u[0], beta_t, gamma, lam_n, visit, step_tol,
+                                        loss_param, &unew[tid, 0], &dnew[tid, 0])
                 for blk in range(n_blocks):
                     if blk % nt != tid:  # block blk belongs to thread blk mod nt
                         continue
@@ -580,9 +590,9 @@ def sdca_minibatch_epoch(const floating[::1] data, const index_t[::1] indices,
                                 v[touched[blk, k]] = old[blk, k]
                         for j in range(nb):
                             unew[tid, j] = u[index[k0 + j]]
+                            dnew[tid, j] = -conj(-unew[tid, j], y[index[k0 + j]], loss_param)
                 if tid == 0:
-                    dual_sum = batch_dual_sum(dual_sum, &index[k0], nb, c, &y[0], &unew[0, 0],
-                                              conj, loss_param)
+                    dual_sum = batch_dual_sum(dual_sum, &index[k0], nb, c, &dnew[0, 0])
                 k0_prev = k0
                 nb_prev = nb
                 k0 = k0 + nb

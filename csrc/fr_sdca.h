@@ -12,7 +12,8 @@
  *
  * with f = <w, x_i> and q = c_i ||x_i||^2 / (lambda n) (times the mini-batch
  * factor beta).  Every supported loss has a closed form except the logistic,
- * solved by a safeguarded 1-D Newton iteration.  Kernels pick the step
+ * solved inexactly, to the tolerance tol, by a safeguarded 1-D Newton
+ * iteration (the closed forms ignore tol).  Kernels pick the step
  * function once per call (fr_sdca_step_for), never per row.
  */
 #ifndef FR_SDCA_H
@@ -26,7 +27,8 @@
 #include <omp.h>
 #endif
 
-typedef double (*fr_sdca_step_fn)(double u0, double f, double y, double p, double q);
+typedef double (*fr_sdca_step_fn)(double u0, double f, double y, double p, double q,
+                                   double tol);
 typedef double (*fr_loss_fn)(double f, double y, double p, double *d);
 typedef double (*fr_conj_fn)(double a, double y, double p);
 
@@ -36,82 +38,135 @@ static inline double fr_clip(double x, double lo, double hi)
 }
 
 /* hinge: -l*(-u) = s on s = y u in [0, 1]  ->  s = clip(s0 + (1 - y f) / q, 0, 1) */
-static inline double fr_hinge_sdca_step(double u0, double f, double y, double p, double q)
+static inline double fr_hinge_sdca_step(double u0, double f, double y, double p, double q,
+                                        double tol)
 {
+    (void)tol;
     (void)p;
     return y * fr_clip(y * u0 + (1.0 - y * f) / q, 0.0, 1.0);
 }
 
 /* squared hinge: -l*(-u) = s - s^2 / 2 on s >= 0 */
-static inline double fr_squared_hinge_sdca_step(double u0, double f, double y, double p, double q)
+static inline double fr_squared_hinge_sdca_step(double u0, double f, double y, double p, double q,
+                                                double tol)
 {
+    (void)tol;
     (void)p;
     double s = (1.0 - y * f + q * y * u0) / (1.0 + q);
     return y * (s > 0.0 ? s : 0.0);
 }
 
 /* smoothed hinge (gamma = p): -l*(-u) = s - gamma s^2 / 2 on s in [0, 1] */
-static inline double fr_smoothed_hinge_sdca_step(double u0, double f, double y, double p, double q)
+static inline double fr_smoothed_hinge_sdca_step(double u0, double f, double y, double p, double q,
+                                                 double tol)
 {
+    (void)tol;
     return y * fr_clip((1.0 - y * f + q * y * u0) / (p + q), 0.0, 1.0);
 }
 
-/* logistic: -l*(-u) = -s log s - (1 - s) log(1 - s), s in [0, 1].  With
- * s = sigmoid(t) the optimality condition is F(t) = t + y f + q (s - s0) = 0;
- * F' = 1 + q s (1 - s) >= 1 and the root lies in
- * [-y f - q (1 - s0), -y f + q s0].  Newton steps that leave the bracket
- * are replaced by bisection. */
-static inline double fr_logistic_sdca_step(double u0, double f, double y, double p, double q)
+/* logistic: -l*(-u) = H(s) = -s log s - (1 - s) log(1 - s), s = y u in [0, 1].
+ * Solved in t = logit(s): s = sigma(t) and 1 - s = sigma(-t) both come from
+ * e = exp(-|t|) without cancellation (the role of the alpha / C - alpha
+ * pair of Yu, Huang & Lin 2011, Section 3), and the optimality condition
+ *
+ *     F(t) = t + y f + q (sigma(t) - s0) = 0,    F'(t) = 1 + q s (1 - s) >= 1,
+ *
+ * gives |t - t*| <= |F(t)|.  The step is inexact (Yu, Huang & Lin 2011,
+ * Algorithm 3): it returns the first Newton iterate with |F(t)| <= tol (plus
+ * the rounding floor FR_LOGISTIC_FLOOR), so the dual point sigma(t) stays
+ * strictly feasible for any tol; the driver shrinks tol over the epochs.
+ * The root lies between t_b = -y f and t_a = logit(s0), where F is known
+ * without an exp: F(t_b) = q (sigma(-y f) - s0) (from the exp of the loss
+ * value) and F(t_a) = t_a + y f (one log); they have opposite signs as sigma
+ * increases.  Newton starts from the end with the smaller Newton step; an
+ * iterate that leaves the bracket is replaced by bisection. */
+/* F's terms carry relative rounding errors of ~1e-16: the floor of the test on |F| */
+#define FR_LOGISTIC_FLOOR 1e-15
+#define FR_LOGISTIC_MAX_ITER 100
+
+/* sigma(t) and 1 - sigma(t) from e = exp(-|t|) */
+static inline void fr_sigmoid_pair(double t, double e, double *s, double *s1)
 {
-    (void)p;
-    double s0 = y * u0, yf = y * f;
-    double lo = -yf - q * (1.0 - s0), hi = -yf + q * s0;
-    double t;
+    double d = 1.0 / (1.0 + e);
+    *s = t >= 0.0 ? d : e * d;
+    *s1 = t >= 0.0 ? e * d : d;
+}
+
+/* The root t of F within tol, from s0 = y u0, z = y f and eb = exp(-|z|);
+ * stores e = exp(-|t|) for sigma(t) and H(sigma(t)). */
+static inline double fr_logistic_dual_root(double s0, double z, double q, double tol, double eb,
+                                           double *e_out)
+{
+    double tb = -z, sb, sb1, Fb, ta, Fa, lo, hi, t, e, s, s1, F, step_a, step_b, floor_;
     int it;
-    if (s0 > 0.0 && s0 < 1.0)
-        t = fr_clip(log(s0) - log1p(-s0), lo, hi);
-    else
-        t = 0.5 * (lo + hi);
-    for (it = 0; it < 100; ++it) {
-        double e = exp(-fabs(t));
-        double s = t >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
-        double F = t + yf + q * (s - s0);
-        double step, t_new;
-        if (F > 0.0) hi = t; else lo = t;
-        step = F / (1.0 + q * s * (1.0 - s));
-        t_new = t - step;
-        if (!(t_new > lo && t_new < hi))
-            t_new = 0.5 * (lo + hi);
-        if (fabs(t_new - t) <= 1e-13 * (1.0 + fabs(t)) || hi - lo <= 1e-13 * (1.0 + fabs(t))) {
-            t = t_new;
+    fr_sigmoid_pair(tb, eb, &sb, &sb1);
+    Fb = q * (sb - s0);
+    floor_ = tol + FR_LOGISTIC_FLOOR * (fabs(z) + q + 1.0);
+    if (fabs(Fb) <= floor_) {
+        *e_out = eb;
+        return tb;
+    }
+    step_b = Fb / (1.0 + q * sb * sb1);
+    if (s0 > 0.0 && s0 < 1.0) {
+        ta = log(s0 / (1.0 - s0));
+        Fa = ta - tb;
+        step_a = Fa / (1.0 + q * s0 * (1.0 - s0));
+    } else {   /* s0 at an end: the bracket end [-z - q (1 - s0), -z + q s0] */
+        ta = Fb > 0.0 ? tb - q * (1.0 - s0) : tb + q * s0;
+        step_a = INFINITY;
+    }
+    lo = Fb > 0.0 ? ta : tb;
+    hi = Fb > 0.0 ? tb : ta;
+    t = fabs(step_a) < fabs(step_b) ? ta - step_a : tb - step_b;
+    for (it = 0; ; ++it) {
+        if (!(t > lo && t < hi))
+            t = 0.5 * (lo + hi);
+        e = exp(-fabs(t));
+        fr_sigmoid_pair(t, e, &s, &s1);
+        F = t + z + q * (s - s0);
+        if (fabs(F) <= floor_ + FR_LOGISTIC_FLOOR * fabs(t)
+                || hi - lo <= FR_LOGISTIC_FLOOR * (1.0 + fabs(t)) || it == FR_LOGISTIC_MAX_ITER)
             break;
-        }
-        t = t_new;
+        if (F > 0.0) hi = t; else lo = t;
+        t -= F / (1.0 + q * s * s1);
     }
-    {
-        double e = exp(-fabs(t));
-        return y * (t >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e));
-    }
+    *e_out = e;
+    return t;
+}
+
+static inline double fr_logistic_sdca_step(double u0, double f, double y, double p, double q,
+                                           double tol)
+{
+    double z = y * f, e, s, s1, t;
+    (void)p;
+    t = fr_logistic_dual_root(y * u0, z, q, tol, exp(-fabs(z)), &e);
+    fr_sigmoid_pair(t, e, &s, &s1);
+    return y * s;
 }
 
 /* squared: -l*(-u) = u y - u^2 / 2, unconstrained */
-static inline double fr_squared_sdca_step(double u0, double f, double y, double p, double q)
+static inline double fr_squared_sdca_step(double u0, double f, double y, double p, double q,
+                                          double tol)
 {
+    (void)tol;
     (void)p;
     return (y - f + q * u0) / (1.0 + q);
 }
 
 /* absolute: -l*(-u) = u y on |u| <= 1 */
-static inline double fr_absolute_sdca_step(double u0, double f, double y, double p, double q)
+static inline double fr_absolute_sdca_step(double u0, double f, double y, double p, double q,
+                                           double tol)
 {
+    (void)tol;
     (void)p;
     return fr_clip(u0 + (y - f) / q, -1.0, 1.0);
 }
 
 /* epsilon-insensitive (eps = p): -l*(-u) = u y - eps |u| on |u| <= 1 */
 static inline double fr_epsilon_insensitive_sdca_step(double u0, double f, double y, double p,
-                                                      double q)
+                                                      double q, double tol)
 {
+    (void)tol;
     return fr_clip(fr_soft_threshold(u0 + (y - f) / q, p / q), -1.0, 1.0);
 }
 
@@ -204,10 +259,11 @@ static inline fr_sdca_step_fn fr_sdca_step_for(int kind)
 /* One visit of a row by single-coordinate SDCA: every loss-dependent quantity
  * in one call (one indirect call per row instead of four), with the loss's
  * inline functions specialised into it.  Returns the new dual value
- * u = step(u0, f, q) and stores l(f, y), the conjugate term -l*(-u), and the
- * shrinking direction G with its box end (G = 0, bound = 0 without a box). */
+ * u = step(u0, f, q, tol) and stores l(f, y), the conjugate term -l*(-u), and
+ * the shrinking direction G with its box end (G = 0, bound = 0 without a box). */
 typedef double (*fr_sdca_visit_fn)(double u0, double f, double y, double p, double q,
-                                   double *loss, double *dual, double *G, int *bound);
+                                   double tol, double *loss, double *dual, double *G,
+                                   int *bound);
 
 static inline double fr_unboxed_sdca_grad(double u, double f, double y, double p, int *bound)
 {
@@ -218,22 +274,42 @@ static inline double fr_unboxed_sdca_grad(double u, double f, double y, double p
 
 #define FR_DEFINE_SDCA_VISIT(FN, GRAD) \
     static double FN##_sdca_visit(double u0, double f, double y, double p, double q, \
-                                  double *loss, double *dual, double *G, int *bound) \
+                                  double tol, double *loss, double *dual, double *G, \
+                                  int *bound) \
     { \
         double deriv, u; \
         *loss = FN(f, y, p, &deriv); \
         *G = GRAD(u0, f, y, p, bound); \
-        u = FN##_sdca_step(u0, f, y, p, q); \
+        u = FN##_sdca_step(u0, f, y, p, q, tol); \
         *dual = -FN##_conj(-u, y, p); \
         return u; \
     }
 #define FR_BOX_VISIT(ID, FN) FR_DEFINE_SDCA_VISIT(FN, FN##_sdca_grad)
-#define FR_UNBOXED_VISIT(ID, FN) FR_DEFINE_SDCA_VISIT(FN, fr_unboxed_sdca_grad)
 FR_SDCA_BOX_LOSSES(FR_BOX_VISIT)
-FR_SDCA_UNBOXED_LOSSES(FR_UNBOXED_VISIT)
+FR_DEFINE_SDCA_VISIT(fr_squared, fr_unboxed_sdca_grad)
 #undef FR_BOX_VISIT
-#undef FR_UNBOXED_VISIT
 #undef FR_DEFINE_SDCA_VISIT
+
+/* The logistic visit shares its transcendental calls: e_b = exp(-|y f|) gives
+ * the loss log(1 + e_b) + max(-y f, 0) (with one log1p) and F at t_b; the
+ * root's e = exp(-|t|) gives H(sigma(t)) = log(1 + e) + max(-t, 0) + (1 - s) t
+ * (one log1p; none when the step stops at t_b, where H = l(f) + s y f). */
+static double fr_logistic_sdca_visit(double u0, double f, double y, double p, double q,
+                                     double tol, double *loss, double *dual, double *G,
+                                     int *bound)
+{
+    double z = y * f, eb = exp(-fabs(z)), e, s, s1, t;
+    (void)p;
+    *G = fr_unboxed_sdca_grad(u0, f, y, p, bound);
+    *loss = (z >= 0.0 ? 0.0 : -z) + log1p(eb);
+    t = fr_logistic_dual_root(y * u0, z, q, tol, eb, &e);
+    fr_sigmoid_pair(t, e, &s, &s1);
+    if (t == -z)
+        *dual = *loss + s * z;
+    else
+        *dual = (t >= 0.0 ? 0.0 : -t) + log1p(e) + s1 * t;
+    return y * s;
+}
 
 static inline fr_sdca_visit_fn fr_sdca_visit_for(int kind)
 {

@@ -119,6 +119,8 @@ class LossSpec:
     kernel_id: its id in csrc/fr_loss.h (-1: evaluated in NumPy, vector losses).
     dual_step: SDCA has a coordinate step for it (csrc/fr_sdca.h, read from the kernel).
     dual_box: its SDCA dual is box-constrained (shrinking applies; read from the kernel).
+    piecewise_quadratic: l is a quadratic in f on each of finitely many intervals, so J
+        is piecewise quadratic along a line (Newton's line search starts from its minimizer).
     """
 
     name: str
@@ -132,6 +134,7 @@ class LossSpec:
     kernel_id: int = -1
     dual_step: bool = False
     dual_box: bool = False
+    piecewise_quadratic: bool = False
     reference: Optional[Callable] = field(default=None, repr=False, compare=False)
     conjugate_reference: Optional[Callable] = field(default=None, repr=False, compare=False)
 
@@ -153,22 +156,24 @@ LOSSES = {
     s.name: s
     for s in [
         _spec("hinge", "binary", False, 1.0),
-        _spec("squared_hinge", "binary", True, None, curvature=1.0),
+        _spec("squared_hinge", "binary", True, None, curvature=1.0,
+              piecewise_quadratic=True),
         _spec("zero_margin", "binary", False, 1.0),
-        _spec("squared_zero_margin", "binary", True, None, curvature=1.0),
+        _spec("squared_zero_margin", "binary", True, None, curvature=1.0,
+              piecewise_quadratic=True),
         _spec("logistic", "binary", True, 1.0, curvature=0.25, probabilistic=True),
         _spec("exponential", "binary", True, None),
         _spec("novelty", "novelty", False, 1.0),
-        _spec("squared", "regression", True, None, curvature=1.0),
+        _spec("squared", "regression", True, None, curvature=1.0, piecewise_quadratic=True),
         _spec("absolute", "regression", False, 1.0),
         _spec("quantile", "regression", False, 1.0, param=("tau", 0.5, 0.0, 1.0, True, True)),
         _spec("epsilon_insensitive", "regression", False, 1.0,
               param=("epsilon", 0.1, 0.0, np.inf, False, True)),
-        _spec("huber", "regression", True, _param, curvature=1.0,
+        _spec("huber", "regression", True, _param, curvature=1.0, piecewise_quadratic=True,
               param=("delta", 1.0, 0.0, np.inf, True, True)),
         _spec("poisson", "counts", True, None, nonnegative=False),
         _spec("smoothed_hinge", "binary", True, 1.0, curvature=_inverse_param,
-              param=("gamma", 1.0, 0.0, np.inf, True, True)),
+              piecewise_quadratic=True, param=("gamma", 1.0, 0.0, np.inf, True, True)),
         _spec("softmax", "multiclass", True, None, probabilistic=True),
         _spec("multiclass_hinge", "multiclass", False, None),
     ]

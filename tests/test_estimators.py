@@ -153,10 +153,11 @@ def test_auto_choice_is_visible():
 
 def test_auto_rule_for_smooth_l2_depends_on_shape():
     # rule 2 of fastrisk/solvers/auto.py: newton when its vectors (13 of n_weights) fit
-    # in half the bytes of X (tall), else sdca (wide: 13 * 50 doubles > 20 * 50 / 2)
+    # in half the bytes of X (tall) and alpha m < SDCA_ALPHA_M, else sdca (wide:
+    # 13 * 50 doubles > 20 * 50 / 2; or tall with alpha m = 2)
     rng = np.random.default_rng(3)
     tall, wide = rng.normal(size=(200, 5)), rng.normal(size=(20, 50))
-    for X, alpha, expected in [(tall, 1e-3, "newton"), (tall, 1e-1, "newton"),
+    for X, alpha, expected in [(tall, 1e-4, "newton"), (tall, 1e-2, "sdca"),
                                (wide, 1e-3, "sdca")]:
         y = np.sign(X[:, 0] + 0.1)
         assert fr.solvers.choose_solver(fr.Problem(X, y, loss="logistic", alpha=alpha)) == expected

@@ -51,6 +51,30 @@ def test_registry_and_kernel_ids_agree():
         _oracle.loss_values(99, 0.0, np.zeros(1), np.zeros(1))
 
 
+@pytest.mark.parametrize("name", SCALAR_LOSSES)
+def test_piecewise_quadratic_flag(name):
+    # A loss flagged piecewise quadratic has a zero third difference wherever the stencil
+    # [f - h, f + 2h] stays within one piece (away from the kinks); a smooth loss that is
+    # not flagged has a nonzero one there.  Third differences of a quadratic vanish up to
+    # rounding, about 1e-12 of the values here.
+    loss = Loss(name, PARAMS.get(name))
+    spec = LOSSES[name]
+    if not spec.smooth:
+        assert not spec.piecewise_quadratic
+        return
+    f, y = sample(name)
+    h = 1e-2
+    kink = KINKS.get(name, lambda f, y, p: np.full(f.shape, np.inf))
+    away = (kink(f, y, loss.param) > 3 * h) & (kink(f + h, y, loss.param) > 3 * h)
+    vals = [spec.reference(f + j * h, y, loss.param)[0] for j in (-1, 0, 1, 2)]
+    third = (vals[3] - 3 * vals[2] + 3 * vals[1] - vals[0])[away]
+    scale = np.abs(np.stack(vals)).max(axis=0)[away] + 1.0
+    if spec.piecewise_quadratic:
+        assert np.all(np.abs(third) <= 1e-12 * scale)
+    else:
+        assert np.max(np.abs(third)) > 1e-9
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", SCALAR_LOSSES)
 def test_value_and_derivative_match_numpy_reference(name, dtype):

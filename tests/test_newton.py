@@ -9,7 +9,13 @@
   (tests/reference/batch.py) to 1e-6 relative (the reference's own accuracy),
   and the certificate J(w) - gap never above the reference optimum (1e-12
   relative slack for rounding);
-* real data against LIBLINEAR's objective (tests/reference/liblinear.py).
+* real data against LIBLINEAR's objective (tests/reference/liblinear.py);
+* the line search along X s: the X v that hess_vec leaves, the gather of the
+  other rows and the scatter (gradient and Hessian diagonal in one pass) against
+  NumPy; the O(m) trial J(w + t s) against problem.objective from scratch, the
+  gradient from scores against the oracle's, every accepted step of whole runs
+  checked for Armijo's condition with J and g from scratch, and the exact step
+  of the squared hinge against the root of dJ/dt computed in NumPy.
 """
 
 import numpy as np
@@ -23,7 +29,8 @@ from scipy.optimize import minimize
 from fastrisk import _hessian
 from fastrisk.losses import LOSSES
 from fastrisk.problem import Problem
-from fastrisk.solvers import solve
+from fastrisk.solvers import newton, solve
+from fastrisk.solvers._dual_gap import GapCertificate
 from fastrisk.solvers.newton import SOLVER_INFO, solve_newton
 
 REL = 1e-6
@@ -263,3 +270,216 @@ def test_real_data_tol_is_met_and_certified(libsvm, loss, alpha):
     assert res.status == "converged"
     assert res.objective - J_lib <= 1e-3 * res.objective
     assert res.gap >= res.objective - J_lib - 1e-9 * J_lib
+
+
+def kernel_rows(X, dense, itype):
+    """(data, indices, indptr, dense) of X for the kernels: CSR, or a dense matrix's rows."""
+    if dense:
+        A = np.ascontiguousarray(X.toarray())
+        m, d = A.shape
+        return (A.ravel(), np.arange(d, dtype=itype), (np.arange(m + 1) * d).astype(itype), True)
+    return (X.data, X.indices.astype(itype), X.indptr.astype(itype), False)
+
+
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize("dtype,itype", [(np.float64, np.int32), (np.float32, np.int64)])
+@pytest.mark.parametrize("bias", [0.0, 1.5])
+def test_line_search_kernels_match_numpy(dense, dtype, itype, bias):
+    """hess_vec's X v (rows with curvature, 0 elsewhere), inactive_dots (the other rows,
+    the first untouched) and scatter (X^T coef, and diag(X^T D X) in the same pass) against
+    NumPy; same bits on repeated runs.  float32 data: 1e-5 relative (the data's rounding
+    is exact in float64, so only the float32 products of the kernels' fused type add to
+    it); float64: 1e-12."""
+    rng = np.random.default_rng(3)
+    X = sp.random(57, 13, density=0.3, random_state=2, format="csr").astype(dtype)
+    D = rng.uniform(0, 1, 57) * (rng.uniform(size=57) > 0.4)
+    v = rng.normal(size=13 + (bias != 0))
+    coef = rng.normal(size=57) * (rng.uniform(size=57) > 0.2)
+    Xb = X.toarray().astype(np.float64)
+    Xb = np.hstack([Xb, np.full((57, 1), bias)]) if bias else Xb
+    rows = kernel_rows(X, dense, itype) + (bias,)
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    for n_threads in (1, 3):
+        work = np.empty((n_threads, 2 * len(v)))
+        Xv, out = np.full(57, np.nan), np.empty(len(v))
+        _hessian.hess_vec(*rows, D, v, out, work, n_threads, Xv)
+        np.testing.assert_allclose(Xv, np.where(D != 0, Xb @ v, 0.0), rtol=rtol, atol=1e-12)
+        filled = Xv.copy()
+        _hessian.inactive_dots(*rows, D, v, filled, n_threads)
+        np.testing.assert_array_equal(filled[D != 0], Xv[D != 0])
+        np.testing.assert_allclose(filled, Xb @ v, rtol=rtol, atol=1e-12)
+        runs = []
+        for _ in range(2):
+            grad, diag = np.empty(len(v)), np.empty(len(v))
+            _hessian.scatter(*rows, coef, grad, work, n_threads, D, diag)
+            runs.append((grad, diag))
+            alone = np.empty(len(v))
+            _hessian.scatter(*rows, coef, alone, work, n_threads)
+            np.testing.assert_array_equal(alone, grad)
+        np.testing.assert_allclose(runs[0][0], Xb.T @ coef, rtol=rtol, atol=1e-12)
+        np.testing.assert_allclose(runs[0][1], (D[:, None] * Xb * Xb).sum(axis=0), rtol=rtol,
+                                   atol=1e-12)
+        assert all(np.array_equal(a, b) for a, b in zip(runs[0], runs[1]))
+
+
+def test_line_search_kernels_check_their_buffers():
+    X = sp.random(5, 3, density=0.5, random_state=0, format="csr")
+    rows = (X.data, X.indices, X.indptr, False, 0.0)
+    work = np.empty((1, 6))
+    with pytest.raises(ValueError, match="^Xv must have n_samples entries$"):
+        _hessian.hess_vec(*rows, np.ones(5), np.ones(3), np.empty(3), work, 1, np.empty(4))
+    with pytest.raises(ValueError, match="^D and out must have n_samples entries$"):
+        _hessian.inactive_dots(*rows, np.ones(5), np.ones(3), np.empty(4), 1)
+    with pytest.raises(ValueError, match="^coef must have n_samples entries$"):
+        _hessian.scatter(*rows, np.ones(4), np.empty(3), work, 1)
+    with pytest.raises(ValueError, match="^D and diag go together$"):
+        _hessian.scatter(*rows, np.ones(5), np.empty(3), work, 1, np.ones(5))
+    with pytest.raises(ValueError, match=r"^diag must have len\(out\) entries$"):
+        _hessian.scatter(*rows, np.ones(5), np.empty(3), work, 1, np.ones(5), np.empty(2))
+
+
+LINE_CASES = [("logistic", "binary", False), ("squared_hinge", "binary", True),
+              ("huber", "regression", False), ("poisson", "counts", True)]
+
+
+def line_problem(loss, task, sparse, dtype=np.float64):
+    """A problem with an intercept and sample weights, its Hessian at a point and a
+    CG direction from it."""
+    X, y = random_problem(31, m=90, d=8, task=task)
+    c = np.random.default_rng(4).uniform(0.5, 2.0, len(y))
+    data = sp.csr_matrix(X.astype(dtype)) if sparse else X.astype(dtype)
+    problem = Problem(data, y, loss=loss, alpha=0.05, fit_intercept=True, sample_weight=c,
+                      n_threads=1)
+    w = 0.1 * np.random.default_rng(5).normal(size=problem.n_weights)
+    return problem, w
+
+
+@pytest.mark.parametrize("loss,task,sparse", LINE_CASES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_trial_objective_and_gradient_from_scores(loss, task, sparse, dtype):
+    """Along a CG direction s: X s from CG and the gather equals X s from the data (1e-12,
+    sums of a few products); J(w + t s) in O(m) equals problem.objective to 1e-12 relative
+    (the same loss values, summed in another order); the gradient from the scores
+    f + t X s equals the oracle's to 1e-12 relative to its norm, dJ/dt and d2J/dt2 equal
+    g.s and s.H s, and the scatter's diagonal equals hess_diag's."""
+    problem, w = line_problem(loss, task, sparse, dtype)
+    J, g = problem.objective_gradient(w)
+    f = problem.data.X @ w[:-1] + problem.data.bias * w[-1]
+    hess = newton._Hessian(problem)
+    hess.update(f)
+    s, _, _, xs = newton._steihaug_cg(hess, g, np.inf, 0.1, 50)
+    Xb = np.hstack([np.asarray(problem.data.X.toarray() if sparse else problem.data.X,
+                               dtype=np.float64), np.full((90, 1), problem.data.bias)])
+    z = hess.directional(s, xs)
+    np.testing.assert_allclose(z, Xb @ s, rtol=1e-12, atol=1e-12 * np.abs(Xb @ s).max())
+    line = newton._Line(problem, w, s, f, z)
+    for t in (1.0, 0.5, 0.03, 2.5):
+        expected = problem.objective(w + t * s)
+        assert line.value(t) == pytest.approx(expected, rel=1e-12)
+        w_t = w + t * s
+        J_t, g_t = problem.objective_gradient(w_t)
+        grad = hess.gradient(line.rows(t)[0] * problem.sample_weight) + problem.alpha * w_t
+        np.testing.assert_allclose(grad, g_t, rtol=0, atol=1e-12 * np.linalg.norm(g_t))
+        # phi'(t) = g(w + t s).s from scratch; phi''(t) = s.H s with H from the kernel that
+        # test_hess_vec_matches_numpy checks (1e-10: sums of m products)
+        d1, d2 = line.slope(t)
+        assert d1 == pytest.approx(float(g_t @ s), rel=1e-10, abs=1e-12 * abs(J))
+        at_t = newton._Hessian(problem)
+        at_t.update(f + t * z)
+        assert d2 == pytest.approx(float(s @ at_t(s)), rel=1e-10)
+    # the step certificate from the line's derivatives equals the one computed from the
+    # scores alone (the same formulas; 1e-12 relative to J)
+    cert = GapCertificate(problem, need_scores=True)
+    cert.evaluate(w)
+    a0, h0 = newton._derivatives(problem, f)
+    r = -g - hess(s)  # the CG residual at w (hess still holds D at w)
+    cert.evaluate(w + t * s)
+    J_t = problem.objective(w + t * s)
+    assert cert.step_gap(J_t, f, t, g, r, derivatives=(a0, h0, line.rows(t)[0])) == \
+        pytest.approx(cert.step_gap(J_t, f, t, g, r), rel=0, abs=1e-12 * J_t)
+    a, h = line.rows(t)
+    expected_h = np.empty(len(h))
+    _hessian.curvature(LOSSES[loss].kernel_id, problem.loss.param, f + t * z, problem.y,
+                       np.empty(0), expected_h)
+    np.testing.assert_allclose(h, expected_h, rtol=1e-12, atol=0)
+    hess.update(D=h * problem.sample_weight)
+    hess.gradient(a * problem.sample_weight, diag=True)
+    diag = np.empty(problem.n_weights)
+    _hessian.hess_diag(*hess.rows, hess.D, diag, hess.workspace, 1)
+    np.testing.assert_allclose(hess.diag, diag, rtol=1e-12)
+
+
+@pytest.mark.parametrize("loss,task,sparse", LINE_CASES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_accepted_step_satisfies_armijo_from_scratch(loss, task, sparse, dtype,
+                                                           monkeypatch):
+    """Whole runs (line search, exact start for the squared hinge and Huber) from a start
+    far from w* (some steps shorter than the full Newton step, except for Poisson): each
+    accepted w + t s satisfies J(w + t s) <= J(w) + ARMIJO t g.s with J and g recomputed
+    by problem.objective_gradient (slack 1e-12 relative for rounding)."""
+    problem, w0 = line_problem(loss, task, sparse, dtype)
+    w0 = 30.0 * w0
+    lines = []
+
+    class Recording(newton._Line):
+        def __init__(self, problem, w, s, f, z):
+            super().__init__(problem, w, s, f, z)
+            lines.append(self)
+            self.w, self.s = w.copy(), s.copy()
+
+        def value(self, t):
+            self.last_t = t
+            return super().value(t)
+
+    accepted = []
+    real_step = newton._line_search_step
+
+    def step(line, J, gs, exact, **kw):
+        out = real_step(line, J, gs, exact, **kw)
+        if out is not None:
+            accepted.append((line, out[0]))
+        return out
+
+    monkeypatch.setattr(newton, "_Line", Recording)
+    monkeypatch.setattr(newton, "_line_search_step", step)
+    res = solve_newton(problem, tol=1e-10, start=w0)
+    assert res.status == "converged" and len(accepted) >= 3
+    assert loss == "poisson" or any(t != 1.0 for _, t in accepted)
+    for line, t in accepted:
+        J, g = problem.objective_gradient(line.w)
+        J_t = problem.objective(line.w + t * line.s)
+        assert J_t <= J + newton.ARMIJO * t * float(g @ line.s) + 1e-12 * abs(J)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_exact_step_of_squared_hinge_is_the_minimizer_along_s(sparse):
+    """From a point where the full Newton step overshoots (separable data, small alpha),
+    the 1-D minimizer of J along s: dJ/dt in NumPy (the squared hinge's derivative on
+    X (w + t s)) vanishes at it to 1e-9 of dJ/dt(0), and J there is below J at t = 1 and
+    at t * (1 +- 1e-3)."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(200, 10))
+    y = np.where(X @ rng.normal(size=10) > 0, 1.0, -1.0)
+    problem = Problem(sp.csr_matrix(X) if sparse else X, y, loss="squared_hinge", alpha=1e-6,
+                      n_threads=1)
+    w = np.zeros(10)
+    for _ in range(2):  # a few Newton steps in: the active set is small
+        J, g = problem.objective_gradient(w)
+        f = X @ w
+        hess = newton._Hessian(problem)
+        hess.update(f)
+        s, _, _, xs = newton._steihaug_cg(hess, g, np.inf, 0.5, 100)
+        line = newton._Line(problem, w, s, f, hess.directional(s, xs))
+        t = newton._minimizer(line, float(g @ s))
+
+        def slope(t):
+            margin = 1.0 - y * (X @ (w + t * s))
+            # l(f) = max(0, 1 - y f)^2 / 2: l'(f) = -y max(0, 1 - y f)
+            return problem.alpha * float((w + t * s) @ s) + float(
+                (-y * np.maximum(margin, 0.0)) @ (X @ s)) / 200
+
+        assert abs(slope(t)) <= 1e-9 * abs(float(g @ s))
+        J_t = problem.objective(w + t * s)
+        assert J_t <= min(problem.objective(w + s), problem.objective(w + t * 1.001 * s),
+                          problem.objective(w + t * 0.999 * s))
+        w = w + t * s

@@ -137,6 +137,12 @@ class GapCertificate:
         return (risk + problem.alpha * reg.value(w),
                 grad_risk + problem.alpha * reg.subgradient(w))
 
+    def record(self, w, scores, grad_risk):
+        """Make (w, its scores, the risk's gradient there) the last evaluation, for a point
+        whose J and gradient the caller computed from its scores without an oracle pass
+        (Newton's line search, fastrisk/solvers/newton.py)."""
+        self._last = (np.array(w, dtype=np.float64), scores, grad_risk)
+
     @property
     def scores(self):
         """f_i = <w, x_i> at the last evaluated w (None for oracles without rows)."""
@@ -172,12 +178,14 @@ class GapCertificate:
             return bound
         return min(bound, value - self._best_dual(value, 0.0 if target is None else target))
 
-    def step_gap(self, value, f_old, t, g_old, r):
+    def step_gap(self, value, f_old, t, g_old, r, derivatives=None):
         """Certified bound on J(w_new) - J* from the dual point of a Newton step (module
         docstring): w_new, its scores and ``value`` = J(w_new) are the last evaluation;
         ``f_old`` and ``g_old`` are the scores and the gradient of J at the step's start,
-        t the step length and r the residual -g_old - H s of the direction s.  inf when
-        the problem has no such certificate (not l2, or no scores)."""
+        t the step length and r the residual -g_old - H s of the direction s.
+        ``derivatives``: (l'(f_old), l''(f_old), l'(f_new)) without sample weights when
+        the caller has them (Newton's line search computes them), else computed here.  inf
+        when the problem has no such certificate (not l2, or no scores)."""
         if not self.certified or self.kappa != 0.0 or self._last is None \
                 or self.derivatives is None:
             return math.inf
@@ -185,28 +193,30 @@ class GapCertificate:
         kid, param, y, c, m = (p.loss.spec.kernel_id, p.loss.param, p.y, p.sample_weight,
                                p.n_samples)
         w_new, f_new, _ = self._last
-        curv = np.empty(m)
-        _hessian.curvature(kid, param, f_old, y, np.empty(0), curv)
-        a = _oracle.loss_values(kid, param, f_old, y)[1] + curv * (f_new - f_old)
+        if derivatives is None:
+            h_old = np.empty(m)
+            _hessian.curvature(kid, param, f_old, y, np.empty(0), h_old)
+            derivatives = (_oracle.loss_values(kid, param, f_old, y)[1], h_old,
+                           _oracle.loss_values(kid, param, f_new, y)[1])
+        conj, shift = np.empty(m), np.empty(m)
+        a_old, h_old, a_new = derivatives
+        replaced = _hessian.step_dual(kid, param, a_old, h_old, f_new - f_old, a_new, y, conj,
+                                      shift)
         v = w_new + (t * r - (1.0 - t) * g_old) / self.lam
-        conj = _oracle.loss_conjugates(kid, param, a, y)
-        rows = np.flatnonzero(~np.isfinite(conj))
-        if len(rows):
-            a_new = _oracle.loss_values(kid, param, f_new[rows], y[rows])[1]
-            shift = a_new - a[rows]  # u_i = -a_i moves by -shift_i on these rows
-            v -= self._transpose_rows(rows, shift if c is None else shift * c[rows]) / (
-                self.lam * m)
-            conj[rows] = _oracle.loss_conjugates(kid, param, a_new, y[rows])
+        if replaced:
+            # u_i = -a_i moves by -shift_i on the replaced rows: v moves by X^T of that
+            v -= self._transpose(shift if c is None else shift * c) / (self.lam * m)
         total = conj.sum() if c is None else float(conj @ c)
         return value - (-total / m - 0.5 * self.lam * float(v @ v))
 
-    def _transpose_rows(self, rows, coef):
-        """sum over i in rows of coef_i x_i (with the intercept feature)."""
-        data = self.problem.data
-        out = np.zeros(self.problem.n_weights)
-        out[:data.n_features] = data.X[rows].T @ coef
-        if data.bias:
-            out[-1] = data.bias * coef.sum()
+    def _transpose(self, coef):
+        """X^T coef (with the intercept feature) by the compiled scatter, which skips the
+        rows whose coefficient is 0."""
+        p = self.problem
+        d, oracle = p.data, p.oracle
+        out = np.empty(p.n_weights)
+        _hessian.scatter(d.data, d.indices, d.indptr, d.dense, d.bias, coef, out,
+                         oracle._workspace, oracle.n_threads)
         return out
 
     # ---- dual extrapolation ------------------------------------------------------------------

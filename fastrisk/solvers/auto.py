@@ -23,7 +23,8 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
    NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
-   when SDCA's dual is a box it can shrink (squared and smoothed hinge) and
+   when the loss has an SDCA dual step (squared and smoothed hinge with a box
+   it can shrink, logistic with its inexact step) and
    ``alpha * n_samples >= SDCA_ALPHA_M`` (SDCA needs about
    1 + 1/(alpha m gamma) epochs, Shalev-Shwartz & Zhang 2013, Theorem 1),
    else ``newton``;
@@ -44,13 +45,20 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 Rule 2 (benchmarks/compare_binary.py, 1 thread, time to a certified 1e-3, no
 intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha
 1e-4 and 1e-6; Newton with the quadratic-model CG stop, the preconditioner and the
-step certificate; seconds for newton / lbfgs / sdca, the current figures in
-benchmarks/RESULTS.md; differences below about 2x are within run-to-run noise): for logistic
-Newton is first or tied at 1e-6 (a9a 0.066 / 0.34 / 4.2, w8a 0.18 / 0.20 / not
-within 5 s, ijcnn1 0.046 / 0.064 / 1.3, phishing 0.058 / 0.065 / 0.60) and tied
-with L-BFGS at 1e-4 (a9a 0.056 / 0.062 / 0.088, Reuters 0.012 / 0.009 / 0.018,
-mushrooms 0.019 / 0.019 / 0.050), with w8a the exception (0.10 / 0.049 / 0.16);
-for squared hinge SDCA at alpha 1e-4 (Reuters 0.008 against Newton 0.034,
+step certificate; differences below about 2x are within run-to-run noise):
+for logistic, SDCA with the inexact step (csrc/fr_sdca.h) against Newton, both
+at tol 1e-3 side by side in one process (best of 3, seconds): alpha 1e-4
+(alpha m 0.78 to 5.0) SDCA first everywhere, mushrooms 0.0055 / 0.016, phishing
+0.0047 / 0.012, a9a 0.017 / 0.044, w8a 0.016 / 0.064, ijcnn1 0.014 / 0.032,
+Reuters 0.0044 / 0.013; alpha 1e-6 (alpha m 0.008 to 0.05) Newton first but on
+mushrooms (separable: SDCA 0.015 against 0.027): a9a 1.0 against 0.053, w8a
+0.58 / 0.11, ijcnn1 0.15 / 0.054, phishing 0.081 / 0.032, Reuters 0.064 / 0.040;
+between them, alpha 1e-5 (alpha m 0.08 to 0.5), SDCA wins on five of six (0.3 to
+0.9x Newton) and loses on a9a (0.12 against 0.044, alpha m 0.33), so no threshold
+on alpha m separates every row and SDCA_ALPHA_M is the one of squared hinge.
+On 2 threads (Newton's oracle threaded, SDCA's epochs not) SDCA stays first at
+alpha 1e-4: 0.28 to 0.58x Newton's time on the same six sets.
+For squared hinge SDCA at alpha 1e-4 (Reuters 0.008 against Newton 0.034,
 phishing 0.008 against 0.028, w8a 0.064 against 0.087) and Newton at 1e-6
 (a9a 0.047 against SDCA 3.5, w8a 0.17 against 1.5, phishing 0.017 against
 0.21), where SDCA_ALPHA_M separates the two; the rule's Newton loses to SDCA on
@@ -79,7 +87,7 @@ from fastrisk.solvers import SOLVERS
 
 # measured extra memory of solve_newton in vectors of n_weights float64 (IMDB bigrams)
 NEWTON_VECTORS = 18
-# alpha * n_samples from which SDCA beats Newton on box-dual smooth losses (squared hinge)
+# alpha * n_samples from which SDCA beats Newton on smooth binary losses with a dual step
 SDCA_ALPHA_M = 0.1
 # The default budget of solver="auto" when max_iter is not given: an iteration count that
 # does not stop a run short of tol (SDCA on a hinge loss with a small alpha needs
@@ -109,7 +117,7 @@ def _preferences(problem):
     order = []
     if spec.task == "binary" and problem.penalty == "l2" and data is not None \
             and _newton_fits(problem):
-        if spec.dual_box and problem.alpha * data.n_samples >= SDCA_ALPHA_M:
+        if spec.dual_step and problem.alpha * data.n_samples >= SDCA_ALPHA_M:
             order.append("sdca")
         order.append("newton")
     if spec.smooth and reg.differentiable and data is not None \

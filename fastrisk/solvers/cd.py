@@ -10,7 +10,16 @@ Algorithm (newGLMNET, Yuan, Ho & Lin 2012, Algorithm 3; LIBLINEAR's ``solve_l1r_
 1. at w, the per-example derivatives g = c l'(Xw) / m and curvatures h = c l''(Xw) / m
    (csrc/fr_loss.h) and, for every column not screened out, G_j = x_j^T g + lam2 w_j
    and the Hessian diagonal x_j^T diag(h) x_j (one pass over X by columns);
-2. certificate (below) and Gap Safe screening;
+2. certificate (below) and Gap Safe screening, at the first iteration and after steps
+   that decreased J by at most GAP_DECREASE J (or tol J): since gap >= J(w) - J*, a
+   larger decrease says w was far from the optimum one step ago, and the rescaled
+   dual point of such an iterate in practice certifies nothing and screens nothing,
+   while it costs m conjugates.  The other iterations, when the previous working set
+   holds at most RESTRICT of the columns, compute step 1 on that set only and choose
+   the next one inside it (LIBLINEAR's shrinking of the active set between full
+   checks; w is zero off that set, so J is exact): a column left out re-enters at the
+   next certificate iteration, which comes once the steps on the restricted problem
+   decrease J little (or one of them fails);
 3. working set: every coordinate except the zero ones whose |G_j| is below
    lam1 - M / m, M the largest optimality violation of the previous iteration
    (newGLMNET's outer shrinking, their eq. (31)), M = 0 at the first iteration: the
@@ -19,7 +28,9 @@ Algorithm (newGLMNET, Yuan, Ho & Lin 2012, Algorithm 3; LIBLINEAR's ``solve_l1r_
 4. coordinate descent on the quadratic model over the working set until the sum of
    its violations is at most eps_in times that of the first iteration (eps_in
    starts at 1 and is divided by 4 each time a single pass suffices) and at most
-   0.1 times the current outer violations (an inexact-Newton forcing term); the passes
+   FORCING times the current outer violations (an inexact-Newton forcing term; while the
+   steps still decrease J by more than GAP_DECREASE, far from the optimum where the
+   quadratic model is a poor guide, FORCING_FAR); the passes
    run over the columns of X_W (O(nnz(X_W)) each) or, when the working set is small and
    the passes many, over its Gram matrix X_W^T diag(h) X_W (built once per iteration,
    O(|W|^2) per pass; ``inner=``), where every few passes a Newton step on the model's
@@ -66,10 +77,13 @@ from fastrisk.solvers._checks import check_bool, check_choice, check_int, start_
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
+GAP_DECREASE = 0.01               # relative decrease of J below which the gap is computed
+RESTRICT = 0.5                    # largest fraction of the kept columns of a restricted step 1
 SIGMA, MAX_LINE_STEPS = 0.01, 30  # Armijo constant and backtracking steps (newGLMNET)
 NU = 1e-12                        # added to the model's Hessian diagonal (newGLMNET)
 MAX_INNER_PASSES = 1000
 FORCING = 0.1                     # inner stop: violations <= FORCING x the outer ones
+FORCING_FAR = 0.5                 # the same before the steps are certificate iterations
 PASS_GRAIN = 50_000               # nonzeros per thread below which the column pass is serial
 COPY_GRAIN = 1_000_000            # nonzeros per thread of the column copy (one fork)
 ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line search slack)
@@ -78,6 +92,8 @@ MAX_STEP = 10.0                   # largest move of a coordinate in one step (LI
 POLISH_EVERY = 4                  # Gram inner passes between Newton steps on the support
 POLISH_MAX_SUPPORT = 1000         # largest support of those steps (an |S|^3 solve)
 GRAM_MAX_COLUMNS = 2000           # largest working set of the Gram inner solve (32 MB)
+GRAM_READ = 3.0                   # cost of the Gram build's read of an entry of X (a lookup
+                                  # of its column's position and a branch) in multiply-adds
 
 
 class Columns(NamedTuple):
@@ -168,18 +184,21 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
 
     ``max_iter`` counts Newton (outer) iterations.  Options beyond the common ones:
     start: a weight vector or a Result to warm-start from.
-    check_every: outer iterations between certificates (each costs m conjugates).
+    check_every: outer iterations between certificates (each costs m conjugates), among
+    those where step 2 computes one.
     n_threads: threads of the column pass (None = the problem's n_threads).
     random_state: seed of the coordinate order in the inner passes.
     screening: Gap Safe screening (needs a loss with bounded l'', an l1 term).
     columns: the ``column_view(problem.data)`` to use (made here when None).
     inner: "columns" (inner passes over X_W), "gram" (over the Gram matrix of W) or
-    "auto" (the one estimated cheaper; Gram up to GRAM_MAX_COLUMNS working columns).
+    "auto" (the one estimated cheaper, and from columns to Gram when the column passes
+    creep; Gram up to GRAM_MAX_COLUMNS working columns).
 
     ``result.extra``: ``dual`` (the dual point u of the best D), ``dual_objective``,
     ``n_screened`` (columns removed by screening), ``screened`` (their boolean mask),
     ``n_working`` (working-set size of the last iteration), ``n_inner_passes``,
-    ``n_gram`` (outer iterations whose inner solve ran on the Gram matrix).
+    ``n_gram`` (outer iterations whose inner solve ran on the Gram matrix),
+    ``n_restricted`` (outer iterations whose step 1 ran on the previous working set).
     """
     _check_problem(problem)
     lam1, lam2 = penalty_split(problem)
@@ -207,8 +226,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     kept = np.arange(n_weights, dtype=np.int64)  # columns not screened out
     # grad and hdiag are read on the kept columns after column_stats writes them, wpd on
     # the working set after it is set to w there
-    grad, hdiag, wpd = np.empty(n_weights), np.empty(n_weights), np.empty(n_weights)
+    grad, hdiag, wpd = np.zeros(n_weights), np.empty(n_weights), np.empty(n_weights)
     deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
+    trial = tuple(np.empty(m) for _ in range(3))  # the line search's deriv, g, h
     buffer = np.empty(n_weights, dtype=np.int64)  # the working set, or the screened columns
     curv = problem.loss.curvature  # sup l'', None when unbounded
     screen = screening and lam1 > 0 and curv is not None
@@ -227,21 +247,44 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     row_sq = float(np.square(np.diff(data.indptr).astype(np.float64)).sum()) \
         if not data.dense else float(m) * data.n_features ** 2  # sum_i nnz(x_i)^2
 
-    def gram_pays(working, passes):
-        """Whether the Gram inner solve is estimated cheaper than the column one.
+    def gram_costs(working):
+        """(cost of building the Gram matrix of W, of one Gram pass, of one column pass).
 
-        Column passes cost 2 nnz(X_W) each; the Gram matrix costs nnz(X) plus
+        Column passes cost 2 nnz(X_W) each; the Gram matrix costs GRAM_READ nnz(X) plus
         sum_i r_i^2 / 2 once (r_i the row's nonzeros in W, estimated as the row's
-        nonzeros in X times nnz(X_W) / nnz(X)), then |W|^2 per pass; the pass count
-        is guessed from the previous inner solve.
+        nonzeros in X times nnz(X_W) / nnz(X)) and X d afterwards, then |W|^2 per pass.
         """
         n_w = working.shape[0]
-        if n_w > GRAM_MAX_COLUMNS:
-            return False
         nnz_w = float((cols.indptr[working + 1] - cols.indptr[working]).sum())
         pairs = row_sq * (nnz_w / max(data.nnz, 1)) ** 2  # rows' nonzeros thinned evenly
-        gram_cost = data.nnz + pairs / 2.0 + passes * n_w * n_w + nnz_w
-        return gram_cost < 2.0 * passes * nnz_w
+        return GRAM_READ * data.nnz + pairs / 2.0 + nnz_w, float(n_w * n_w), 2.0 * nnz_w
+
+    def inner_solve(working, stop, passes_before):
+        """newGLMNET's inner solve on W (``inner``); sets wpd and X d, returns (passes,
+        whether the Gram matrix was used).
+
+        "auto" runs on the Gram matrix when it is estimated cheaper for as many passes
+        as the previous inner solve took; otherwise on the columns, until the passes
+        have cost as much as building the Gram matrix, and then (still short of the
+        stopping rule: the passes creep) on the Gram matrix from the point reached,
+        which costs at most twice the better of the two choices made in hindsight.
+        """
+        n_w = working.shape[0]
+        gram_ok = inner == "gram" or (inner == "auto" and n_w <= GRAM_MAX_COLUMNS)
+        cap = MAX_INNER_PASSES
+        if gram_ok and inner == "auto":
+            build, gram_pass, column_pass = gram_costs(working)
+            if build + passes_before * gram_pass < passes_before * column_pass:
+                return gram_inner(working, stop), True
+            cap = max(1, min(MAX_INNER_PASSES, int(build / max(column_pass, 1.0))))
+        if inner == "gram":
+            return gram_inner(working, stop), True
+        xtd[:] = 0.0
+        p_, done = _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w,
+                                wpd, xtd, lam1, lam2, NU, stop, cap, inv_m, rng)
+        if done or not gram_ok:
+            return p_, False
+        return p_ + gram_inner(working, stop), True
 
     def gram_inner(working, stop):
         """newGLMNET's inner coordinate descent on the Gram matrix of W; sets wpd and X d.
@@ -260,7 +303,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         _cd.gram(*rows, data.bias, pos, h, H, np.empty(n_w), np.empty(n_w, dtype=np.int64))
         pos[working] = -1
         w_w, grad_w = w[working], grad[working]
-        wpd_w, q = w_w.copy(), np.zeros(n_w)
+        wpd_w = wpd[working]  # w + d on entry: d = 0, or where the column passes stopped
+        q = H @ (wpd_w - w_w)
         order = np.arange(n_w, dtype=np.int64)
         passes = 0
         while passes < MAX_INNER_PASSES:
@@ -322,17 +366,30 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
 
     M_prev, gnorm1_init, inner_eps = 0.0, None, 1.0
     D_best, u_best, gap = -math.inf, None, math.nan
+    P = math.inf if start is None else -math.inf  # a warm start counts as near the optimum
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
+    n_restricted = 0
+    fresh = False  # whether deriv, g, h and loss_value are those of the current f
+    active, force_full = kept, True  # the columns of step 1 on restricted iterations
     with mon.interruptible():
         while status is None:
             it += 1
-            loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
-            _raise_on(st, problem)
-            _cd.column_stats(*cols.arrays, g, h, kept, grad, hdiag, threads)
-            top, l1, sq, shrunk = _cd.kept_sums(kept, grad, w, lam1)
-            P = loss_value + lam1 * l1 + 0.5 * lam2 * sq
+            if not fresh:
+                loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
+                _raise_on(st, problem)
+            fresh = False
+            _, l1, sq, _ = _cd.kept_sums(active, grad, w, lam1)  # w = 0 off active
+            P_prev, P = P, loss_value + lam1 * l1 + 0.5 * lam2 * sq
             bound = math.nan
-            if it % check_every == 0 or it == 1:
+            near = P_prev - P <= max(GAP_DECREASE * abs(P), mon.tol * abs(P), mon.abs_tol)
+            full = force_full or (it % check_every == 0 and near)
+            force_full = False
+            restricted = not full and active.shape[0] <= RESTRICT * kept.shape[0]
+            columns_now = active if restricted else kept
+            n_restricted += restricted
+            _cd.column_stats(*cols.arrays, g, h, columns_now, grad, hdiag, threads)
+            if full:
+                top, _, _, shrunk = _cd.kept_sums(kept, grad, w, lam1)
                 s = 1.0 if lam2 > 0.0 or top <= lam1 else lam1 / top
                 D_now = dual_objective(s, shrunk)
                 if D_now > D_best:
@@ -343,41 +400,42 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                                        * (max(P - D_now, 0.0) + SCREEN_MARGIN * abs(P)))
                     n_kept, n_moved = _cd.screen(kept, grad, cols.norms, w, s, radius,
                                                  lam1 * (1.0 - SCREEN_MARGIN), buffer)
-                    kept = kept[:n_kept]
+                    kept = columns_now = kept[:n_kept]
                     if n_moved:  # zero them; the derivatives change: start over
                         for j in buffer[:n_moved]:
                             _cd.column_axpy(*cols.arrays, j, -w[j], f)
                             w[j] = 0.0
+                        active, force_full = kept, True
                         continue
             status = mon.check(it, w.copy() if callback is not None else w, P, bound,
                                keep_best=False)
             if status is not None:
                 break
             # working set (outer shrinking) from the violations of the optimality conditions;
-            # grad[kept] becomes G
-            n_working, gnorm1, M_now = _cd.working_set(kept, grad, w, lam1, lam2,
+            # grad[columns_now] becomes G
+            n_working, gnorm1, M_now = _cd.working_set(columns_now, grad, w, lam1, lam2,
                                                        lam1 - M_prev * inv_m, buffer)
             working = buffer[:n_working]
             gnorm1_init = gnorm1 if gnorm1_init is None else gnorm1_init
             M_prev = M_now
             wpd[working] = w[working]
-            stop = min(inner_eps * gnorm1_init, FORCING * gnorm1)
-            if inner == "gram" or (inner == "auto" and gram_pays(working, passes)):
-                passes = gram_inner(working, stop)
-                n_gram += 1
-            else:
-                xtd[:] = 0.0
-                passes = _cd.inner_cd(*cols.arrays, h, working, n_working, grad, hdiag, w, wpd,
-                                      xtd, lam1, lam2, NU, stop, MAX_INNER_PASSES, inv_m, rng)
+            stop = min(inner_eps * gnorm1_init, (FORCING if near else FORCING_FAR) * gnorm1)
+            passes, used_gram = inner_solve(working, stop, passes)
+            n_gram += used_gram
             n_passes += passes
             if passes == 1:
                 inner_eps *= 0.25
-            t, _, st = _cd.line_search(kid, p, f, xtd, y, c_arg, inv_m, working, n_working, w,
-                                       wpd, grad, lam1, lam2, loss_value, SIGMA, MAX_LINE_STEPS,
-                                       ROUNDOFF * P, work)
+            t, loss_value, st = _cd.line_search(kid, p, f, xtd, y, c_arg, inv_m, working,
+                                                n_working, w, wpd, grad, lam1, lam2, loss_value,
+                                                SIGMA, MAX_LINE_STEPS, ROUNDOFF * P, work, *trial)
             _raise_on(st, problem)
-            if t == 0.0:
-                status = "stalled"
+            active = working.copy()
+            if t == 0.0:  # no step: stalled, unless only the restricted problem was looked at
+                force_full = restricted
+                status = None if force_full else "stalled"
+            else:  # the derivatives at the new f come from the line search
+                (deriv, g, h), trial = trial, (deriv, g, h)
+                fresh = True
     if mon.interrupted:
         status = "interrupted"
     # the reported objective and gap are recomputed from X w (f accumulated updates), read
@@ -394,7 +452,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     return mon.result(status, it, w=w, objective=P, bound=gap, dual=u_best, dual_objective=D_best,
                       n_screened=n_weights - int(kept.shape[0]), screened=screened,
                       n_working=int(n_working), n_inner_passes=int(n_passes),
-                      n_gram=int(n_gram))
+                      n_gram=int(n_gram), n_restricted=int(n_restricted))
 
 
 SOLVER_INFO = SolverInfo(

@@ -26,6 +26,21 @@ iteration is:
    46 line-search steps to it) and was otherwise within the noise of it on the
    benchmark sets.
 
+Both evaluate J along the direction as Galli & Lin (2021) do:
+conjugate gradient adds up ``z = X s`` from the products ``X d`` its
+Hessian-vector kernel computes anyway (the rows without curvature, which the
+kernel skips, take one gather pass), so that with f = X w each trial
+``J(w + t s) = alpha/2 (w.w + 2 t w.s + t^2 s.s) + (1/m) sum_i c_i l(f_i + t z_i)``
+costs O(m), and the accepted point takes one scatter pass for its gradient
+``X^T (c l'(f + t z)) / m``, which also gives the diagonal of the next Hessian
+for the preconditioner.  For losses that are piecewise quadratic in the score
+(squared hinge, squared, Huber, smoothed hinge) J is piecewise quadratic along
+s and the line search starts from its minimizer (safeguarded 1-D Newton on
+dJ/dt, O(m) per iteration) instead of t = 1: where the set of rows with
+curvature changes along s (the squared hinge on nearly separable data, the
+first steps from w = 0) the full step can be far from that minimizer on
+either side, and backtracking only shortens it.
+
 Certificate: the smaller of two duality gaps (fastrisk/solvers/_dual_gap.py,
 Fenchel duality, docs/math.md §7), checked after every step: the extrapolated
 dual point of the last iterates, never looser than ``||g||^2 / (2 alpha)``,
@@ -41,7 +56,7 @@ import math
 
 import numpy as np
 
-from fastrisk import _hessian
+from fastrisk import _hessian, _oracle
 from fastrisk.config import single_threaded_blas
 from fastrisk.solvers._dual_gap import GapCertificate
 from fastrisk.solvers._checks import start_weights
@@ -57,10 +72,14 @@ ARMIJO = 0.01  # sufficient-decrease constant of the line search (LIBLINEAR's ne
 FINISH = 10.0
 PRECONDITION = 0.01  # weight of diag(H) in the CG preconditioner (Hsia, Chiang & Lin 2018)
 GLOBALIZATIONS = ("line_search", "trust_region")
+# the 1-D minimization stops when |dJ/dt| falls to EXACT_TOL |dJ/dt(0)| (on a piecewise
+# quadratic it lands on the root once t is in the root's piece) or after MAX_EXACT steps
+EXACT_TOL, MAX_EXACT = 1e-6, 30
 
 
 class _Hessian:
-    """v -> H v = alpha v + (1/m) X^T (D (X v)) at the curvature D of the last ``update``."""
+    """v -> H v = alpha v + (1/m) X^T (D (X v)) at the curvature D of the last ``update``;
+    each product also leaves X v on the rows with curvature in ``Xv``."""
 
     def __init__(self, problem):
         data, oracle = problem.data, problem.oracle
@@ -72,21 +91,49 @@ class _Hessian:
         # the oracle's per-thread buffers have the same shape; calls never overlap
         self.workspace = oracle._workspace
         self.out = np.empty(problem.n_weights)
+        self.Xv = np.empty(problem.n_samples)
+        self.diag = None  # diag(X^T D X) at the current D, when a scatter pass gave it
         self.n_products = 0
 
-    def update(self, scores):
-        """D_ii = c_i l''(f_i); returns the number of rows with D_ii != 0."""
+    def update(self, scores=None, D=None):
+        """D_ii = c_i l''(f_i) from the scores, or the given D; returns the number of rows
+        with D_ii != 0."""
         p = self.problem
+        self.diag = None
+        if D is not None:
+            self.D = D
+            return int(np.count_nonzero(D))
         return _hessian.curvature(p.loss.spec.kernel_id, p.loss.param, scores, p.y, self.c,
                                   self.D)
+
+    def gradient(self, multipliers, diag=False):
+        """(1/m) X^T g from the rows' g_i = c_i l'_i (one scatter pass); with ``diag``
+        the same pass also keeps diag(X^T D X) for ``preconditioner``."""
+        p = self.problem
+        coef = multipliers * (1.0 / p.n_samples)
+        out = np.empty(p.n_weights)
+        if diag:
+            self.diag = np.empty(p.n_weights)
+            _hessian.scatter(*self.rows, coef, out, self.workspace, self.n_threads, self.D,
+                             self.diag)
+        else:
+            _hessian.scatter(*self.rows, coef, out, self.workspace, self.n_threads)
+        return out
+
+    def directional(self, s, z):
+        """X s, given z = X s on the rows with curvature (conjugate gradient's sum):
+        the rows without curvature are filled in by one gather pass over them alone."""
+        _hessian.inactive_dots(*self.rows, self.D, s, z, self.n_threads)
+        return z
 
     def preconditioner(self):
         """M = (1 - PRECONDITION) I + PRECONDITION diag(H / alpha) (Hsia, Chiang & Lin 2018,
         eq. (9), for LIBLINEAR's scaling of the Hessian, I + C X^T D X = H / alpha)."""
         p = self.problem
-        diag = np.empty(p.n_weights)
-        _hessian.hess_diag(*self.rows, self.D, diag, self.workspace, self.n_threads)
-        diag *= PRECONDITION / (p.n_samples * p.alpha)
+        if self.diag is None:
+            self.diag = np.empty(p.n_weights)
+            _hessian.hess_diag(*self.rows, self.D, self.diag, self.workspace, self.n_threads)
+        diag = self.diag * (PRECONDITION / (p.n_samples * p.alpha))
         diag += 1.0
         return diag
 
@@ -94,7 +141,7 @@ class _Hessian:
         """H v in a buffer that the next call overwrites (CG uses each product once)."""
         self.n_products += 1
         out = self.out
-        _hessian.hess_vec(*self.rows, self.D, v, out, self.workspace, self.n_threads)
+        _hessian.hess_vec(*self.rows, self.D, v, out, self.workspace, self.n_threads, self.Xv)
         out *= 1.0 / self.problem.n_samples
         out += self.problem.alpha * v
         return out
@@ -109,9 +156,11 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     one, and CG goes on until ||r|| <= ``residual`` (the step certificate's
     ||r||^2 / (2 alpha) term, ``GapCertificate.step_gap``), for at most as many
     iterations again as the cg_tol stop took.
-    Returns (s, r, n_cg) with r = -g - H s the final residual.
+    Returns (s, r, n_cg, xs) with r = -g - H s the final residual and xs = X s on the rows
+    with curvature (the sum of the products X d that ``hess`` leaves in ``Xv``).
     """
     s = np.zeros_like(g)
+    xs = np.zeros(len(hess.Xv))
     r = -g
     z = r if M is None else r / M
     d = z.copy()
@@ -125,7 +174,7 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
         if rnorm == 0.0 or (n_cg > 1 and (n_cg - 1) * (Q - Q_prev) >= cg_tol * Q):
             n_stop = min(n_stop, 2 * n_cg - 1)
             if rnorm <= finish[1] or n_cg > n_stop or -Q > finish[0]:
-                return s, r, n_cg - 1
+                return s, r, n_cg - 1, xs
         Hd = hess(d)
         step = rz / float(d @ Hd)
         s += step * d
@@ -136,15 +185,56 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
             rad = math.sqrt(sd * sd + dd * (delta * delta - ss))
             tau = (delta * delta - ss) / (sd + rad) if sd >= 0 else (rad - sd) / dd
             s += tau * d
+            xs += tau * hess.Xv
             r -= tau * Hd
-            return s, r, n_cg
+            return s, r, n_cg, xs
+        xs += step * hess.Xv
         r -= step * Hd
         z = r if M is None else r / M
         rz_new = float(r @ z)
         d *= rz_new / rz
         d += z
         rz = rz_new
-    return s, r, max_cg
+    return s, r, max_cg, xs
+
+
+class _Line:
+    """phi(t) = J(w + t s) in O(m) from f = X w and z = X s (the module docstring).  Each
+    evaluation also keeps the rows' l'_i and l''_i at w + t s: the accepted point's
+    gradient, Hessian and step certificate start from them."""
+
+    def __init__(self, problem, w, s, f, z):
+        self.problem, self.f, self.z = problem, f, z
+        self.ww, self.ws, self.ss = float(w @ w), float(w @ s), float(s @ s)
+        self.c = np.empty(0) if problem.sample_weight is None else problem.sample_weight
+        self.n_trials = 0
+        self._at = (None,)  # (t, sums, l', l'') of the last evaluation
+
+    def _sums(self, t):
+        if self._at[0] != t:
+            self.n_trials += 1
+            p, m = self.problem, len(self.z)
+            a, h = np.empty(m), np.empty(m)
+            sums = _hessian.along(p.loss.spec.kernel_id, p.loss.param, self.f, self.z, p.y,
+                                  self.c, t, a, h)
+            self._at = (t, sums, a, h)
+        return self._at[1]
+
+    def value(self, t):
+        """J(w + t s)."""
+        reg = 0.5 * self.problem.alpha * (self.ww + t * (2.0 * self.ws + t * self.ss))
+        return reg + self._sums(t)[0] / len(self.z)
+
+    def slope(self, t):
+        """(phi'(t), phi''(t)), the second the generalized one where l' has a kink."""
+        p, m = self.problem, len(self.z)
+        _, d1, d2 = self._sums(t)
+        return p.alpha * (self.ws + t * self.ss) + d1 / m, p.alpha * self.ss + d2 / m
+
+    def rows(self, t):
+        """(l'_i, l''_i) at w + t s, without sample weights."""
+        self._sums(t)
+        return self._at[2], self._at[3]
 
 
 def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=None,
@@ -162,8 +252,8 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
     Hessian-vector products on most problems of benchmarks/compare_binary.py).
     random_state is accepted for the common signature; the method is deterministic.
     ``result.extra``: ``n_cg`` (Hessian-vector products in all),
-    ``n_evaluations`` (oracle passes), ``n_active`` (rows with nonzero
-    curvature at the end).
+    ``n_evaluations`` (oracle passes), ``n_trials`` (evaluations of J or dJ/dt along a
+    direction, O(m) each), ``n_active`` (rows with nonzero curvature at the end).
     """
     reason = SOLVER_INFO.why_not(problem)
     if reason is not None:
@@ -186,24 +276,37 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
         bound = cert.gap(w, J, g, _target(mon, J))
         status = mon.check(0, w, J, bound)
         delta = math.sqrt(float(g @ g)) if globalization == "trust_region" else math.inf
-        it = 0
+        precondition = bool(precondition) and globalization == "line_search"
+        exact = problem.loss.spec.piecewise_quadratic
+        f = cert.scores
+        rows = _derivatives(problem, f)  # l', l'' of the rows at w
+        it = n_trials = 0
         while status is None:
             it += 1
-            M = hess.preconditioner() if precondition and globalization == "line_search" \
-                else None
+            M = hess.preconditioner() if precondition else None
             target = _target(mon, J)
-            s, r, _ = _steihaug_cg(hess, g, delta, cg_tol, int(max_cg), M,
-                                   finish=(FINISH * target, math.sqrt(problem.alpha * target)))
-            f = cert.scores
+            s, r, _, xs = _steihaug_cg(hess, g, delta, cg_tol, int(max_cg), M,
+                                       finish=(FINISH * target,
+                                               math.sqrt(problem.alpha * target)))
+            line = _Line(problem, w, s, f, hess.directional(s, xs))
             if globalization == "trust_region":
-                step, delta = _trust_region_step(cert, w, J, g, s, r, delta, first=it == 1)
+                step, delta = _trust_region_step(line, J, g, s, r, delta, first=it == 1)
             else:
-                step = _line_search_step(cert, w, J, g, s)
+                step = _line_search_step(line, J, float(g @ s), exact)
+            n_trials += line.n_trials
             if step is not None:
-                w, J, g_new, t = step
-                n_active = hess.update(cert.scores)
+                t, J = step
+                f_old, f = f, f + t * line.z
+                w = w + t * s
+                a_old, h_old = rows
+                rows = line.rows(t)
+                n_active = hess.update(D=_weighted(problem, rows[1]))
+                grad_risk = hess.gradient(_weighted(problem, rows[0]), diag=precondition)
+                cert.record(w, f, grad_risk)
+                g_new = grad_risk + problem.alpha * w
                 bound = cert.gap(w, J, g_new, _target(mon, J),
-                                 known=cert.step_gap(J, f, t, g, r))
+                                 known=cert.step_gap(J, f_old, t, g, r,
+                                                     derivatives=(a_old, h_old, rows[0])))
                 g = g_new
             status = mon.check(it, w, J, bound)
             if status is None and (step is None and globalization == "line_search"
@@ -213,15 +316,15 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
                 status = "stalled"
     status = "interrupted" if mon.interrupted else status
     return mon.result(status, it, w=w, objective=J, bound=bound, n_cg=hess.n_products,
-                      n_evaluations=cert.n_evaluations, n_active=n_active)
+                      n_evaluations=cert.n_evaluations, n_trials=n_trials,
+                      n_active=n_active)
 
 
-def _trust_region_step(cert, w, J, g, s, r, delta, first):
-    """(accepted (w, J, g, 1) or None, new radius): the paper's Algorithm 1, eq. (2.5)."""
+def _trust_region_step(line, J, g, s, r, delta, first):
+    """(accepted (1, J(w + s)) or None, new radius): the paper's Algorithm 1, eq. (2.5)."""
     gs = float(g @ s)
     predicted = -0.5 * (gs - float(s @ r))
-    w_new = w + s
-    J_new, g_new = cert.evaluate(w_new)
+    J_new = line.value(1.0)
     actual = J - J_new
     snorm = math.sqrt(float(s @ s))
     if first:
@@ -238,24 +341,57 @@ def _trust_region_step(cert, w, J, g, s, r, delta, first):
     else:
         delta = max(delta, min(step * snorm, SIGMA3 * delta))
     if predicted > 0 and actual > ETA0 * predicted:
-        return (w_new, J_new, g_new, 1.0), delta
+        return (1.0, J_new), delta
     return None, delta
 
 
-def _line_search_step(cert, w, J, g, s, max_halvings=20):
-    """Accepted (w, J, g, t) or None: backtracking from the full Newton step until Armijo's
-    condition J(w + t s) <= J(w) + ARMIJO t g.s holds (Galli & Lin 2021, Algorithm 2)."""
-    gs = float(g @ s)
+def _line_search_step(line, J, gs, exact, max_halvings=20):
+    """Accepted (t, J(w + t s)) or None: backtracking from the full Newton step, or from
+    the minimizer along s when ``exact``, until Armijo's condition
+    J(w + t s) <= J(w) + ARMIJO t g.s holds (Galli & Lin 2021, Algorithm 2)."""
     if not gs < 0:
         return None
-    t = 1.0
+    t = _minimizer(line, gs) if exact else 1.0
     for _ in range(max_halvings):
-        w_new = w + t * s
-        J_new, g_new = cert.evaluate(w_new)
+        J_new = line.value(t)
         if J_new <= J + ARMIJO * t * gs:
-            return w_new, J_new, g_new, t
+            return t, J_new
         t *= 0.5
     return None
+
+
+def _minimizer(line, gs):
+    """argmin_t phi(t) for a convex phi with phi'(0) = gs < 0: 1-D Newton from t = 1 on
+    phi', kept inside the bracket [lo, hi] of the root (phi'(lo) < 0 < phi'(hi)) by
+    bisection, or doubling while no hi is known; exact on a piecewise quadratic phi once
+    t and the root share a piece."""
+    lo, hi, t = 0.0, math.inf, 1.0
+    for _ in range(MAX_EXACT):
+        d1, d2 = line.slope(t)
+        if abs(d1) <= EXACT_TOL * -gs:
+            break
+        if d1 < 0:
+            lo = t
+        else:
+            hi = t
+        t_new = t - d1 / d2
+        if not lo < t_new < hi:
+            t_new = 2.0 * lo if hi == math.inf else 0.5 * (lo + hi)
+        t = t_new
+    return t
+
+
+def _derivatives(problem, f):
+    """(l'(f_i), l''(f_i)) of every row, without sample weights."""
+    kid, param, y = problem.loss.spec.kernel_id, problem.loss.param, problem.y
+    h = np.empty(len(f))
+    _hessian.curvature(kid, param, f, y, np.empty(0), h)
+    return _oracle.loss_values(kid, param, f, y)[1], h
+
+
+def _weighted(problem, v):
+    """c_i v_i (v itself for unit weights)."""
+    return v if problem.sample_weight is None else v * problem.sample_weight
 
 
 def _target(mon, J):

@@ -36,6 +36,12 @@ estimated gaps are in ``extra``.  The estimate costs O(1) per epoch:
 the kernels keep the sums of the per-row loss and dual terms and ||w||^2,
 ||w||_1 up to date, and shuffle the visiting order themselves.
 
+The logistic loss has no closed-form step: its 1-D Newton solve stops at a
+tolerance (Yu, Huang & Lin 2011, Algorithm 3) tied to the duality gap, from the
+gap of the start, then each epoch's estimate and each exact check
+(STEP_TOL_GAP below); any tolerance keeps the dual point feasible, so the
+certificate is the same.
+
 Shrinking (Hsieh et al. 2008, as in LIBLINEAR) skips rows whose dual is at a
 bound of its box and pushed outward; it is what makes single-coordinate SDCA
 competitive with LIBLINEAR on hinge-type losses.  Shrunk rows are swapped behind the active
@@ -63,6 +69,13 @@ VARIANTS = ("naive", "safe", "aggressive")
 # costs microseconds, far more when the cores are shared): exact pass, mini-batch update
 PASS_GRAIN, BATCH_GRAIN = 50_000, 4_000
 AGGRESSIVE_OMEGA = 0.25  # weight of rho in the geometric decrease of beta
+# The logistic step is inexact (csrc/fr_sdca.h; Yu, Huang & Lin 2011, Algorithm 3): it stops
+# at |t - t*| <= eps in t = logit(y u).  A row's coordinate dual then falls short of its
+# maximum by at most (c_i / n) eps^2 / 4 (|h'| = |F| <= eps and |s - s*| <= eps / 4), an
+# epoch's dual by mean(c) eps^2 / 4.  eps = sqrt(STEP_TOL_GAP gap / mean(c)), from the gap of
+# the start (exact) and then the estimated gap of each epoch (never increased), keeps the
+# shortfall below STEP_TOL_GAP / 4 of the gap.
+STEP_TOL_GAP = 0.04
 
 
 def _penalty_split(problem):
@@ -200,9 +213,31 @@ class _SDCA:
         w = self.weights()
         self.sums[:] = (0.0, self._dual_terms(), float(w @ w), float(np.abs(w).sum()))
         self.best, self.D = (w, np.inf), self.sums[1] / n - 0.5 * self.lam * self.sums[2]
+        c = problem.sample_weight
+        self.mean_c, self.step_tol = (1.0 if c is None else float(np.mean(c))), 0.0
+        gap = self._start_gap(start)
+        if np.isfinite(gap) and gap > 0.0 and self.mean_c > 0.0:
+            self.step_tol = float(np.sqrt(STEP_TOL_GAP * gap / self.mean_c))
         # exact checks: when the estimate says converged, at least 10% more epochs after
         # the last one; and every max(10, 25%) epochs (the estimate can stay pessimistic)
         self.next_exact, self.next_forced, self.triggered = 1, 10, False
+
+    def _start_gap(self, start):
+        """P(w) - D(u) at the start: in closed form at u = 0, w = 0 (every score is 0), else
+        from one exact pass (which also sets the per-row loss terms)."""
+        problem, n = self.problem, self.n
+        if start is None:
+            loss0, _ = problem.loss.values(np.zeros(n), problem.y)
+            c = problem.sample_weight
+            return float(np.sum(loss0 if c is None else c * loss0)) / n - self.D
+        P, self.D = self._resync(self.weights())
+        return P - self.D
+
+    def _shrink_step_tol(self, gap):
+        """The logistic step's tolerance lowered to match a gap (see STEP_TOL_GAP); an estimate
+        that is not positive (it is not a bound) leaves it as it is."""
+        if np.isfinite(gap) and gap > 0.0 and self.mean_c > 0.0:
+            self.step_tol = min(self.step_tol, float(np.sqrt(STEP_TOL_GAP * gap / self.mean_c)))
 
     def _setup_minibatch(self, data, batch_threads):
         c, b, n = self.problem.sample_weight, self.b, self.n
@@ -259,7 +294,7 @@ class _SDCA:
             *self.rows, self.problem.y, self.c_arg, self.sqnorm, self.index, self.n_active,
             self.order_state, self.kid, self.p, self.lam_n, self.kappa, self.u, self.v,
             self.row_loss, self.row_dual, self.sums, self.shrinking, self.pg_max_old,
-            self.pg_min_old)
+            self.pg_min_old, self.step_tol)
         self._check_status(status)
         if not self.shrinking:
             return
@@ -278,7 +313,7 @@ class _SDCA:
             *self.rows, self.problem.y, self.c_arg, self.sqnorm, self.index, self.order_state,
             self.b, self.kid, self.p, self.lam_n, self.kappa, self.u, self.v, self.sums,
             self.beta, self.gamma, aggressive, AGGRESSIVE_OMEGA, self.col_bounds,
-            *self.workspace, self.batch_threads)
+            *self.workspace, self.batch_threads, self.step_tol)
         self._check_status(status)
         if aggressive:
             self.beta = beta_new
@@ -295,6 +330,7 @@ class _SDCA:
         P_est = sums[0] / n + lam * (0.5 * sums[2] + self.kappa * sums[3])
         gap = P_est - (sums[1] / n - 0.5 * lam * sums[2])
         self.gap_estimates.append(gap)
+        self._shrink_step_tol(gap)
         self.triggered = gap <= max(tol * abs(P_est), abs_tol) and self.epoch >= self.next_exact
         return P_est, self.triggered or self.epoch >= self.next_forced
 
@@ -317,6 +353,7 @@ class _SDCA:
         """
         w_now = self.weights()
         P_now, self.D = self._resync(w_now)
+        self._shrink_step_tol(P_now - self.D)
         if P_now <= self.best[1]:
             self.best = (w_now, P_now)
         w, P = self.best
@@ -332,7 +369,7 @@ class _SDCA:
     def extra(self):
         return dict(self.info, dual=self.u, dual_objective=self.D,
                     gap_estimates=np.array(self.gap_estimates), beta=self.beta,
-                    n_active=self.n_active, row_visits=self.row_visits)
+                    n_active=self.n_active, row_visits=self.row_visits, step_tol=self.step_tol)
 
 
 def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
@@ -368,7 +405,9 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     paper's alpha_i), ``dual_objective`` (D(u)), ``gap_estimates`` (per epoch),
     ``beta`` (final step factor), ``spectral_norm_sq`` and ``beta_b`` (safe), ``n_undone``
     (aggressive), ``batch_size``, ``variant``, ``row_visits`` (rows read by the
-    epochs), ``n_active`` (rows not shrunk at the end).
+    epochs), ``n_active`` (rows not shrunk at the end), ``step_tol`` (the final
+    tolerance of the inexact logistic step on |logit(y u_i) - t*|, t* the coordinate's
+    maximiser).
     """
     SOLVER_INFO.check(problem)
     check_budget(tol, max_iter, time_limit)
