@@ -21,6 +21,7 @@ from sklearn.linear_model import LogisticRegression
 
 from fastrisk.problem import Problem
 from fastrisk.solvers import solve
+from fastrisk.solvers._catalyst import AUTO_BAND
 from helpers import liblinear_cs, multiclass_data, random_problem, sklearn_softmax
 
 ALPHA = 1e-3  # alpha m = 0.2 for m = 200, below max ||x_i||^2 (1 for the multiclass data)
@@ -120,14 +121,17 @@ def test_same_bits_and_warm_start(solver):
 
 
 def test_auto_and_validation():
-    """"auto": on for 1e-3 <= alpha m / R^2 < 0.1 with fewer features than
-    rows, off otherwise."""
+    """"auto" (the default): on inside _catalyst.AUTO_BAND of alpha m / R^2 with fewer
+    features than rows, off otherwise."""
     X, y = random_problem(4, m=200, d=5)
     small = Problem(X, y, loss="hinge", alpha=ALPHA)
     R2 = float((X * X).sum(axis=1).max())
-    assert 1e-3 <= ALPHA * 200 / R2 < 0.1
+    assert AUTO_BAND[0] <= ALPHA * 200 / R2 < AUTO_BAND[1]
     assert solve(small, "sdca", tol=1e-3, accelerated="auto").extra.get("accelerated")
-    assert "accelerated" not in solve(small, "sdca", tol=1e-3).extra  # default: off
+    assert solve(small, "sdca", tol=1e-3).extra.get("accelerated")  # the default
+    assert "accelerated" not in solve(small, "sdca", tol=1e-3, accelerated=False).extra
+    above = Problem(X, y, loss="hinge", alpha=2 * AUTO_BAND[1] * R2 / 200)  # above the band
+    assert "accelerated" not in solve(above, "sdca", tol=1e-3).extra
     tiny = Problem(X, y, loss="hinge", alpha=1e-4 * R2 / 200)  # below the band
     assert "accelerated" not in solve(tiny, "sdca", tol=1e-3, accelerated="auto").extra
     assert solve(tiny, "sdca", tol=1e-3, accelerated=True).extra.get("accelerated")

@@ -45,8 +45,8 @@ provides: ``v`` (its dual sum, updated in place), ``n``, ``problem``,
 ``set_l2(lam)``, ``run_epoch()``, ``sums`` ([loss at the visited scores, dual
 terms, ||v||^2, ||v||_1], kept by the kernels), ``exact_sums()`` (one pass:
 the exact loss sum at v and the dual-term sum, re-synchronizing ``sums``),
-``unshrink()``, ``output(v)`` (v as the Result's w), ``dual()`` and
-``extra()``.  This module is the method :func:`fastrisk.solvers._epochs.run_epochs`
+``unshrink()``, ``tighten_steps(gap)`` (inexact coordinate steps follow the
+inner gap), ``output(v)`` (v as the Result's w), ``dual()`` and ``extra()``.  This module is the method :func:`fastrisk.solvers._epochs.run_epochs`
 drives.
 """
 
@@ -58,17 +58,19 @@ ACCELERATED = (False, True, "auto")
 # "auto" accelerates when AUTO_BAND[0] <= alpha n / R^2 < AUTO_BAND[1] and the data has
 # fewer features than rows.  alpha n / R^2 is the inverse of plain SDCA's worst-case
 # epoch count scale; at alpha n / R^2 ~ 1 the inner problems are as hard as the
-# original.  Measured (SDCA hinge alpha 1e-6, time to a certified 1e-3, one thread):
-# the outer loop is 1.5-4x faster on a9a (alpha n / R^2 = 0.0023) and ijcnn1 (0.013),
-# and msdca softmax on MNIST at alpha 1e-4 (0.0041) takes 0.65x the epochs; it is
-# 9-20x slower on w8a (0.00044, one long row sets R^2 = 10 times the mean) and
-# mushrooms (0.00039), where plain SDCA with shrinking needs far fewer epochs than
-# its worst case and the outer contraction 1 - eta/2 (eta = sqrt(alpha n / R^2))
-# is slow.  With more features than rows (sparse text) the rows are nearly
-# orthogonal and plain SDCA also beats its worst case (20 Newsgroups: about 40-60
-# epochs at alpha n / R^2 = 0.011, where the outer loop saves none and each epoch
-# costs more: the inner problems start from moved scores and end on an exact pass).
-AUTO_BAND = (1e-3, 0.1)
+# original.  Measured (benchmarks/compare_binary.py's data sets, sdca at tol 1e-3, plain
+# against accelerated, 1 and 2 threads alike): faster on a9a hinge alpha 1e-6
+# (alpha n / R^2 = 0.0023, 1.6x) and ijcnn1 hinge 1e-6 (0.013, 4.7x), and msdca softmax
+# on MNIST at alpha 1e-4 (0.0041) takes 0.65x the epochs; slower on phishing hinge 1e-6
+# (0.011, 1.4x), on w8a and mushrooms at alpha 1e-4 for every loss (0.044 and 0.039,
+# 2.5-7x) and at alpha 1e-6 (0.00044 and 0.00039, 9-20x; on w8a one long row sets R^2 to
+# 10 times the mean), where plain SDCA with shrinking needs far fewer epochs than its
+# worst case and the outer contraction 1 - eta/2 (eta = sqrt(alpha n / R^2)) is slow.
+# With more features than rows (sparse text) the rows are nearly orthogonal and plain
+# SDCA also beats its worst case (20 Newsgroups: about 40-60 epochs at
+# alpha n / R^2 = 0.011, where the outer loop saves none and each epoch costs more: the
+# inner problems start from moved scores and end on an exact pass).
+AUTO_BAND = (1e-3, 0.02)
 # most epochs between two exact checks of the inner gap (the running estimate can
 # stay pessimistic with stale loss terms of shrunk rows)
 FORCED_CHECK = 10
@@ -169,12 +171,14 @@ class Accelerated:
         """(estimated J(v), whether to check): the inner gap from the kernels' sums."""
         s, n, v = self.inner.sums, self.n, self.inner.v
         inner_est = (s[0] - s[1]) / n + self.lam * (s[2] - float(np.vdot(v, self.z)))
+        self.inner.tighten_steps(inner_est)
         J_est = s[0] / n + 0.5 * self.alpha * s[2]
         return J_est, inner_est <= self.eps or self.since_check >= FORCED_CHECK
 
     def certify(self):
         """The exact check; the next outer iteration when the inner gap is below eps_t."""
         self._exact()
+        self.inner.tighten_steps(self.inner_gap)
         self.since_check = 0
         if self.inner_gap <= self.eps:
             self._next_centre()

@@ -102,6 +102,10 @@ class _MSDCA:
         """The l2 weight the epochs use (the accelerated outer loop's inner problems)."""
         self.lam, self.lam_n = lam, lam * self.n
 
+    def tighten_steps(self, gap):
+        """Nothing to do: every step solves its row's sub-problem to machine precision (the
+        accelerated outer loop calls this on every inner method with its inner gap)."""
+
     def unshrink(self):
         if len(self.active) < self.n:
             self.active = np.arange(self.n, dtype=np.int64)
@@ -155,7 +159,7 @@ class _MSDCA:
 
 def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
                 callback=None, verbose=0, start=None, check_every=10, random_state=None,
-                n_threads=None, shrinking=True, accelerated=False):
+                n_threads=None, shrinking=True, accelerated="auto"):
     """Minimize a softmax or multiclass_hinge ``problem`` by multiclass SDCA.
 
     ``max_iter`` counts epochs; ``check_every``: the most epochs between two exact
@@ -167,7 +171,8 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     always over all rows).
     ``accelerated``: True, False or "auto": run the epochs inside the accelerated outer
     loop of Shalev-Shwartz & Zhang 2014 (fastrisk/solvers/_catalyst.py; l2 penalty
-    only); "auto" when 0.001 <= alpha n / max_i c_i ||x_i||^2 < 0.1 and n_features < n_samples.
+    only); "auto" (the default) when alpha n / max_i c_i ||x_i||^2 is in
+    ``_catalyst.AUTO_BAND`` and n_features < n_samples.
     The Result then also has ``extra["kappa"]`` and ``extra["outer_iterations"]``.
     ``result.extra``: ``dual`` (the dual points p_i, (n, k)), ``dual_objective``
     (D), ``gap_estimates`` (per epoch), ``row_visits``, ``n_active`` (rows not shrunk).

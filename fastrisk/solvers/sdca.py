@@ -233,7 +233,7 @@ class _SDCA:
         P, self.D = self._resync(self.weights())
         return P - self.D
 
-    def _shrink_step_tol(self, gap):
+    def tighten_steps(self, gap):
         """The logistic step's tolerance lowered to match a gap (see STEP_TOL_GAP); an estimate
         that is not positive (it is not a bound) leaves it as it is."""
         if np.isfinite(gap) and gap > 0.0 and self.mean_c > 0.0:
@@ -330,7 +330,7 @@ class _SDCA:
         P_est = sums[0] / n + lam * (0.5 * sums[2] + self.kappa * sums[3])
         gap = P_est - (sums[1] / n - 0.5 * lam * sums[2])
         self.gap_estimates.append(gap)
-        self._shrink_step_tol(gap)
+        self.tighten_steps(gap)
         self.triggered = gap <= max(tol * abs(P_est), abs_tol) and self.epoch >= self.next_exact
         return P_est, self.triggered or self.epoch >= self.next_forced
 
@@ -353,7 +353,7 @@ class _SDCA:
         """
         w_now = self.weights()
         P_now, self.D = self._resync(w_now)
-        self._shrink_step_tol(P_now - self.D)
+        self.tighten_steps(P_now - self.D)
         if P_now <= self.best[1]:
             self.best = (w_now, P_now)
         w, P = self.best
@@ -374,7 +374,7 @@ class _SDCA:
 
 def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
                callback=None, verbose=0, random_state=None, batch_size=1, variant="safe",
-               n_threads=None, start=None, check_every=0, shrinking=True, accelerated=False):
+               n_threads=None, start=None, check_every=0, shrinking=True, accelerated="auto"):
     """Minimize ``problem`` by SDCA; returns a Result (docs/math.md §7; Shalev-Shwartz &
     Zhang 2013; Takac et al. 2013).
 
@@ -397,7 +397,8 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
         and when the estimated gap says converged but the exact one does not.
     accelerated: True, False or "auto": run the epochs inside the accelerated outer
         loop of Shalev-Shwartz & Zhang 2014 (fastrisk/solvers/_catalyst.py; l2 penalty
-        only); "auto" when 0.001 <= alpha n / max_i c_i ||x_i||^2 < 0.1 and n_features < n_samples.
+        only); "auto" (the default) when alpha n / max_i c_i ||x_i||^2 is in
+        ``_catalyst.AUTO_BAND`` and n_features < n_samples.
         The Result then also has ``extra["kappa"]`` and ``extra["outer_iterations"]``.
 
     ``result.extra``: ``dual`` (dual variables u, with w = soft(v, kappa),
