@@ -11,15 +11,15 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    relative suboptimality as a ratio to the best peer, scikit-learn
    lbfgs/saga/newton-cg, cyanure, LIBLINEAR Crammer-Singer; 1 thread unless
    said): 20 Newsgroups (130108 features > 11314 rows) softmax alpha 1e-4,
-   msdca 0.21 / 0.26 (2 threads 0.23 / 0.27), lbfgs 3.8 / 3.8; alpha 1e-6,
-   msdca 0.30 / 0.70 (2 threads 0.29 / 0.69), lbfgs not there within the
-   budget; multiclass hinge alpha 1e-4, msdca 0.38 / 0.25 (2 threads
-   0.25 / 0.65); alpha 1e-6 (six times the budget, 1 thread), msdca 0.75 at
+   msdca 0.24 / 0.31 (2 threads 0.18 / 0.23), lbfgs 3.0 / 3.0 (2 threads);
+   alpha 1e-6, msdca 0.29 / 0.66 (2 threads 0.25 / 0.61), lbfgs not there
+   within the budget; multiclass hinge alpha 1e-4, msdca 0.41 / 0.20 (2 threads
+   0.28 / 0.74); alpha 1e-6 (six times the budget, 1 thread), msdca 0.97 at
    1e-3 against LIBLINEAR.  MNIST (780 features < 10000 rows) softmax alpha
-   1e-4: lbfgs 1.44 / 1.60 (2 threads 0.82 / 0.86; cyanure the best peer),
-   msdca 1.28 / 1.41 (2 threads 1.30 / 1.40): on 1 thread msdca is ahead by
-   about 10%, on 2 threads lbfgs by 1.6x, as only lbfgs's oracle gains from
-   a second thread;
+   1e-4: lbfgs 1.36 / 1.45 (2 threads 0.80 / 0.89; cyanure the best peer),
+   msdca (accelerated by its own rule) 1.12 / 1.22 (2 threads 1.35 / 1.50):
+   on 1 thread msdca is ahead by about 20%, on 2 threads lbfgs by 1.7x, as only
+   lbfgs's oracle gains from a second thread;
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
    NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
@@ -44,26 +44,24 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 
 Rule 2 (benchmarks/compare_binary.py, 1 thread, time to a certified 1e-3, no
 intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha
-1e-4 and 1e-6; Newton with the quadratic-model CG stop, the preconditioner and the
-step certificate; differences below about 2x are within run-to-run noise):
-for logistic, SDCA with the inexact step (csrc/fr_sdca.h) against Newton, both
-at tol 1e-3 side by side in one process (best of 3, seconds): alpha 1e-4
-(alpha m 0.78 to 5.0) SDCA first everywhere, mushrooms 0.0055 / 0.016, phishing
-0.0047 / 0.012, a9a 0.017 / 0.044, w8a 0.016 / 0.064, ijcnn1 0.014 / 0.032,
-Reuters 0.0044 / 0.013; alpha 1e-6 (alpha m 0.008 to 0.05) Newton first but on
-mushrooms (separable: SDCA 0.015 against 0.027): a9a 1.0 against 0.053, w8a
-0.58 / 0.11, ijcnn1 0.15 / 0.054, phishing 0.081 / 0.032, Reuters 0.064 / 0.040;
-between them, alpha 1e-5 (alpha m 0.08 to 0.5), SDCA wins on five of six (0.3 to
-0.9x Newton) and loses on a9a (0.12 against 0.044, alpha m 0.33), so no threshold
-on alpha m separates every row and SDCA_ALPHA_M is the one of squared hinge.
-On 2 threads (Newton's oracle threaded, SDCA's epochs not) SDCA stays first at
-alpha 1e-4: 0.28 to 0.58x Newton's time on the same six sets.
-For squared hinge SDCA at alpha 1e-4 (Reuters 0.008 against Newton 0.034,
-phishing 0.008 against 0.028, w8a 0.064 against 0.087) and Newton at 1e-6
-(a9a 0.047 against SDCA 3.5, w8a 0.17 against 1.5, phishing 0.017 against
-0.21), where SDCA_ALPHA_M separates the two; the rule's Newton loses to SDCA on
-mushrooms at 1e-6 (0.19 s against 0.019; separable, J* ~ 1e-5) and ties it on
-Reuters (0.20 against 0.19).
+1e-4 and 1e-6; the current figures in benchmarks/RESULTS.md; seconds for
+SDCA (with its defaults: the inexact logistic step, acceleration by its own
+rule) / Newton; differences below about 1.5x are within run-to-run noise).
+Logistic: at alpha 1e-4 (alpha m 0.8 to 5.0) SDCA is first everywhere (a9a
+0.017 / 0.040, w8a 0.026 / 0.055, ijcnn1 0.013 / 0.027, Reuters 0.004 / 0.011,
+phishing 0.005 / 0.010, mushrooms 0.006 / 0.013); at 1e-6 (alpha m 0.008 to
+0.05) Newton is first or tied (a9a 0.079 / 0.045, w8a 0.74 / 0.085, ijcnn1
+0.081 / 0.043, Reuters 0.060 / 0.031, phishing 0.032 / 0.030) except on the
+separable mushrooms (0.015 / 0.020).  Between them, at alpha 1e-5 (alpha m
+0.08 to 0.5), SDCA wins on five of six and loses on a9a (alpha m 0.33), so no
+threshold on alpha m separates every row and SDCA_ALPHA_M is the one of
+squared hinge.  On 2 threads (Newton's oracle threaded, SDCA's epochs not)
+SDCA stays first at alpha 1e-4.
+Squared hinge: SDCA at alpha 1e-4 (a9a 0.025 / 0.044, w8a 0.020 / 0.029,
+Reuters 0.004 / 0.010, phishing 0.004 / 0.009); at 1e-6 Newton or a tie
+(w8a 0.69 / 0.054, Reuters 0.074 / 0.042, a9a 0.032 / 0.036, ijcnn1
+0.026 / 0.030, phishing 0.015 / 0.016) except on mushrooms, separable
+(J* ~ 1e-5), where SDCA takes 0.012 s and the rule's Newton 0.079.
 IMDB bigrams stays with SDCA (rule 4): Newton's extra memory is 1.8x the data there
 (benchmarks/memory_binary.py), SDCA's 0.5x.
 

@@ -71,6 +71,11 @@ ARMIJO = 0.01  # sufficient-decrease constant of the line search (LIBLINEAR's ne
 # residual the step certificate needs (_steihaug_cg's finish)
 FINISH = 10.0
 PRECONDITION = 0.01  # weight of diag(H) in the CG preconditioner (Hsia, Chiang & Lin 2018)
+# stored entries of X per thread below which the Hessian passes run on one thread: a
+# Newton solve makes hundreds of short passes, and waking a second thread for each costs
+# about as much as it saves below this size (csrc/_hessian.pyx passes; the oracle pass
+# keeps the problem's thread count)
+PASS_GRAIN = 250_000
 GLOBALIZATIONS = ("line_search", "trust_region")
 # the 1-D minimization stops when |dJ/dt| falls to EXACT_TOL |dJ/dt(0)| (on a piecewise
 # quadratic it lands on the root once t is in the root's piece) or after MAX_EXACT steps
@@ -87,7 +92,7 @@ class _Hessian:
         self.rows = (data.data, data.indices, data.indptr, data.dense, data.bias)
         self.D = np.empty(problem.n_samples)
         self.c = np.empty(0) if problem.sample_weight is None else problem.sample_weight
-        self.n_threads = oracle.n_threads
+        self.n_threads = max(1, min(oracle.n_threads, data.nnz // PASS_GRAIN))
         # the oracle's per-thread buffers have the same shape; calls never overlap
         self.workspace = oracle._workspace
         self.out = np.empty(problem.n_weights)
