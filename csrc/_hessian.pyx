@@ -79,27 +79,9 @@ cdef void hess_block(const floating* data, const index_t* indices, const index_t
             vg[2 * d + 1] += b * s
 
 
-cdef void diag_block(const floating* data, const index_t* indices, const index_t* indptr,
-                     bint dense, double b, Py_ssize_t d, const double* D, Py_ssize_t lo,
-                     Py_ssize_t hi, double* vg) noexcept nogil:
-    """Rows [lo, hi): vg[2j + 1] += sum_i D_ii x_ij^2.  A function of its own, as
-    ``hess_block``, so that the row pointers are the calling thread's locals."""
-    cdef Py_ssize_t i, k, nnz
-    cdef const floating* val
-    cdef const index_t* idx
-    for i in range(lo, hi):
-        if D[i] == 0.0:
-            continue
-        nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
-        for k in range(nnz):
-            vg[2 * idx[k] + 1] += D[i] * val[k] * val[k]
-        if b != 0.0:
-            vg[2 * d + 1] += D[i] * b * b
-
-
 cdef object row_blocks(const index_t[::1] indptr, const double[::1] D, double[::1] out,
                        double[:, ::1] workspace, int n_threads):
-    """The argument checks and the row set-up of ``hess_vec`` and ``hess_diag``: the
+    """The argument checks and the row set-up of ``hess_vec`` and ``scatter``: the
     per-thread row blocks as n_blocks + 1 offsets balanced by nonzeros
     (n_blocks = min(n_threads, n_samples)), or None when X has no rows (out is then 0)."""
     cdef Py_ssize_t n = indptr.shape[0] - 1
@@ -163,32 +145,6 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
                 vg[2 * j + 1] = 0.0
             hess_block(&data[0], &indices[0], &indptr[0], dense, bias, d, &D[0],
                        bounds[t], bounds[t + 1], vg, xv)
-        sum_blocks(workspace, n_blocks, out)
-
-
-def hess_diag(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-              bint dense, double bias, const double[::1] D, double[::1] out,
-              double[:, ::1] workspace, int n_threads):
-    """out_j = sum_i D_ii x_ij^2: the diagonal of X^T D X (the bias column included), for
-    the diagonal preconditioner of conjugate gradient (Hsia, Chiang & Lin 2018).
-
-    Threads and buffers as in ``hess_vec`` (the odd slots of each workspace row).
-    """
-    cdef Py_ssize_t Dn = out.shape[0], d = Dn - (bias != 0)
-    cdef Py_ssize_t j, t
-    cdef double* vg
-    blocks = row_blocks(indptr, D, out, workspace, n_threads)
-    if blocks is None:
-        return
-    cdef Py_ssize_t[::1] bounds = blocks
-    cdef int n_blocks = <int>(bounds.shape[0] - 1)
-    with nogil:
-        for t in prange(n_blocks, num_threads=n_blocks, schedule="static", chunksize=1):
-            vg = &workspace[t, 0]
-            for j in range(Dn):
-                vg[2 * j + 1] = 0.0
-            diag_block(&data[0], &indices[0], &indptr[0], dense, bias, d, &D[0],
-                       bounds[t], bounds[t + 1], vg)
         sum_blocks(workspace, n_blocks, out)
 
 
@@ -266,8 +222,10 @@ def scatter(const floating[::1] data, const index_t[::1] indices, const index_t[
             double[:, ::1] workspace, int n_threads, const double[::1] D=None,
             double[::1] diag=None):
     """out = X^T coef (the gradient of the risk from the rows' derivatives), skipping the
-    rows with coef_i == 0; with ``D`` and ``diag`` also diag_j = sum_i D_ii x_ij^2 (as
-    ``hess_diag``) in the same pass.  Threads and buffers as in ``hess_vec``."""
+    rows with coef_i == 0 and D_ii == 0; with ``D`` and ``diag`` also
+    diag_j = sum_i D_ii x_ij^2, the diagonal of X^T D X for the preconditioner of conjugate
+    gradient (Hsia, Chiang & Lin 2018), in the same pass.  Threads and buffers as in
+    ``hess_vec``."""
     cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = out.shape[0], d = Dn - (bias != 0)
     cdef Py_ssize_t j, t
     cdef double* vg

@@ -135,9 +135,8 @@ class _Hessian:
         """M = (1 - PRECONDITION) I + PRECONDITION diag(H / alpha) (Hsia, Chiang & Lin 2018,
         eq. (9), for LIBLINEAR's scaling of the Hessian, I + C X^T D X = H / alpha)."""
         p = self.problem
-        if self.diag is None:
-            self.diag = np.empty(p.n_weights)
-            _hessian.hess_diag(*self.rows, self.D, self.diag, self.workspace, self.n_threads)
+        if self.diag is None:  # no gradient pass at this D yet (the first step)
+            self.gradient(np.zeros(p.n_samples), diag=True)
         diag = self.diag * (PRECONDITION / (p.n_samples * p.alpha))
         diag += 1.0
         return diag
