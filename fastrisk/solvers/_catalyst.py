@@ -37,8 +37,8 @@ checks against the best D(u) (weak duality: any feasible u bounds J*), with
 that u as ``extra["dual"]``.
 
 kappa = R^2 / n - alpha, R^2 = max_i c_i ||x_i||^2 (SS&Z 2014's choice, which
-makes the inner condition number lambda n / R^2 = 1); where acceleration pays was
-measured (:func:`pays`).
+makes the inner condition number lambda n / R^2 = 1); :func:`pays` says where the
+outer loop is used by default.
 
 The inner method (fastrisk/solvers/sdca.py's ``_SDCA``, msdca.py's ``_MSDCA``)
 provides: ``v`` (its dual sum, updated in place), ``n``, ``problem``,
@@ -57,19 +57,14 @@ import numpy as np
 ACCELERATED = (False, True, "auto")
 # "auto" accelerates when AUTO_BAND[0] <= alpha n / R^2 < AUTO_BAND[1] and the data has
 # fewer features than rows.  alpha n / R^2 is the inverse of plain SDCA's worst-case
-# epoch count scale; at alpha n / R^2 ~ 1 the inner problems are as hard as the
-# original.  Measured (benchmarks/compare_binary.py's data sets, sdca at tol 1e-3, plain
-# against accelerated, 1 and 2 threads alike): faster on a9a hinge alpha 1e-6
-# (alpha n / R^2 = 0.0023, 1.6x) and ijcnn1 hinge 1e-6 (0.013, 4.7x), and msdca softmax
-# on MNIST at alpha 1e-4 (0.0041) takes 0.65x the epochs; slower on phishing hinge 1e-6
-# (0.011, 1.4x), on w8a and mushrooms at alpha 1e-4 for every loss (0.044 and 0.039,
-# 2.5-7x) and at alpha 1e-6 (0.00044 and 0.00039, 9-20x; on w8a one long row sets R^2 to
-# 10 times the mean), where plain SDCA with shrinking needs far fewer epochs than its
-# worst case and the outer contraction 1 - eta/2 (eta = sqrt(alpha n / R^2)) is slow.
-# With more features than rows (sparse text) the rows are nearly orthogonal and plain
-# SDCA also beats its worst case (20 Newsgroups: about 40-60 epochs at
-# alpha n / R^2 = 0.011, where the outer loop saves none and each epoch costs more: the
-# inner problems start from moved scores and end on an exact pass).
+# epoch count scale (SS&Z 2014): near 1 the inner problems are as hard as the original;
+# far below the band the outer contraction 1 - eta/2 (eta = sqrt(alpha n / R^2)) is slow,
+# and plain SDCA with shrinking often needs far fewer epochs than its worst case (one
+# long row also inflates R^2 over the typical row).  With more features than rows
+# (sparse text) the rows are nearly orthogonal and plain SDCA beats its worst case too.
+# The band is the one where the outer loop was ahead on the binary grid of
+# benchmarks/compare_binary.py (its "sdca" and "sdca-acc" columns in
+# benchmarks/RESULTS.md) and on MNIST in benchmarks/compare_multiclass.py.
 AUTO_BAND = (1e-3, 0.02)
 # most epochs between two exact checks of the inner gap (the running estimate can
 # stay pessimistic with stale loss terms of shrunk rows)
