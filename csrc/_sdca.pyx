@@ -34,6 +34,7 @@ cdef extern from "fr_sdca.h" nogil:
                                         double*, double*, int*)
     fr_sdca_visit_fn fr_sdca_visit_for(int kind)
     fr_sdca_step_fn fr_sdca_step_for(int kind)
+    int fr_sdca_inexact(int kind)
     fr_sdca_grad_fn fr_sdca_grad_for(int kind)
     fr_loss_fn fr_loss_for(int kind)
     fr_conj_fn fr_conj_for(int kind)
@@ -51,6 +52,11 @@ STATUS_BAD_LOSS = FR_ERR_BAD_LOSS
 def has_dual_step(int loss):
     """True when the loss id has a coordinate step in fr_sdca.h."""
     return fr_sdca_step_for(loss) != NULL
+
+
+def has_inexact_step(int loss):
+    """True when the loss's coordinate step stops at a tolerance (``step_tol``)."""
+    return fr_sdca_inexact(loss) != 0
 
 
 def has_dual_box(int loss):

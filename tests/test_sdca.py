@@ -39,6 +39,22 @@ def _dual_interval(loss, y, u0, f, q):
 
 
 @pytest.mark.parametrize("loss", DUAL_LOSSES)
+def test_only_inexact_steps_depend_on_their_tolerance(loss):
+    """has_inexact_step (which decides whether sdca sets a step tolerance) is true exactly
+    for the losses whose step moves with ``tol``."""
+    spec, p = LOSSES[loss], PARAMS.get(loss, 0.0)
+    rng = np.random.default_rng(2)
+    n = 40
+    y = rng.choice([-1.0, 1.0], n) if loss in BINARY else rng.normal(size=n)
+    f, q = rng.normal(scale=2.0, size=n), np.exp(rng.uniform(-2.0, 2.0, n))
+    u0 = np.array([0.5 * sum(_dual_interval(loss, yi, 0.0, 0.0, 1.0)) if loss in BINARY
+                   else 0.0 for yi in y])
+    exact = _sdca.dual_step(spec.kernel_id, p, u0, f, y, q)
+    loose = _sdca.dual_step(spec.kernel_id, p, u0, f, y, q, 0.5)
+    assert _sdca.has_inexact_step(spec.kernel_id) == (not np.array_equal(exact, loose))
+
+
+@pytest.mark.parametrize("loss", DUAL_LOSSES)
 def test_dual_step_maximizes_the_dual_along_the_coordinate(loss):
     spec, p = LOSSES[loss], PARAMS.get(loss, 0.0)
     rng = np.random.default_rng(1)

@@ -209,15 +209,17 @@ class _SDCA:
         self.pg_max_old, self.pg_min_old = np.inf, -np.inf
         self.pg_eps = None  # unshrink when the projected-gradient range falls below it
         self.gap_estimates, self.row_visits, self.epoch = [], 0, 0
-        # no exact pass at the start: the first epoch visits every row and sets its terms
+        # no exact pass at the start (but a warm start of an inexact step, _start_gap):
+        # the first epoch visits every row and sets its terms
         w = self.weights()
         self.sums[:] = (0.0, self._dual_terms(), float(w @ w), float(np.abs(w).sum()))
         self.best, self.D = (w, np.inf), self.sums[1] / n - 0.5 * self.lam * self.sums[2]
         c = problem.sample_weight
         self.mean_c, self.step_tol = (1.0 if c is None else float(np.mean(c))), 0.0
-        gap = self._start_gap(start)
-        if np.isfinite(gap) and gap > 0.0 and self.mean_c > 0.0:
-            self.step_tol = float(np.sqrt(STEP_TOL_GAP * gap / self.mean_c))
+        if _sdca.has_inexact_step(self.kid):  # the other steps ignore step_tol
+            gap = self._start_gap(start)
+            if np.isfinite(gap) and gap > 0.0 and self.mean_c > 0.0:
+                self.step_tol = float(np.sqrt(STEP_TOL_GAP * gap / self.mean_c))
         # exact checks: when the estimate says converged, at least 10% more epochs after
         # the last one; and every max(10, 25%) epochs (the estimate can stay pessimistic)
         self.next_exact, self.next_forced, self.triggered = 1, 10, False
