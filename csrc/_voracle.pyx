@@ -4,12 +4,14 @@
 One call computes, over the rows [start, stop) of one partition, each row's
 k scores ``s = W x_i``, its loss ``c_i l(s, y_i)`` and gradient ``g_i``, and
 the scatter ``G += x_i g_i^T`` in the same pass, without the GIL.  Rows are
-split into ``n_threads`` contiguous blocks of roughly equal nnz.  Thread t
-lays out its own workspace feature-major, the k weights of feature j followed
-by the k entries of its gradient buffer (fr_vec.pxd, block stride 2k): the
-gather of a row's scores brings in the cache lines its scatter then writes,
-which matters because on text data W is far larger than the caches.  The
-buffers are added in block order into the class-major ``(k, D)`` gradient
+split into ``n_threads`` contiguous blocks of roughly equal nnz.  Each
+thread's workspace is feature-major, the k weights of feature j followed by
+the k entries of the thread's gradient buffer (fr_vec.pxd, block stride 2 kp
+with k padded to kp, a multiple of 4, for the register-blocked row kernels of
+fr_vec.h): the gather of a row's scores brings in the cache lines its scatter
+then writes, which matters because on text data W is far larger than the
+caches.  The threads fill every workspace together, each a range of features,
+before the rows are split among them.  The buffers are added in block order into the class-major ``(k, D)`` gradient
 (scikit-learn's layout), so a fixed thread count gives identical bits on
 every run (as csrc/_oracle.pyx does).
 """
@@ -30,30 +32,50 @@ LOSS_IDS = {
 }
 
 
+cdef inline Py_ssize_t padded(Py_ssize_t k) noexcept nogil:
+    """Classes per weight block: k rounded up to a multiple of 4 when the
+    register-blocked row kernels (fr_vec.h) cover it, else k.  The padding
+    weights are zero, so the padding scores and gradients are zero."""
+    cdef Py_ssize_t kp = (k + 3) // 4 * 4
+    return kp if kp <= 4 * FR_VEC_MAX_NV else k
+
+
+def workspace_width(Py_ssize_t n_weights, Py_ssize_t n_classes):
+    """Columns of the per-thread workspace of vector_risk_gradient for D =
+    ``n_weights`` (features and intercept) and k = ``n_classes``."""
+    cdef Py_ssize_t kp = padded(n_classes)
+    return 2 * n_weights * kp + 3 * kp
+
+
 cdef double risk_block(const floating* data, const index_t* indices, const index_t* indptr,
                        bint dense, double b, Py_ssize_t d, double* ws, Py_ssize_t k,
-                       int loss, const int64_t* y, const double* Y, const double* P,
+                       Py_ssize_t kp, int loss, const int64_t* y, const double* Y, const double* P,
                        const double* S, const double* c, Py_ssize_t lo, Py_ssize_t hi,
                        double* scratch, int* active) noexcept nogil:
     """Rows [lo, hi): adds sum_i x_i g_i^T to the gradient halves of the blocks
-    of ``ws`` (stride 2k, see the module docstring); returns sum_i c_i l_i.
+    of ``ws`` (stride 2 kp, kp = padded(k), see the module docstring); returns
+    sum_i c_i l_i.
 
-    ``scratch`` holds 2k doubles (the scores and the row gradient).
+    ``scratch`` holds 2 kp doubles (the scores and the row gradient).
     """
     cdef Py_ssize_t i, nnz, n_active, ahead, end = indptr[hi]
     cdef const floating* val
     cdef const index_t* idx
     cdef double total = 0.0
     cdef double* s = scratch
-    cdef double* g = scratch + k
+    cdef double* g = scratch + kp
+    for i in range(2 * kp):
+        scratch[i] = 0.0
     for i in range(lo, hi):
         nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
         ahead = nnz if dense else end - indptr[i]
-        row_scores(val, idx, nnz, ahead, b, d, ws, k, 2 * k, s)
+        row_scores(val, idx, nnz, ahead, b, d, ws, kp, 2 * kp, s)
         total += vector_loss_row(loss, s, k, y[i] if y != NULL else 0,
                                  Y + i * k if Y != NULL else NULL, P, S,
                                  c[i] if c != NULL else 1.0, g, active, &n_active)
-        row_scatter(val, idx, nnz, b, d, g, k, 2 * k, active, n_active, ws + k)
+        if n_active == k:
+            n_active = kp
+        row_scatter(val, idx, nnz, b, d, g, kp, 2 * kp, active, n_active, ws + kp)
     return total
 
 
@@ -74,11 +96,12 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
     (scaled_soft_margin) or M (multivariate_regression), ``S = P^beta``
     (scaled_soft_margin), both (k, k) or empty.  ``sample_weight`` is empty
     for unit weights.  ``grad`` receives scale sum_i x_i g_i^T.  ``workspace``
-    (n_threads, 2 D k + 3 k, any content) holds each thread's interleaved
-    weights and gradient buffer, and its scratch.
+    (n_threads, workspace_width(D, k), any content) holds each thread's
+    interleaved weights and gradient buffer, and its scratch.
     """
     cdef Py_ssize_t k = n_classes, D = w.shape[0] // max(n_classes, 1), d = D - (bias != 0)
-    cdef Py_ssize_t n = stop - start, j, cc, t, width = 2 * D * k
+    cdef Py_ssize_t kp = padded(k), q = 2 * kp
+    cdef Py_ssize_t n = stop - start, j, cc, t, width = D * q
     cdef double* ws
     cdef double s
     cdef double value = 0.0
@@ -93,8 +116,8 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
         raise ValueError("w and grad must hold n_classes x D weights")
     if D - (bias != 0) != (indptr[1] - indptr[0] if dense else D - (bias != 0)):
         raise ValueError("w does not match the number of columns of dense X")
-    if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] < width + 3 * k:
-        raise ValueError("workspace must have shape (n_threads, 2 D k + 3 k)")
+    if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] < width + 3 * kp:
+        raise ValueError("workspace must have shape (n_threads, workspace_width(D, n_classes))")
     if start < 0 or stop > indptr.shape[0] - 1 or (c != NULL and sample_weight.shape[0] < stop):
         raise ValueError("rows [start, stop) out of range of X or sample_weight")
     if loss == FR_VEC_MULTIVARIATE_REGRESSION:
@@ -120,20 +143,23 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
     cdef double[::1] values = np.zeros(n_threads)
     with nogil:
         block_bounds(&indptr[0], start, stop, n_threads, &bounds[0])
+        for j in prange(D, num_threads=n_threads, schedule="static"):
+            for t in range(n_threads):
+                ws = &workspace[t, q * j]
+                for cc in range(k):
+                    ws[cc] = w[cc * D + j]
+                for cc in range(k, q):
+                    ws[cc] = 0.0
         for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
             ws = &workspace[t, 0]
-            for j in range(D):
-                for cc in range(k):
-                    ws[2 * k * j + cc] = w[cc * D + j]
-                    ws[2 * k * j + k + cc] = 0.0
             values[t] = risk_block(&data[0], &indices[0], &indptr[0], dense, bias, d, ws, k,
-                                   loss, yp, Yp, Pp, Sp, c, bounds[t], bounds[t + 1],
-                                   ws + width, <int*>(ws + width + 2 * k))
+                                   kp, loss, yp, Yp, Pp, Sp, c, bounds[t], bounds[t + 1],
+                                   ws + width, <int*>(ws + width + 2 * kp))
         for j in prange(D, num_threads=n_threads, schedule="static"):
             for cc in range(k):
-                s = workspace[0, 2 * k * j + k + cc]
+                s = workspace[0, q * j + kp + cc]
                 for t in range(1, n_threads):
-                    s = s + workspace[t, 2 * k * j + k + cc]
+                    s = s + workspace[t, q * j + kp + cc]
                 grad[cc * D + j] = scale * s
         for t in range(n_threads):
             value += values[t]

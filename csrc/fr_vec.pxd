@@ -8,7 +8,7 @@
 # intercept is the constant feature ``d`` of value ``b`` (as in fr_rows.pxd).
 
 from libc.math cimport exp, log
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t
 from cython cimport floating
 
 from fr_rows cimport index_t
@@ -19,6 +19,24 @@ cdef extern from "fr_vec.h" nogil:
                     Py_ssize_t k)
     void fr_prefetch_block(const double* p, Py_ssize_t k)
     void fr_prefetch_bytes(const void* p, Py_ssize_t nbytes)
+    enum: FR_VEC_PREFETCH
+    enum: FR_VEC_MAX_NV
+    void fr_vec_scores_d32(const double* val, const int32_t* idx, Py_ssize_t nnz,
+                           Py_ssize_t ahead, const double* wt, Py_ssize_t q, double* s, int nv)
+    void fr_vec_scores_d64(const double* val, const int64_t* idx, Py_ssize_t nnz,
+                           Py_ssize_t ahead, const double* wt, Py_ssize_t q, double* s, int nv)
+    void fr_vec_scores_f32(const float* val, const int32_t* idx, Py_ssize_t nnz,
+                           Py_ssize_t ahead, const double* wt, Py_ssize_t q, double* s, int nv)
+    void fr_vec_scores_f64(const float* val, const int64_t* idx, Py_ssize_t nnz,
+                           Py_ssize_t ahead, const double* wt, Py_ssize_t q, double* s, int nv)
+    void fr_vec_scatter_d32(const double* val, const int32_t* idx, Py_ssize_t nnz,
+                            const double* g, Py_ssize_t q, double* gt, int nv)
+    void fr_vec_scatter_d64(const double* val, const int64_t* idx, Py_ssize_t nnz,
+                            const double* g, Py_ssize_t q, double* gt, int nv)
+    void fr_vec_scatter_f32(const float* val, const int32_t* idx, Py_ssize_t nnz,
+                            const double* g, Py_ssize_t q, double* gt, int nv)
+    void fr_vec_scatter_f64(const float* val, const int64_t* idx, Py_ssize_t nnz,
+                            const double* g, Py_ssize_t q, double* gt, int nv)
 
 cdef enum:
     FR_VEC_SOFTMAX = 0
@@ -26,8 +44,6 @@ cdef enum:
     FR_VEC_SCALED_SOFT_MARGIN = 2
     FR_VEC_MULTIVARIATE_REGRESSION = 3
     FR_VEC_N_LOSSES = 4
-    # entries ahead whose weight block is prefetched (the blocks are scattered over w)
-    FR_VEC_PREFETCH = 40
 
 
 cdef inline void row_scores(const floating* val, const index_t* idx, Py_ssize_t nnz,
@@ -39,9 +55,22 @@ cdef inline void row_scores(const floating* val, const index_t* idx, Py_ssize_t 
     the row start: in CSR the next rows' indices follow, so the blocks of the
     next row are prefetched while this one ends (as fr_rows.row_dot_ahead).
     The prefetch covers q doubles per block (with q = 2k, the gradient half
-    the row's scatter writes next).
+    the row's scatter writes next).  With k a multiple of 4 up to
+    4 FR_VEC_MAX_NV the register-blocked C kernel (fr_vec.h) runs instead.
     """
     cdef Py_ssize_t p, c
+    if k % 4 == 0 and k <= 4 * FR_VEC_MAX_NV:
+        if floating is double and index_t is int32_t:
+            fr_vec_scores_d32(val, idx, nnz, ahead, wt, q, s, <int>(k // 4))
+        elif floating is double:
+            fr_vec_scores_d64(val, idx, nnz, ahead, wt, q, s, <int>(k // 4))
+        elif index_t is int32_t:
+            fr_vec_scores_f32(val, idx, nnz, ahead, wt, q, s, <int>(k // 4))
+        else:
+            fr_vec_scores_f64(val, idx, nnz, ahead, wt, q, s, <int>(k // 4))
+        if b != 0.0:
+            fr_axpy_k(b, wt + d * q, s, k)
+        return
     for c in range(k):
         s[c] = 0.0
     for p in range(0, nnz - 1, 2):  # entries in pairs (fr_axpy2_k)
@@ -71,6 +100,18 @@ cdef inline void row_scatter(const floating* val, const index_t* idx, Py_ssize_t
     cdef double x
     cdef double* blk
     if n_active == 0:
+        return
+    if n_active == k and k % 4 == 0 and k <= 4 * FR_VEC_MAX_NV:
+        if floating is double and index_t is int32_t:
+            fr_vec_scatter_d32(val, idx, nnz, g, q, gt, <int>(k // 4))
+        elif floating is double:
+            fr_vec_scatter_d64(val, idx, nnz, g, q, gt, <int>(k // 4))
+        elif index_t is int32_t:
+            fr_vec_scatter_f32(val, idx, nnz, g, q, gt, <int>(k // 4))
+        else:
+            fr_vec_scatter_f64(val, idx, nnz, g, q, gt, <int>(k // 4))
+        if b != 0.0:
+            fr_axpy_k(b, g, gt + d * q, k)
         return
     if n_active == k:
         for p in range(nnz):

@@ -34,14 +34,14 @@ def make_X(layout, dtype=np.float64, itype=np.int32, read_only=False, m=90, d=25
     return X
 
 
-def loss_setup(name, m, rng):
+def loss_setup(name, m, rng, k=K):
     """(y for the oracle, params for both) of a loss with non-trivial parameters."""
     if name == "multivariate_regression":
-        A = rng.normal(size=(K, K))
-        return rng.normal(size=(m, K)), {"M": A @ A.T}
-    y = rng.integers(0, K, m)
+        A = rng.normal(size=(k, k))
+        return rng.normal(size=(m, k)), {"M": A @ A.T}
+    y = rng.integers(0, k, m)
     if name == "scaled_soft_margin":
-        cost = rng.random((K, K)) * 2
+        cost = rng.random((k, k)) * 2
         np.fill_diagonal(cost, 0.0)
         return y, {"cost": cost, "beta": 0.7}
     return y, {}
@@ -70,11 +70,35 @@ def test_matches_numpy_reference(name, layout, dtype, itype, read_only, n_thread
         np.testing.assert_allclose(grad, ref_grad.ravel(), rtol=1e-11, atol=1e-14)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("layout,dtype,itype", [
+    ("csr", np.float32, np.int64), ("csr", np.float64, np.int32), ("dense", np.float64, None)])
+@pytest.mark.parametrize("k", [2, 3, 8, 10, 20, 32, 35])
+@pytest.mark.parametrize("name", LOSSES)
+def test_class_counts_match_numpy(name, k, layout, dtype, itype, n_threads):
+    """Every block width: k a multiple of 4 (the register-blocked row kernels of fr_vec.h
+    as they are), k padded to the next multiple of 4 (zero padding weights), k = 32 (the
+    widest kernel) and k = 35 (the generic k-wide loops), against the NumPy reference
+    with an intercept and sample weights (tolerances as above)."""
+    rng = np.random.default_rng(k)
+    X = make_X(layout, dtype, itype, m=70, d=13, seed=k)
+    m = X.shape[0]
+    y, params = loss_setup(name, m, rng, k)
+    c = rng.random(m) * 2
+    data = Dataset(X, intercept_scaling=1.5)
+    oracle = VectorOracle(data, name, y, k, c, n_threads=n_threads, **params)
+    W = rng.normal(size=(k, data.n_weights)) * 0.5
+    value, grad = oracle(W.ravel())
+    ref_value, ref_grad = numpy_oracle(X, y, W, name, c=c, bias=1.5, **params)
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(grad, ref_grad.ravel(), rtol=1e-11, atol=1e-14)
+
+
 @pytest.mark.parametrize("bias", [0.0, 1.5])
 @pytest.mark.parametrize("name", ["softmax", "multiclass_hinge"])
 def test_rows_of_every_small_length_match_numpy(name, bias):
-    """A row's scores take its stored entries two at a time (fr_axpy2_k) and the odd one
-    last: rows of 0 to 7 entries against the NumPy reference (tolerances as above)."""
+    """A row's scores take its stored entries two at a time (even and odd accumulators,
+    fr_vec.h) and the odd one last: rows of 0 to 7 entries against the NumPy reference (tolerances as above)."""
     rng = np.random.default_rng(6)
     d, rows = 30, []
     for length in list(range(8)) * 3:
