@@ -79,6 +79,39 @@ cdef double risk_block(const floating* data, const index_t* indices, const index
     return total
 
 
+cdef enum:
+    # features per tile of the layout changes: a tile's blocks (TILE q doubles) stay
+    # in L1 while the k class rows of w (or grad) are read (written) in short runs
+    TILE = 16
+
+
+cdef void fill_tile(const double* w, Py_ssize_t D, Py_ssize_t k, Py_ssize_t q, Py_ssize_t j0,
+                    Py_ssize_t j1, double* ws) noexcept nogil:
+    """ws[j q + c] = w[c D + j] for c < k, and 0 for k <= c < q, features [j0, j1)."""
+    cdef Py_ssize_t j, cc
+    for j in range(j0, j1):
+        for cc in range(k, q):
+            ws[j * q + cc] = 0.0
+    for cc in range(k):
+        for j in range(j0, j1):
+            ws[j * q + cc] = w[cc * D + j]
+
+
+cdef void reduce_tile(const double* workspace, Py_ssize_t stride, int n_threads, Py_ssize_t D,
+                      Py_ssize_t k, Py_ssize_t q, Py_ssize_t off, double scale, Py_ssize_t j0,
+                      Py_ssize_t j1, double* grad) noexcept nogil:
+    """grad[c D + j] = scale sum_t workspace[t stride + j q + off + c], t in order,
+    features [j0, j1) (the fixed-order sum of the threads' gradient buffers)."""
+    cdef Py_ssize_t j, cc, t
+    cdef double s
+    for cc in range(k):
+        for j in range(j0, j1):
+            s = workspace[j * q + off + cc]
+            for t in range(1, n_threads):
+                s = s + workspace[t * stride + j * q + off + cc]
+            grad[cc * D + j] = scale * s
+
+
 def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
                          const index_t[::1] indptr, bint dense, double bias,
                          const double[::1] w, Py_ssize_t n_classes, int loss,
@@ -101,9 +134,8 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
     """
     cdef Py_ssize_t k = n_classes, D = w.shape[0] // max(n_classes, 1), d = D - (bias != 0)
     cdef Py_ssize_t kp = padded(k), q = 2 * kp
-    cdef Py_ssize_t n = stop - start, j, cc, t, width = D * q
+    cdef Py_ssize_t n = stop - start, j, jt, t, width = D * q, n_tiles = (D + TILE - 1) // TILE
     cdef double* ws
-    cdef double s
     cdef double value = 0.0
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
     cdef const int64_t* yp = &y[0] if y.shape[0] > 0 else NULL
@@ -143,24 +175,17 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
     cdef double[::1] values = np.zeros(n_threads)
     with nogil:
         block_bounds(&indptr[0], start, stop, n_threads, &bounds[0])
-        for j in prange(D, num_threads=n_threads, schedule="static"):
+        for jt in prange(n_tiles, num_threads=n_threads, schedule="static"):
             for t in range(n_threads):
-                ws = &workspace[t, q * j]
-                for cc in range(k):
-                    ws[cc] = w[cc * D + j]
-                for cc in range(k, q):
-                    ws[cc] = 0.0
+                fill_tile(&w[0], D, k, q, jt * TILE, min(jt * TILE + TILE, D), &workspace[t, 0])
         for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
             ws = &workspace[t, 0]
             values[t] = risk_block(&data[0], &indices[0], &indptr[0], dense, bias, d, ws, k,
                                    kp, loss, yp, Yp, Pp, Sp, c, bounds[t], bounds[t + 1],
                                    ws + width, <int*>(ws + width + 2 * kp))
-        for j in prange(D, num_threads=n_threads, schedule="static"):
-            for cc in range(k):
-                s = workspace[0, q * j + kp + cc]
-                for t in range(1, n_threads):
-                    s = s + workspace[t, q * j + kp + cc]
-                grad[cc * D + j] = scale * s
+        for jt in prange(n_tiles, num_threads=n_threads, schedule="static"):
+            reduce_tile(&workspace[0, 0], workspace.shape[1], n_threads, D, k, q, kp, scale,
+                        jt * TILE, min(jt * TILE + TILE, D), &grad[0])
         for t in range(n_threads):
             value += values[t]
     return scale * value
