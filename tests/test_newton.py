@@ -481,3 +481,38 @@ def test_exact_step_of_squared_hinge_is_the_minimizer_along_s(sparse):
         assert J_t <= min(problem.objective(w + s), problem.objective(w + t * 1.001 * s),
                           problem.objective(w + t * 0.999 * s))
         w = w + t * s
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_finishing_cg_reaches_the_residual_of_a_direct_solve(loss):
+    """The finishing conjugate gradient (finish=(decrease, residual)) on an ill-conditioned
+    Newton system (alpha 1e-6, 300 x 40, preconditioned as in the solver): its s and r
+    against the dense H from NumPy: r = -g - H s to 1e-9 of ||g|| (r is updated, not
+    recomputed), ||r|| meets the asked residual (ten times below where the cg_tol stop
+    left it), s within ||r|| / lambda_min(H) of the direct solve H^{-1}(-g) (1e-6 relative
+    slack for rounding), and the iterations stay within FINISH_CG times those of the
+    cg_tol stop."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, 40)) * np.logspace(0, -2, 40)
+    y = np.where(X @ rng.normal(size=40) + 0.3 * rng.normal(size=300) > 0, 1.0, -1.0)
+    problem = Problem(X, y, loss=loss, alpha=1e-6, n_threads=1)
+    w = 0.3 * rng.normal(size=40)
+    J, g = problem.objective_gradient(w)
+    f = X @ w
+    hess = newton._Hessian(problem)
+    hess.update(f)
+    hess.gradient(np.zeros(300), diag=True)
+    H = problem.alpha * np.eye(40) + (X.T * hess.D) @ X / 300
+    M = hess.preconditioner()
+    _, r0, n0, _ = newton._steihaug_cg(hess, g, np.inf, 0.5, 500, M)
+    need = 0.1 * np.linalg.norm(r0)
+    s, r, n, _ = newton._steihaug_cg(hess, g, np.inf, 0.5, 500, M, finish=(np.inf, need))
+    np.testing.assert_allclose(r, -g - H @ s, rtol=0, atol=1e-9 * np.linalg.norm(g))
+    assert np.linalg.norm(r) <= need
+    assert n0 < n <= newton.FINISH_CG * n0
+    # the error against the direct solve is H^{-1} r: at most ||r|| / lambda_min(H)
+    direct = np.linalg.solve(H, -g)
+    assert np.linalg.norm(s - direct) <= (1 + 1e-6) * need / np.linalg.eigvalsh(H)[0]
+    # a decrease threshold below the step's decrement: no finishing, the cg_tol stop
+    _, _, n_plain, _ = newton._steihaug_cg(hess, g, np.inf, 0.5, 500, M, finish=(0.0, need))
+    assert n_plain == n0
