@@ -46,7 +46,10 @@ Fenchel duality, docs/math.md §7), checked after every step: the extrapolated
 dual point of the last iterates, never looser than ``||g||^2 / (2 alpha)``,
 and the dual point of the step just taken (-l' linearized along it), whose
 gap at the new iterate is the rows' Fenchel-Young residuals plus the CG
-residual's ``||r||^2 / (2 alpha)`` instead of the new gradient's.  The step
+residual's ``||r||^2 / (2 alpha)`` instead of the new gradient's; where the
+line search shortens the step, -l' is also linearized to the full step, which
+misses the shortened one by (1 - t) s instead of (1 - t) g / alpha
+(``_step_certificate``).  The step
 predicted to be the last (its decrement within FINISH times the target) runs CG
 on towards the residual that makes this certificate meet ``tol``, so the run
 stops at the first iterate that meets it instead of one step later.
@@ -313,15 +316,9 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
                 grad_risk = hess.gradient(_weighted(problem, rows[0]), diag=precondition)
                 cert.record(w, f, grad_risk)
                 g_new = grad_risk + problem.alpha * w
-                # the step certificate is at least ||t r - (1 - t) g||^2 / (2 alpha) (its
-                # rows' Fenchel-Young residuals are >= 0, _dual_gap.py) up to the rows it
-                # replaces: it is computed (O(m), plus a pass over the replaced rows) only
-                # when that term is within REACH of the target
-                known, stop_at = math.inf, _target(mon, J)
-                miss = t * r - (1.0 - t) * g
-                if float(miss @ miss) <= 2.0 * problem.alpha * REACH * stop_at:
-                    known = cert.step_gap(J, f_old, t, g, r,
-                                          derivatives=(a_old, h_old, rows[0]))
+                stop_at = _target(mon, J)
+                known = _step_certificate(cert, problem.alpha, J, f_old, line.z, t, g, r, s,
+                                          (a_old, h_old, rows[0]), REACH * stop_at)
                 bound = cert.gap(w, J, g_new, stop_at, known=known)
                 g = g_new
             status = mon.check(it, w, J, bound)
@@ -334,6 +331,30 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
     return mon.result(status, it, w=w, objective=J, bound=bound, n_cg=hess.n_products,
                       n_evaluations=cert.n_evaluations, n_trials=n_trials,
                       n_active=n_active)
+
+
+def _step_certificate(cert, alpha, J, f_old, z, t, g, r, s, derivatives, reach):
+    """The smaller gap at w_new = w + t s of two dual points of the Newton step s (or inf):
+    -l' linearized to w_new (``GapCertificate.step_gap``), whose v misses w_new by
+    (t r - (1 - t) g) / alpha, and linearized to the full step w + s, whose v is
+    w + s + r / alpha and misses w_new by (r + alpha (1 - t) s) / alpha: where the line
+    search shortens the step (the squared hinge whose active rows change along s), g is
+    about H s and the first miss carries (1 - t) H s / alpha, the second only (1 - t) s.
+    The second is ``step_gap`` of a unit step from the scores f_new - z with the residual
+    r + alpha (1 - t) s (the same u and v).  Each gap is at least its miss's
+    ||.||^2 / (2 alpha) (the rows' Fenchel-Young residuals are >= 0) up to the rows it
+    replaces: it is computed (O(m), plus a pass over the replaced rows) only when that
+    term is within ``reach``."""
+    best = math.inf
+    candidates = [(f_old, t, r, t * r - (1.0 - t) * g)]
+    if t != 1.0:
+        full = r + (alpha * (1.0 - t)) * s
+        candidates.append((f_old + (t - 1.0) * z, 1.0, full, full))
+    for start, length, residual, miss in candidates:
+        if float(miss @ miss) <= 2.0 * alpha * reach:
+            best = min(best, cert.step_gap(J, start, length, g, residual,
+                                           derivatives=derivatives))
+    return best
 
 
 def _trust_region_step(line, J, g, s, r, delta, first):
