@@ -61,7 +61,13 @@ Squared hinge: SDCA at alpha 1e-4 (a9a 0.025 / 0.044, w8a 0.020 / 0.029,
 Reuters 0.004 / 0.010, phishing 0.004 / 0.009); at 1e-6 Newton or a tie
 (w8a 0.69 / 0.054, Reuters 0.074 / 0.042, a9a 0.032 / 0.036, ijcnn1
 0.026 / 0.030, phishing 0.015 / 0.016) except on mushrooms, separable
-(J* ~ 1e-5), where SDCA takes 0.012 s and the rule's Newton 0.079.
+(J* ~ 1e-5), where SDCA takes 0.012 s and the rule's Newton 0.079.  No
+quantity known before solving separates mushrooms from the rows where Newton
+wins: alpha m is 0.008 there and on Reuters (Newton 1.8x ahead), 0.011 on
+phishing; d is 112 against a9a's 123 and phishing's 68.  The first that does
+is J after two Newton steps, J_2 / J(0) = 6.6e-3 on mushrooms against 1.9e-2
+(Reuters) to 0.42 (a9a) on the others: a factor 3 on six data sets, too thin
+for a rule that discards those steps, so mushrooms keeps Newton.
 IMDB bigrams stays with SDCA (rule 4): Newton's extra memory is 1.8x the data there
 (benchmarks/memory_binary.py), SDCA's 0.5x.
 
