@@ -27,6 +27,9 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    it can shrink, logistic with its inexact step) and
    ``alpha * n_samples >= SDCA_ALPHA_M`` (SDCA needs about
    1 + 1/(alpha m gamma) epochs, Shalev-Shwartz & Zhang 2013, Theorem 1),
+   or when that dual step is a closed form on a box (squared and smoothed
+   hinge) and SDCA's accelerated outer loop applies (``_catalyst.pays``: its
+   O(sqrt(1/(alpha m))) outer iterations replace the 1/(alpha m) epochs),
    else ``newton``;
 3. a smooth loss with a differentiable penalty on data with fewer features than
    samples: ``lbfgs``;
@@ -87,7 +90,11 @@ A candidate is skipped when its registry record (``SOLVER_INFO``) does not
 accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 """
 
+import numpy as np
+
+from fastrisk import _sdca
 from fastrisk.solvers import SOLVERS
+from fastrisk.solvers._catalyst import pays, radius_sq
 
 # measured extra memory of solve_newton in vectors of n_weights float64 (IMDB bigrams)
 NEWTON_VECTORS = 18
@@ -109,6 +116,14 @@ def _newton_fits(problem):
     return NEWTON_VECTORS * 8 * problem.n_weights <= 0.5 * data_bytes
 
 
+def _accelerated_sdca(problem):
+    """Whether sdca's default (accelerated="auto") runs the accelerated outer loop here."""
+    data = problem.data
+    sqnorm = _sdca.row_sqnorms(data.data, data.indices, data.indptr, data.dense, data.bias,
+                               np.empty(data.n_samples))  # one pass, no temporaries
+    return pays(problem, radius_sq(sqnorm, problem.sample_weight))
+
+
 def _preferences(problem):
     """Solver names in the order of the rule above (the first that takes the problem wins)."""
     spec, reg, data = problem.loss.spec, problem.regularizer, problem.data
@@ -121,7 +136,8 @@ def _preferences(problem):
     order = []
     if spec.task == "binary" and problem.penalty == "l2" and data is not None \
             and _newton_fits(problem):
-        if spec.dual_step and problem.alpha * data.n_samples >= SDCA_ALPHA_M:
+        if spec.dual_step and (problem.alpha * data.n_samples >= SDCA_ALPHA_M
+                               or (spec.dual_box and _accelerated_sdca(problem))):
             order.append("sdca")
         order.append("newton")
     if spec.smooth and reg.differentiable and data is not None \
