@@ -71,11 +71,13 @@ static inline void fr_prefetch_bytes(const void *p, ptrdiff_t bytes)
  * the widest one the CPU runs, so one portable build uses the wide units).
  * The order of the additions is fixed by the row, never by the ISA, except that
  * the FMA clones round each multiply-add once. */
+#if defined(__GNUC__) || defined(__clang__)
 #define FR_VEC_MAX_NV 8
 
 typedef double fr_v4 __attribute__((vector_size(32), aligned(8), may_alias));
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#if defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__) && defined(__x86_64__) \
+    && defined(__linux__)
 #define FR_VEC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define FR_VEC_CLONES
@@ -166,5 +168,18 @@ FR_VEC_ROW_KERNELS(d32, double, int32_t)
 FR_VEC_ROW_KERNELS(d64, double, int64_t)
 FR_VEC_ROW_KERNELS(f32, float, int32_t)
 FR_VEC_ROW_KERNELS(f64, float, int64_t)
+
+#else
+/* No vector extensions: every k takes the k-wide loops of fr_vec.pxd. */
+#define FR_VEC_MAX_NV 0
+#define fr_vec_scores_d32(...) ((void)0)
+#define fr_vec_scores_d64(...) ((void)0)
+#define fr_vec_scores_f32(...) ((void)0)
+#define fr_vec_scores_f64(...) ((void)0)
+#define fr_vec_scatter_d32(...) ((void)0)
+#define fr_vec_scatter_d64(...) ((void)0)
+#define fr_vec_scatter_f32(...) ((void)0)
+#define fr_vec_scatter_f64(...) ((void)0)
+#endif
 
 #endif
