@@ -4,15 +4,16 @@
 One call computes, over the rows [start, stop) of one partition, each row's
 k scores ``s = W x_i``, its loss ``c_i l(s, y_i)`` and gradient ``g_i``, and
 the scatter ``G += x_i g_i^T`` in the same pass, without the GIL.  Rows are
-split into ``n_threads`` contiguous blocks of roughly equal nnz.  Each
-thread's workspace is feature-major, the k weights of feature j followed by
-the k entries of the thread's gradient buffer (fr_vec.pxd, block stride 2 kp
-with k padded to kp, a multiple of 4, for the register-blocked row kernels of
-fr_vec.h): the gather of a row's scores brings in the cache lines its scatter
-then writes, which matters because on text data W is far larger than the
-caches.  The threads fill every workspace together, each a range of features,
-before the rows are split among them.  The buffers are added in block order into the class-major ``(k, D)`` gradient
-(scikit-learn's layout), so a fixed thread count gives identical bits on
+split into ``n_threads`` contiguous blocks of roughly equal nnz.  The
+kernel lays W out feature-major once, the k weights of feature j contiguous
+(fr_vec.pxd, block stride kp: k padded to a multiple of 4 for the
+register-blocked row kernels of fr_vec.h), shared by the threads; each thread
+adds into its own feature-major gradient buffer, whose blocks a row prefetches
+before its scores so that its scatter finds them in cache (on text data W is
+far larger than the caches).  The threads fill the shared weights and clear
+their buffers together, each a range of features, before the rows are split
+among them.  The buffers are added in block order into the class-major
+``(k, D)`` gradient (scikit-learn's layout), so a fixed thread count gives identical bits on
 every run (as csrc/_oracle.pyx does).
 """
 
@@ -20,6 +21,7 @@ import numpy as np
 from cython cimport floating
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
+from libc.string cimport memset
 
 from fr_rows cimport index_t, row_view, block_bounds
 from fr_vec cimport *
@@ -30,6 +32,14 @@ LOSS_IDS = {
     "scaled_soft_margin": FR_VEC_SCALED_SOFT_MARGIN,
     "multivariate_regression": FR_VEC_MULTIVARIATE_REGRESSION,
 }
+
+
+cdef enum:
+    # gradient buffers larger than this (a typical L2) have their blocks prefetched
+    PREFETCH_BYTES = 1 << 20
+    # features per tile of the layout changes: a tile's blocks (TILE kp doubles) stay
+    # in L1 while the k class rows of w (or grad) are read (written) in short runs
+    TILE = 16
 
 
 cdef inline Py_ssize_t padded(Py_ssize_t k) noexcept nogil:
@@ -48,17 +58,22 @@ def workspace_width(Py_ssize_t n_weights, Py_ssize_t n_classes):
 
 
 cdef double risk_block(const floating* data, const index_t* indices, const index_t* indptr,
-                       bint dense, double b, Py_ssize_t d, double* ws, Py_ssize_t k,
-                       Py_ssize_t kp, int loss, const int64_t* y, const double* Y, const double* P,
-                       const double* S, const double* c, Py_ssize_t lo, Py_ssize_t hi,
-                       double* scratch, int* active) noexcept nogil:
-    """Rows [lo, hi): adds sum_i x_i g_i^T to the gradient halves of the blocks
-    of ``ws`` (stride 2 kp, kp = padded(k), see the module docstring); returns
+                       bint dense, double b, Py_ssize_t d, const double* wt, double* gt,
+                       Py_ssize_t k, Py_ssize_t kp, int loss, const int64_t* y,
+                       const double* Y, const double* P, const double* S, const double* c,
+                       Py_ssize_t lo, Py_ssize_t hi, double* scratch,
+                       int* active) noexcept nogil:
+    """Rows [lo, hi): adds sum_i x_i g_i^T to the gradient buffer ``gt`` at the
+    weights ``wt`` (both feature-major, block stride kp = padded(k)); returns
     sum_i c_i l_i.
 
+    A row's gradient blocks are prefetched before its scores are computed, so
+    that the scatter finds them in cache, unless the buffer fits in L2
+    (PREFETCH_BYTES), where the prefetches would only cost instructions.
     ``scratch`` holds 2 kp doubles (the scores and the row gradient).
     """
-    cdef Py_ssize_t i, nnz, n_active, ahead, end = indptr[hi]
+    cdef Py_ssize_t i, j, nnz, n_active, ahead, end = indptr[hi]
+    cdef bint prefetch_g = (d + 1) * kp * sizeof(double) > PREFETCH_BYTES
     cdef const floating* val
     cdef const index_t* idx
     cdef double total = 0.0
@@ -69,20 +84,17 @@ cdef double risk_block(const floating* data, const index_t* indices, const index
     for i in range(lo, hi):
         nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
         ahead = nnz if dense else end - indptr[i]
-        row_scores(val, idx, nnz, ahead, b, d, ws, kp, 2 * kp, s)
+        if prefetch_g:
+            for j in range(nnz):
+                fr_prefetch_block(gt + idx[j] * kp, kp)
+        row_scores(val, idx, nnz, ahead, b, d, wt, kp, kp, s)
         total += vector_loss_row(loss, s, k, y[i] if y != NULL else 0,
                                  Y + i * k if Y != NULL else NULL, P, S,
                                  c[i] if c != NULL else 1.0, g, active, &n_active)
         if n_active == k:
             n_active = kp
-        row_scatter(val, idx, nnz, b, d, g, kp, 2 * kp, active, n_active, ws + kp)
+        row_scatter(val, idx, nnz, b, d, g, kp, kp, active, n_active, gt)
     return total
-
-
-cdef enum:
-    # features per tile of the layout changes: a tile's blocks (TILE q doubles) stay
-    # in L1 while the k class rows of w (or grad) are read (written) in short runs
-    TILE = 16
 
 
 cdef void fill_tile(const double* w, Py_ssize_t D, Py_ssize_t k, Py_ssize_t q, Py_ssize_t j0,
@@ -97,18 +109,23 @@ cdef void fill_tile(const double* w, Py_ssize_t D, Py_ssize_t k, Py_ssize_t q, P
             ws[j * q + cc] = w[cc * D + j]
 
 
-cdef void reduce_tile(const double* workspace, Py_ssize_t stride, int n_threads, Py_ssize_t D,
-                      Py_ssize_t k, Py_ssize_t q, Py_ssize_t off, double scale, Py_ssize_t j0,
+cdef void zero_tile(Py_ssize_t q, Py_ssize_t j0, Py_ssize_t j1, double* gt) noexcept nogil:
+    """gt[j q + c] = 0 for c < q, features [j0, j1)."""
+    memset(gt + j0 * q, 0, (j1 - j0) * q * sizeof(double))
+
+
+cdef void reduce_tile(const double* buffers, Py_ssize_t stride, int n_threads, Py_ssize_t D,
+                      Py_ssize_t k, Py_ssize_t q, double scale, Py_ssize_t j0,
                       Py_ssize_t j1, double* grad) noexcept nogil:
-    """grad[c D + j] = scale sum_t workspace[t stride + j q + off + c], t in order,
+    """grad[c D + j] = scale sum_t buffers[t stride + j q + c], t in order,
     features [j0, j1) (the fixed-order sum of the threads' gradient buffers)."""
     cdef Py_ssize_t j, cc, t
     cdef double s
     for cc in range(k):
         for j in range(j0, j1):
-            s = workspace[j * q + off + cc]
+            s = buffers[j * q + cc]
             for t in range(1, n_threads):
-                s = s + workspace[t * stride + j * q + off + cc]
+                s = s + buffers[t * stride + j * q + cc]
             grad[cc * D + j] = scale * s
 
 
@@ -129,12 +146,12 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
     (scaled_soft_margin) or M (multivariate_regression), ``S = P^beta``
     (scaled_soft_margin), both (k, k) or empty.  ``sample_weight`` is empty
     for unit weights.  ``grad`` receives scale sum_i x_i g_i^T.  ``workspace``
-    (n_threads, workspace_width(D, k), any content) holds each thread's
-    interleaved weights and gradient buffer, and its scratch.
+    (n_threads, workspace_width(D, k), any content) holds the feature-major
+    weights (row 0), each thread's gradient buffer and its scratch.
     """
     cdef Py_ssize_t k = n_classes, D = w.shape[0] // max(n_classes, 1), d = D - (bias != 0)
-    cdef Py_ssize_t kp = padded(k), q = 2 * kp
-    cdef Py_ssize_t n = stop - start, j, jt, t, width = D * q, n_tiles = (D + TILE - 1) // TILE
+    cdef Py_ssize_t kp = padded(k)
+    cdef Py_ssize_t n = stop - start, j, jt, t, width = 2 * D * kp, n_tiles = (D + TILE - 1) // TILE
     cdef double* ws
     cdef double value = 0.0
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
@@ -176,15 +193,17 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
     with nogil:
         block_bounds(&indptr[0], start, stop, n_threads, &bounds[0])
         for jt in prange(n_tiles, num_threads=n_threads, schedule="static"):
+            fill_tile(&w[0], D, k, kp, jt * TILE, min(jt * TILE + TILE, D), &workspace[0, 0])
             for t in range(n_threads):
-                fill_tile(&w[0], D, k, q, jt * TILE, min(jt * TILE + TILE, D), &workspace[t, 0])
+                zero_tile(kp, jt * TILE, min(jt * TILE + TILE, D), &workspace[t, D * kp])
         for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
             ws = &workspace[t, 0]
-            values[t] = risk_block(&data[0], &indices[0], &indptr[0], dense, bias, d, ws, k,
+            values[t] = risk_block(&data[0], &indices[0], &indptr[0], dense, bias, d,
+                                   &workspace[0, 0], ws + D * kp, k,
                                    kp, loss, yp, Yp, Pp, Sp, c, bounds[t], bounds[t + 1],
                                    ws + width, <int*>(ws + width + 2 * kp))
         for jt in prange(n_tiles, num_threads=n_threads, schedule="static"):
-            reduce_tile(&workspace[0, 0], workspace.shape[1], n_threads, D, k, q, kp, scale,
+            reduce_tile(&workspace[0, D * kp], workspace.shape[1], n_threads, D, k, kp, scale,
                         jt * TILE, min(jt * TILE + TILE, D), &grad[0])
         for t in range(n_threads):
             value += values[t]

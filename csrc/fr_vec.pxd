@@ -1,8 +1,8 @@
 # Row operations and per-row vector losses for k-output linear models (docs/math.md §2).
 #
 # The weights are stored feature-major: the k weights of feature j are
-# contiguous at ``wt[j q : j q + k]`` (block stride q >= k: a kernel may
-# interleave each feature's weights with its gradient buffer, q = 2k).  A row's k scores then read one short
+# contiguous at ``wt[j q : j q + k]`` (block stride q >= k: a kernel may pad
+# the blocks, e.g. to a multiple of 4 for fr_vec.h).  A row's k scores then read one short
 # contiguous block per stored entry (the loop over k vectorizes), and its
 # k-wide gradient contribution scatters into the same block layout.  The
 # intercept is the constant feature ``d`` of value ``b`` (as in fr_rows.pxd).
@@ -54,8 +54,7 @@ cdef inline void row_scores(const floating* val, const index_t* idx, Py_ssize_t 
     ``ahead`` (>= nnz) is the number of entries of idx that may be read from
     the row start: in CSR the next rows' indices follow, so the blocks of the
     next row are prefetched while this one ends (as fr_rows.row_dot_ahead).
-    The prefetch covers q doubles per block (with q = 2k, the gradient half
-    the row's scatter writes next).  With k a multiple of 4 up to
+    The prefetch covers q doubles per block.  With k a multiple of 4 up to
     4 FR_VEC_MAX_NV the register-blocked C kernel (fr_vec.h) runs instead.
     """
     cdef Py_ssize_t p, c
