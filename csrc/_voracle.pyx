@@ -13,8 +13,8 @@ before its scores so that its scatter finds them in cache (on text data W is
 far larger than the caches).  The threads fill the shared weights and clear
 their buffers together, each a range of features, before the rows are split
 among them.  The buffers are added in block order into the class-major
-``(k, D)`` gradient (scikit-learn's layout), so a fixed thread count gives identical bits on
-every run (as csrc/_oracle.pyx does).
+``(k, D)`` gradient (scikit-learn's layout), so a fixed thread count gives
+identical bits on every run (as csrc/_oracle.pyx does).
 """
 
 import numpy as np
