@@ -34,14 +34,18 @@ def has_diagonal(problem):
 
 
 def _softmax_curvature(problem, w):
-    """(m, k) matrix D_ic = c_i p_ic (1 - p_ic) at W = w reshaped (k, n_weights / k)."""
+    """(m, k) matrix D_ic = c_i p_ic (1 - p_ic) at W = w reshaped (k, n_weights / k); at
+    W = 0 (the default start) p_ic = 1/k and the k columns coincide: (m, 1)."""
     data, k = problem.data, problem.n_classes
-    W = np.asarray(w, dtype=np.float64).reshape(k, -1)
-    S = np.column_stack([data.decision(W[c]) for c in range(k)])
-    S -= S.max(axis=1, keepdims=True)
-    P = np.exp(S)
-    P /= P.sum(axis=1, keepdims=True)
-    D = P * (1.0 - P)
+    if not np.any(w):
+        D = np.full((problem.n_samples, 1), (k - 1.0) / k**2)
+    else:
+        W = np.asarray(w, dtype=np.float64).reshape(k, -1)
+        S = np.column_stack([data.decision(W[c]) for c in range(k)])
+        S -= S.max(axis=1, keepdims=True)
+        P = np.exp(S)
+        P /= P.sum(axis=1, keepdims=True)
+        D = P * (1.0 - P)
     if problem.sample_weight is not None:
         D *= np.asarray(problem.sample_weight, dtype=np.float64)[:, None]
     return D
@@ -49,8 +53,9 @@ def _softmax_curvature(problem, w):
 
 def hessian_diagonal(problem, w):
     """P, the diagonal of the Hessian of J at w (float64, n_weights entries, each at least
-    alpha > 0); requires ``has_diagonal(problem)``.  One oracle pass for the scores of a
-    scalar loss, then one scatter pass (k for softmax)."""
+    alpha > 0); requires ``has_diagonal(problem)``.  Away from 0, one oracle pass for the
+    scores of a scalar loss (k matrix-vector products for softmax), then one scatter pass
+    (k for softmax; one at W = 0)."""
     data, oracle = problem.data, problem.oracle
     rows = (data.data, data.indices, data.indptr, data.dense, data.bias)
     m = problem.n_samples
@@ -59,13 +64,14 @@ def hessian_diagonal(problem, w):
     out = np.empty(data.n_weights)
     if isinstance(oracle, VectorOracle):
         D = _softmax_curvature(problem, w)
-        diag = np.empty((problem.n_classes, data.n_weights))
-        for c in range(problem.n_classes):
+        k = D.shape[1]  # 1 at W = 0: one pass gives every class's block
+        diag = np.empty((k, data.n_weights))
+        for c in range(k):
             _hessian.scatter(*rows, zeros, out, workspace, oracle.n_threads,
                              np.ascontiguousarray(D[:, c]), diag[c])
-        diag = diag.ravel()
+        diag = np.tile(diag, (problem.n_classes // k, 1)).ravel()
     else:
-        _, _, f = oracle.with_scores(w)
+        f = oracle.with_scores(w)[2] if np.any(w) else zeros  # the scores (0 at w = 0)
         D = np.empty(m)
         _hessian.curvature(problem.loss.spec.kernel_id, problem.loss.param, f, oracle.y,
                            oracle.c, D)
