@@ -79,9 +79,9 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     cert = GapCertificate(problem, memory=0)
     last = {"n_evaluations": 0}
 
-    def fun(w):
+    def fun(w):  # w is never written to afterwards (scaled_fun passes a new array): kept
         value, grad = cert.evaluate(w)
-        last.update(w=w.copy(), value=value, grad=grad, n_evaluations=last["n_evaluations"] + 1)
+        last.update(w=w, value=value, grad=grad, n_evaluations=last["n_evaluations"] + 1)
         return value, grad
 
     def check(iteration, w):
