@@ -183,9 +183,7 @@ def test_fit_equals_local_fit(client, a9a_small, solver, loss):
                               n_partitions=4)
     lprob = fr.Problem(X, y, loss=loss, alpha=1e-2, fit_intercept=True,
                        n_partitions=dprob.oracle.partition_sizes, n_threads=1)
-    # L-BFGS's diagonal scaling needs the rows, which a Dask oracle keeps on the workers
-    options = dict(precondition="none") if solver == "lbfgs" else {}
-    fits = [fr.solve(p, solver=solver, tol=1e-2, max_iter=30, **options) for p in (dprob, lprob)]
+    fits = [fr.solve(p, solver=solver, tol=1e-2, max_iter=30) for p in (dprob, lprob)]
     assert fits[0].status == fits[1].status  # converged (bmrm: 26, lbfgs: 8 steps) or max_iter
     np.testing.assert_array_equal(fits[0].w, fits[1].w)
     assert fits[0].n_iter == fits[1].n_iter > 5

@@ -146,11 +146,13 @@ def test_diagonal_matches_numpy(layout, dtype, loss, point):
 
 
 def test_diagonal_only_where_defined():
-    """Non-smooth and coupled losses run unscaled: the same iterates, bit for bit, as
-    precondition="none" (the default "sqrt" and "diagonal" alike)."""
+    """Non-smooth and coupled losses, and row-partitioned problems (a Dask oracle's local
+    mirror), run unscaled: the same iterates, bit for bit, as precondition="none" (the
+    default "sqrt" and "diagonal" alike)."""
     X, y = scaled_binary()
     for problem in (Problem(X, y, loss="hinge", alpha=1e-2),
-                    Problem(*scaled_multiclass(), loss="multiclass_hinge", alpha=1e-2)):
+                    Problem(*scaled_multiclass(), loss="multiclass_hinge", alpha=1e-2),
+                    Problem(X, y, loss="logistic", alpha=1e-2, n_partitions=2)):
         assert not has_diagonal(problem)
         a, b, c = (solve_lbfgs(problem, tol=0.0, max_iter=20, precondition=p)
                    for p in ("sqrt", "diagonal", "none"))

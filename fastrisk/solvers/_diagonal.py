@@ -24,9 +24,12 @@ from fastrisk.oracle import LocalOracle, VectorOracle
 
 def has_diagonal(problem):
     """True when ``hessian_diagonal`` applies: a smooth scalar loss on a local oracle, or
-    softmax; other losses (kinks, coupled classes) and oracle-only problems have none."""
+    softmax; other losses (kinks, coupled classes) and oracle-only problems have none.  A
+    problem split into row partitions (``n_partitions > 1``, the local mirror of a Dask
+    oracle, whose rows stay on the workers) has none either, so that both run the same
+    steps."""
     oracle, spec = problem.oracle, getattr(problem.loss, "spec", None)
-    if spec is None or problem.data is None:
+    if spec is None or problem.data is None or len(getattr(oracle, "partitions", ())) != 1:
         return False
     if isinstance(oracle, LocalOracle):
         return spec.smooth and not spec.vector
