@@ -363,10 +363,12 @@ def gram(const floating[::1] data, const index_t[::1] indices, const int64_t[::1
     intercept column; ``pos[j]`` is column j's position in W or -1, ``pos`` has one
     entry more than X has columns: the intercept column (of value ``bias`` in every
     row).  ``vbuf`` and ``pbuf`` hold one row's entries in W (|W| entries each).
-    Each row adds h_i x_{iW} x_{iW}^T to the upper triangle, mirrored at the end: the
-    cost is nnz(X) + sum_i r_i^2 / 2, r_i the row's nonzeros in W.
+    Each row adds h_i x_ia x_ib for its pairs a <= b (in the row's order) to H[pos_a,
+    pos_b], whichever triangle that is (no branch on the positions' order); the end
+    folds every pair's two triangle entries into their sum: the cost is nnz(X) +
+    sum_i r_i^2 / 2, r_i the row's nonzeros in W.
     """
-    cdef Py_ssize_t i, k, r, a, b, pa, pb, start, nnz, n = H.shape[0]
+    cdef Py_ssize_t i, k, r, a, b, pa, start, nnz, n = H.shape[0]
     cdef Py_ssize_t n_features = pos.shape[0] - 1, m = indptr.shape[0] - 1
     cdef Py_ssize_t bias_pos = pos[n_features]
     cdef const floating* val
@@ -398,14 +400,11 @@ def gram(const floating[::1] data, const index_t[::1] indices, const int64_t[::1
                 hv = h[i] * vbuf[a]
                 pa = pbuf[a]
                 for b in range(a, r):
-                    pb = pbuf[b]
-                    if pa <= pb:
-                        H[pa, pb] += hv * vbuf[b]
-                    else:
-                        H[pb, pa] += hv * vbuf[b]
+                    H[pa, pbuf[b]] += hv * vbuf[b]
         for a in range(n):
             for b in range(a):
-                H[a, b] = H[b, a]
+                H[a, b] += H[b, a]
+                H[b, a] = H[a, b]
 
 
 def inner_cd_gram(const double[:, ::1] H, int64_t[::1] active, const double[::1] grad,
