@@ -47,6 +47,18 @@ with lam2 > 0, and for the l1 penalty the rescaling s = min(1, lam1 /
 containing 0 and l'(f)).  ``gap = J(w) - max_k D(u_k) >= J(w) - J*`` over all
 dual points met so far; ``tol`` stops on gap <= tol J(w) as for every solver.
 
+The rescaled residual is a poor dual point near the optimum: its rescaling
+costs (1 - s) lam1 ||w||_1 in D, first order in the largest violation of the
+optimality conditions, while J(w) - J* is second order in it.  After the steps of
+the certificate iterations, a second dual point comes from the quadratic model
+that gave the step d (step 4): u = l'(Xw) + l''(Xw) X d, the per-example
+derivatives of the model at w + d, whose X^T (c u / m) meets the model's optimality
+conditions on the working set up to the inner solve's tolerance (exactly, on the
+support, after a Newton step on it); it is rescaled as above, and its rows outside
+the domain of l* take l'(X(w + t d)) instead.  Its D differs from J* by the model's
+error, of second order in d: it certifies the iterate that the rescaled residual
+certifies one outer iteration later.
+
 Gap Safe screening (Ndiaye, Fercoq, Gramfort & Salmon 2017, Theorem 6): when l'
 is L-Lipschitz (the loss's ``curvature``, sup l''), D is (m / (L max c))-strongly concave
 in v = c u / m, so the dual optimum lies in the ball of radius
@@ -227,6 +239,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     # grad and hdiag are read on the kept columns after column_stats writes them, wpd on
     # the working set after it is set to w there
     grad, hdiag, wpd = np.zeros(n_weights), np.empty(n_weights), np.empty(n_weights)
+    dots = np.empty(n_weights)  # X^T (c u / m) of the model's dual point on the kept columns
     deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
     trial = tuple(np.empty(m) for _ in range(3))  # the line search's deriv, g, h
     buffer = np.empty(n_weights, dtype=np.int64)  # the working set, or the screened columns
@@ -235,13 +248,32 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     if screen:
         radius_scale = 2.0 * curv * (1.0 if c is None else float(c.max())) * inv_m
 
-    def dual_objective(s, shrunk):
-        """D(u) for u = s l'(f) (rows of weight 0 contribute nothing); ``shrunk`` is
-        ||S_lam1(X^T g)||^2 (s = 1 whenever lam2 > 0)."""
-        conj = loss.conjugate(s * deriv, y)
+    def dual_objective(u, shrunk):
+        """D(u) (rows of weight 0 contribute nothing); ``shrunk`` is
+        ||S_lam1(X^T (c u / m))||^2 (u unscaled whenever lam2 > 0)."""
+        conj = loss.conjugate(u, y)
         risk = conj.sum() if c is None else conj[c > 0] @ c[c > 0]
         reg = 0.0 if lam2 == 0.0 else shrunk / (2.0 * lam2)
         return -inv_m * risk - reg
+
+    def model_dual(deriv_old, h_old, deriv_new):
+        """(D, dual point) for the model's dual point u = l'(f) + l''(f) X d (module
+        docstring) from the derivatives at the step's start and end; X d is in xtd."""
+        curv_old = h_old * m if c is None else np.divide(h_old * m, c, out=np.zeros(m),
+                                                           where=c > 0)
+        u = deriv_old + curv_old * xtd
+        outside = ~np.isfinite(loss.conjugate(u, y))
+        u[outside] = deriv_new[outside]
+        return rescaled_dual(u)
+
+    def rescaled_dual(u):
+        """(D(s u), s u), s the rescaling of the module docstring (one pass over the kept
+        columns; u in the domain of l*)."""
+        v = inv_m * u if c is None else inv_m * c * u
+        _cd.column_stats(*cols.arrays, v, np.empty(0), kept, dots, dots, threads)
+        top, _, _, shrunk = _cd.kept_sums(kept, dots, w, lam1)
+        s = 1.0 if lam2 > 0.0 or top <= lam1 else lam1 / top
+        return dual_objective(s * u, shrunk), s * u
 
     rows, pos = None, None  # the row view and column -> position in W, made at first use
     row_sq = float(np.square(np.diff(data.indptr).astype(np.float64)).sum()) \
@@ -366,6 +398,11 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
 
     M_prev, gnorm1_init, inner_eps = 0.0, None, 1.0
     D_best, u_best, gap = -math.inf, None, math.nan
+    u_start = getattr(start, "extra", {}).get("dual")
+    if u_start is not None and u_start.shape == (m,) \
+            and np.isfinite(loss.conjugate(u_start, y)).all():
+        # a warm start from a Result keeps its dual point: a certified w stays certified
+        D_best, u_best = rescaled_dual(np.array(u_start, dtype=np.float64))
     P = math.inf if start is None else -math.inf  # a warm start counts as near the optimum
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
     n_restricted = 0
@@ -375,7 +412,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         while status is None:
             it += 1
             if not fresh:
-                loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
+                loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h, threads)
                 _raise_on(st, problem)
             fresh = False
             _, l1, sq, _ = _cd.kept_sums(active, grad, w, lam1)  # w = 0 off active
@@ -391,7 +428,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             if full:
                 top, _, _, shrunk = _cd.kept_sums(kept, grad, w, lam1)
                 s = 1.0 if lam2 > 0.0 or top <= lam1 else lam1 / top
-                D_now = dual_objective(s, shrunk)
+                D_now = dual_objective(s * deriv, shrunk)
                 if D_now > D_best:
                     D_best, u_best = D_now, s * deriv
                 bound = gap = max(P - D_best, 0.0)
@@ -427,7 +464,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                 inner_eps *= 0.25
             t, loss_value, st = _cd.line_search(kid, p, f, xtd, y, c_arg, inv_m, working,
                                                 n_working, w, wpd, grad, lam1, lam2, loss_value,
-                                                SIGMA, MAX_LINE_STEPS, ROUNDOFF * P, work, *trial)
+                                                SIGMA, MAX_LINE_STEPS, ROUNDOFF * P, work, *trial,
+                                                threads)
             _raise_on(st, problem)
             active = working.copy()
             if t == 0.0:  # no step: stalled, unless only the restricted problem was looked at
@@ -436,13 +474,17 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             else:  # the derivatives at the new f come from the line search
                 (deriv, g, h), trial = trial, (deriv, g, h)
                 fresh = True
+                if full and near:
+                    D_model, u_model = model_dual(trial[0], trial[2], deriv)
+                    if D_model > D_best:
+                        D_best, u_best = D_model, u_model
     if mon.interrupted:
         status = "interrupted"
     # the reported objective and gap are recomputed from X w (f accumulated updates), read
     # from the support's columns only
     support = np.flatnonzero(w)
     _cd.column_combination(*cols.arrays, support, w[support], f)
-    loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
+    loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h, threads)
     _raise_on(st, problem)
     w_s = w[support]
     P = loss_value + lam1 * float(np.abs(w_s).sum()) + 0.5 * lam2 * float(w_s @ w_s)
