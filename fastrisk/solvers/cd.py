@@ -54,7 +54,9 @@ the certificate iterations, a second dual point comes from the quadratic model
 that gave the step d (step 4): u = l'(Xw) + l''(Xw) X d, the per-example
 derivatives of the model at w + d, whose X^T (c u / m) meets the model's optimality
 conditions on the working set up to the inner solve's tolerance (exactly, on the
-support, after a Newton step on it); it is rescaled as above, and its rows outside
+support, after a Newton step on it; on those iterations the Gram passes go on to
+GRAM_TIGHT times the usual tolerance, for at most the cost of the Gram matrix's
+build); it is rescaled as above, and its rows outside
 the domain of l* take l'(X(w + t d)) instead.  Its D differs from J* by the model's
 error, of second order in d: it certifies the iterate that the rescaled residual
 certifies one outer iteration later.
@@ -103,6 +105,7 @@ SCREEN_MARGIN = 1e-9              # relative slack of the sphere test against ro
 MAX_STEP = 10.0                   # largest move of a coordinate in one step (LIBLINEAR)
 POLISH_EVERY = 4                  # Gram inner passes between Newton steps on the support
 POLISH_MAX_SUPPORT = 1000         # largest support of those steps (an |S|^3 solve)
+GRAM_TIGHT = 1e-3                 # Gram inner stop on certificate iterations, x the usual one
 GRAM_MAX_COLUMNS = 2000           # largest working set of the Gram inner solve (32 MB)
 GRAM_READ = 3.0                   # cost of the Gram build's read of an entry of X (a lookup
                                   # of its column's position and a branch) in multiply-adds
@@ -291,7 +294,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         pairs = row_sq * (nnz_w / max(data.nnz, 1)) ** 2  # rows' nonzeros thinned evenly
         return GRAM_READ * data.nnz + pairs / 2.0 + nnz_w, float(n_w * n_w), 2.0 * nnz_w
 
-    def inner_solve(working, stop, passes_before):
+    def inner_solve(working, stop, passes_before, tight):
         """newGLMNET's inner solve on W (``inner``); sets wpd and X d, returns (passes,
         whether the Gram matrix was used).
 
@@ -307,23 +310,26 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         if gram_ok and inner == "auto":
             build, gram_pass, column_pass = gram_costs(working)
             if build + passes_before * gram_pass < passes_before * column_pass:
-                return gram_inner(working, stop), True
+                return gram_inner(working, stop, tight), True
             cap = max(1, min(MAX_INNER_PASSES, int(build / max(column_pass, 1.0))))
         if inner == "gram":
-            return gram_inner(working, stop), True
+            return gram_inner(working, stop, tight), True
         xtd[:] = 0.0
         p_, done = _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w,
                                 wpd, xtd, lam1, lam2, NU, stop, cap, inv_m, rng)
         if done or not gram_ok:
             return p_, False
-        return p_ + gram_inner(working, stop), True
+        return p_ + gram_inner(working, stop, tight), True
 
-    def gram_inner(working, stop):
+    def gram_inner(working, stop, tight):
         """newGLMNET's inner coordinate descent on the Gram matrix of W; sets wpd and X d.
 
         Every POLISH_EVERY passes without meeting the stopping rule, a Newton step on
         the model's nonzero coordinates S (``polish``) before the passes go on: on
         nearly collinear columns coordinate descent creeps, the reduced system does not.
+        Once ``stop`` is met, the passes go on toward ``tight`` (< stop on certificate
+        iterations: the model's dual point is as good as the model's minimizer) for at
+        most as many passes as cost the Gram matrix's build, starting with a polish.
         """
         nonlocal rows, pos
         if rows is None:
@@ -338,14 +344,17 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         wpd_w = wpd[working]  # w + d on entry: d = 0, or where the column passes stopped
         q = H @ (wpd_w - w_w)
         order = np.arange(n_w, dtype=np.int64)
-        passes = 0
-        while passes < MAX_INNER_PASSES:
+        passes, last = 0, MAX_INNER_PASSES
+        while passes < last:
             p_, done = _cd.inner_cd_gram(H, order, grad_w, w_w, wpd_w, q, lam1, lam2, NU, stop,
-                                         min(POLISH_EVERY, MAX_INNER_PASSES - passes), inv_m,
-                                         rng)
+                                         min(POLISH_EVERY, last - passes), inv_m, rng)
             passes += p_
             if done:
-                break
+                if stop <= tight:
+                    break
+                build, gram_pass, _ = gram_costs(working)
+                stop = tight
+                last = min(last, passes + max(POLISH_EVERY, int(build / max(gram_pass, 1.0))))
             if polish(H, grad_w, w_w, wpd_w):
                 np.dot(H, wpd_w - w_w, out=q)
         wpd[working] = wpd_w
@@ -457,7 +466,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             M_prev = M_now
             wpd[working] = w[working]
             stop = min(inner_eps * gnorm1_init, (FORCING if near else FORCING_FAR) * gnorm1)
-            passes, used_gram = inner_solve(working, stop, passes)
+            passes, used_gram = inner_solve(working, stop, passes,
+                                            GRAM_TIGHT * stop if full and near else stop)
             n_gram += used_gram
             n_passes += passes
             if passes == 1:
