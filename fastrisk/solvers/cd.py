@@ -54,9 +54,9 @@ the certificate iterations, a second dual point comes from the quadratic model
 that gave the step d (step 4): u = l'(Xw) + l''(Xw) X d, the per-example
 derivatives of the model at w + d, whose X^T (c u / m) meets the model's optimality
 conditions on the working set up to the inner solve's tolerance (exactly, on the
-support, after a Newton step on it; on those iterations the Gram passes go on to
-GRAM_TIGHT times the usual tolerance, for at most the cost of the Gram matrix's
-build); it is rescaled as above, and its rows outside
+support, after a Newton step on it; on those iterations the inner solve goes on
+past its stopping rule toward CERT_TIGHT times it, for at most the cost of the
+passes already made or of the Gram matrix's build); it is rescaled as above, and its rows outside
 the domain of l* take l'(X(w + t d)) instead.  Its D differs from J* by the model's
 error, of second order in d: it certifies the iterate that the rescaled residual
 certifies one outer iteration later.
@@ -105,7 +105,7 @@ SCREEN_MARGIN = 1e-9              # relative slack of the sphere test against ro
 MAX_STEP = 10.0                   # largest move of a coordinate in one step (LIBLINEAR)
 POLISH_EVERY = 4                  # Gram inner passes between Newton steps on the support
 POLISH_MAX_SUPPORT = 1000         # largest support of those steps (an |S|^3 solve)
-GRAM_TIGHT = 1e-3                 # Gram inner stop on certificate iterations, x the usual one
+CERT_TIGHT = 1e-3                 # inner stop on certificate iterations, x the usual one
 GRAM_MAX_COLUMNS = 2000           # largest working set of the Gram inner solve (32 MB)
 GRAM_READ = 3.0                   # cost of the Gram build's read of an entry of X (a lookup
                                   # of its column's position and a branch) in multiply-adds
@@ -317,6 +317,13 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         xtd[:] = 0.0
         p_, done = _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w,
                                 wpd, xtd, lam1, lam2, NU, stop, cap, inv_m, rng)
+        if done and tight < stop:
+            # toward ``tight``: on the Gram matrix if its build costs at most twice the
+            # passes made, else for as many column passes again
+            if gram_ok and build <= 2 * p_ * column_pass:
+                return p_ + gram_inner(working, tight, tight), True
+            p_ += _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w,
+                               wpd, xtd, lam1, lam2, NU, tight, p_, inv_m, rng)[0]
         if done or not gram_ok:
             return p_, False
         return p_ + gram_inner(working, stop, tight), True
@@ -467,7 +474,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             wpd[working] = w[working]
             stop = min(inner_eps * gnorm1_init, (FORCING if near else FORCING_FAR) * gnorm1)
             passes, used_gram = inner_solve(working, stop, passes,
-                                            GRAM_TIGHT * stop if full and near else stop)
+                                            CERT_TIGHT * stop if full and near else stop)
             n_gram += used_gram
             n_passes += passes
             if passes == 1:
