@@ -414,11 +414,14 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
 
     M_prev, gnorm1_init, inner_eps = 0.0, None, 1.0
     D_best, u_best, gap = -math.inf, None, math.nan
-    u_start = getattr(start, "extra", {}).get("dual")
-    if u_start is not None and u_start.shape == (m,) \
-            and np.isfinite(loss.conjugate(u_start, y)).all():
-        # a warm start from a Result keeps its dual point: a certified w stays certified
-        D_best, u_best = rescaled_dual(np.array(u_start, dtype=np.float64))
+    extra = getattr(start, "extra", None)
+    u_start = extra.get("dual") if isinstance(extra, dict) else None
+    if u_start is not None:
+        # a warm start from a Result keeps its dual point (any u in the domain of l* is
+        # one, once rescaled): a certified w stays certified
+        u_start = np.array(u_start, dtype=np.float64)
+        if u_start.shape == (m,) and np.isfinite(loss.conjugate(u_start, y)).all():
+            D_best, u_best = rescaled_dual(u_start)
     P = math.inf if start is None else -math.inf  # a warm start counts as near the optimum
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
     n_restricted = 0
