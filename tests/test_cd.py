@@ -192,6 +192,25 @@ def test_model_dual_point_certifies_against_liblinear(inner, weighted):
         assert again.n_iter == 1 and again.gap <= res.gap + 1e-14 * res.objective
 
 
+
+def test_sample_weights_equal_repeated_rows_within_the_certificates():
+    # integer weights c_i against each row repeated c_i times (weight 0: the row removed):
+    # (1/m) sum_i c_i l_i with c averaging 1 is the repeated problem's J, so each solution's
+    # objective in the other problem is within the two certified gaps of the other's
+    X, y = _classification()
+    reps = np.random.default_rng(3).integers(0, 4, X.shape[0])
+    c = reps * (X.shape[0] / reps.sum())  # mean 1: the same J as the repeated rows
+    weighted = fr.Problem(X, y, loss="logistic", penalty="l1", alpha=1e-2, sample_weight=c)
+    repeated = fr.Problem(np.repeat(X, reps, axis=0), np.repeat(y, reps), loss="logistic",
+                          penalty="l1", alpha=1e-2)
+    a = solve_cd(weighted, tol=1e-10)
+    b = solve_cd(repeated, tol=1e-10)
+    assert a.status == b.status == "converged"
+    slack = a.gap + b.gap + 1e-13 * a.objective  # 1e-13 J: round-off of the sums
+    assert abs(weighted.objective(b.w) - a.objective) <= slack
+    assert abs(repeated.objective(a.w) - b.objective) <= slack
+
+
 @pytest.mark.parametrize("loss, penalty, l1_ratio, param",
                          [cs for cs in CASES if cs[0] not in ("poisson", "exponential")])
 def test_screening_keeps_every_feature_of_the_optimum(loss, penalty, l1_ratio, param):
