@@ -30,12 +30,16 @@ pools are limited to the same count (threadpoolctl).
 Budget: a run stops at ``--budget`` seconds (a peer's tightening sequence ends
 after a run that took longer), the reference at ``--ref-limit``; rows not
 started within ``--max-minutes`` of the start are listed as not run.  The
-standard invocations (all data sets; about 10 minutes each on a quiet 2-core
-machine) write benchmarks/results/compare_binary_1thread.md and
-compare_binary_2threads.md:
+standard invocations (at most about 10 minutes each on a quiet 2-core machine)
+write benchmarks/results/compare_binary_1thread.md and compare_binary_2threads.md
+(the six smaller data sets), compare_binary_imdb_1thread.md and
+compare_binary_imdb_2threads.md (IMDB bigrams, the grid's large problem, on its
+own so that each run stays within its time):
 
     python benchmarks/compare_binary.py
     python benchmarks/compare_binary.py --threads 2
+    python benchmarks/compare_binary.py --datasets imdb --threads 1 --out benchmarks/results/compare_binary_imdb_1thread.md
+    python benchmarks/compare_binary.py --datasets imdb --threads 2 --out benchmarks/results/compare_binary_imdb_2threads.md
 """
 
 import argparse

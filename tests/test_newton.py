@@ -481,3 +481,73 @@ def test_exact_step_of_squared_hinge_is_the_minimizer_along_s(sparse):
         assert J_t <= min(problem.objective(w + s), problem.objective(w + t * 1.001 * s),
                           problem.objective(w + t * 0.999 * s))
         w = w + t * s
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_finishing_cg_reaches_the_residual_of_a_direct_solve(loss):
+    """The finishing conjugate gradient (finish=(decrease, residual)) on an ill-conditioned
+    Newton system (alpha 1e-6, 300 x 40, preconditioned as in the solver): its s and r
+    against the dense H from NumPy: r = -g - H s to 1e-9 of ||g|| (r is updated, not
+    recomputed), ||r|| meets the asked residual (ten times below where the cg_tol stop
+    left it), s within ||r|| / lambda_min(H) of the direct solve H^{-1}(-g) (1e-6 relative
+    slack for rounding), and the iterations stay within FINISH_CG times those of the
+    cg_tol stop."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, 40)) * np.logspace(0, -2, 40)
+    y = np.where(X @ rng.normal(size=40) + 0.3 * rng.normal(size=300) > 0, 1.0, -1.0)
+    problem = Problem(X, y, loss=loss, alpha=1e-6, n_threads=1)
+    w = 0.3 * rng.normal(size=40)
+    J, g = problem.objective_gradient(w)
+    f = X @ w
+    hess = newton._Hessian(problem)
+    hess.update(f)
+    hess.gradient(np.zeros(300), diag=True)
+    H = problem.alpha * np.eye(40) + (X.T * hess.D) @ X / 300
+    M = hess.preconditioner()
+    _, r0, n0, _ = newton._steihaug_cg(hess, g, np.inf, 0.5, 500, M)
+    need = 0.1 * np.linalg.norm(r0)
+    s, r, n, _ = newton._steihaug_cg(hess, g, np.inf, 0.5, 500, M, finish=(np.inf, need))
+    np.testing.assert_allclose(r, -g - H @ s, rtol=0, atol=1e-9 * np.linalg.norm(g))
+    assert np.linalg.norm(r) <= need
+    assert n0 < n <= newton.FINISH_CG * n0
+    # the error against the direct solve is H^{-1} r: at most ||r|| / lambda_min(H)
+    direct = np.linalg.solve(H, -g)
+    assert np.linalg.norm(s - direct) <= (1 + 1e-6) * need / np.linalg.eigvalsh(H)[0]
+    # a decrease threshold below the step's decrement: no finishing, the cg_tol stop
+    _, _, n_plain, _ = newton._steihaug_cg(hess, g, np.inf, 0.5, 500, M, finish=(0.0, need))
+    assert n_plain == n0
+
+
+def test_step_certificate_of_a_shortened_step_against_numpy():
+    """The dual point of the full step at a shortened step (t = 0.3), squared loss: the
+    gap from _step_certificate equals J(w + t s) - D(u) computed in NumPy for
+    u_i = -(f_i + (X s)_i - y_i) (l' linearized to w + s; l*(a) = a^2 / 2 + a y) and
+    v = X^T u / (alpha m), to 1e-9 of J (sums of m products); it is below the step_gap of
+    the point linearized to w + t s (which carries (1 - t) g / alpha) and never below the
+    true gap J(w + t s) - J* (J* from the closed form of ridge regression)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 8)) * np.logspace(0, -1.5, 8)
+    y = X @ rng.normal(size=8) + 0.1 * rng.normal(size=120)
+    alpha, m = 1e-4, 120
+    problem = Problem(X, y, loss="squared", alpha=alpha, n_threads=1)
+    w = rng.normal(size=8)
+    J, g = problem.objective_gradient(w)
+    f = X @ w
+    hess = newton._Hessian(problem)
+    hess.update(f)
+    s, r, _, xs = newton._steihaug_cg(hess, g, np.inf, 0.9, 50)
+    z = hess.directional(s, xs)
+    t = 0.3
+    cert = GapCertificate(problem, need_scores=True)
+    cert.evaluate(w + t * s)
+    J_t = problem.objective(w + t * s)
+    derivatives = (f - y, np.ones(m), f + t * z - y)
+    both = newton._step_certificate(cert, alpha, J_t, f, z, t, g, r, s, derivatives, np.inf)
+    first = cert.step_gap(J_t, f, t, g, r, derivatives=derivatives)
+    a = f + X @ s - y
+    v = X.T @ (-a) / (alpha * m)
+    dual = -np.mean(0.5 * a * a + a * y) - 0.5 * alpha * float(v @ v)
+    assert both == pytest.approx(J_t - dual, rel=0, abs=1e-9 * J_t)
+    assert both < first
+    w_star = np.linalg.solve(X.T @ X / m + alpha * np.eye(8), X.T @ y / m)
+    assert both >= J_t - problem.objective(w_star) - 1e-12 * J_t

@@ -27,6 +27,9 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    it can shrink, logistic with its inexact step) and
    ``alpha * n_samples >= SDCA_ALPHA_M`` (SDCA needs about
    1 + 1/(alpha m gamma) epochs, Shalev-Shwartz & Zhang 2013, Theorem 1),
+   or when that dual step is a closed form on a box (squared and smoothed
+   hinge) and SDCA's accelerated outer loop applies (``_catalyst.pays``: its
+   O(sqrt(1/(alpha m))) outer iterations replace the 1/(alpha m) epochs),
    else ``newton``;
 3. a smooth loss with a differentiable penalty on data with fewer features than
    samples: ``lbfgs``;
@@ -61,7 +64,13 @@ Squared hinge: SDCA at alpha 1e-4 (a9a 0.025 / 0.044, w8a 0.020 / 0.029,
 Reuters 0.004 / 0.010, phishing 0.004 / 0.009); at 1e-6 Newton or a tie
 (w8a 0.69 / 0.054, Reuters 0.074 / 0.042, a9a 0.032 / 0.036, ijcnn1
 0.026 / 0.030, phishing 0.015 / 0.016) except on mushrooms, separable
-(J* ~ 1e-5), where SDCA takes 0.012 s and the rule's Newton 0.079.
+(J* ~ 1e-5), where SDCA takes 0.012 s and the rule's Newton 0.079.  No
+quantity known before solving separates mushrooms from the rows where Newton
+wins: alpha m is 0.008 there and on Reuters (Newton 1.8x ahead), 0.011 on
+phishing; d is 112 against a9a's 123 and phishing's 68.  The first that does
+is J after two Newton steps, J_2 / J(0) = 6.6e-3 on mushrooms against 1.9e-2
+(Reuters) to 0.42 (a9a) on the others: a factor 3 on six data sets, too thin
+for a rule that discards those steps, so mushrooms keeps Newton.
 IMDB bigrams stays with SDCA (rule 4): Newton's extra memory is 1.8x the data there
 (benchmarks/memory_binary.py), SDCA's 0.5x.
 
@@ -81,7 +90,11 @@ A candidate is skipped when its registry record (``SOLVER_INFO``) does not
 accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 """
 
+import numpy as np
+
+from fastrisk import _sdca
 from fastrisk.solvers import SOLVERS
+from fastrisk.solvers._catalyst import pays, radius_sq
 
 # measured extra memory of solve_newton in vectors of n_weights float64 (IMDB bigrams)
 NEWTON_VECTORS = 18
@@ -103,6 +116,14 @@ def _newton_fits(problem):
     return NEWTON_VECTORS * 8 * problem.n_weights <= 0.5 * data_bytes
 
 
+def _accelerated_sdca(problem):
+    """Whether sdca's default (accelerated="auto") runs the accelerated outer loop here."""
+    data = problem.data
+    sqnorm = _sdca.row_sqnorms(data.data, data.indices, data.indptr, data.dense, data.bias,
+                               np.empty(data.n_samples))  # one pass, no temporaries
+    return pays(problem, radius_sq(sqnorm, problem.sample_weight))
+
+
 def _preferences(problem):
     """Solver names in the order of the rule above (the first that takes the problem wins)."""
     spec, reg, data = problem.loss.spec, problem.regularizer, problem.data
@@ -115,7 +136,8 @@ def _preferences(problem):
     order = []
     if spec.task == "binary" and problem.penalty == "l2" and data is not None \
             and _newton_fits(problem):
-        if spec.dual_step and problem.alpha * data.n_samples >= SDCA_ALPHA_M:
+        if spec.dual_step and (problem.alpha * data.n_samples >= SDCA_ALPHA_M
+                               or (spec.dual_box and _accelerated_sdca(problem))):
             order.append("sdca")
         order.append("newton")
     if spec.smooth and reg.differentiable and data is not None \

@@ -46,7 +46,10 @@ Fenchel duality, docs/math.md §7), checked after every step: the extrapolated
 dual point of the last iterates, never looser than ``||g||^2 / (2 alpha)``,
 and the dual point of the step just taken (-l' linearized along it), whose
 gap at the new iterate is the rows' Fenchel-Young residuals plus the CG
-residual's ``||r||^2 / (2 alpha)`` instead of the new gradient's.  The step
+residual's ``||r||^2 / (2 alpha)`` instead of the new gradient's; where the
+line search shortens the step, -l' is also linearized to the full step, which
+misses the shortened one by (1 - t) s instead of (1 - t) g / alpha
+(``_step_certificate``).  The step
 predicted to be the last (its decrement within FINISH times the target) runs CG
 on towards the residual that makes this certificate meet ``tol``, so the run
 stops at the first iterate that meets it instead of one step later.
@@ -58,7 +61,7 @@ import numpy as np
 
 from fastrisk import _hessian, _oracle
 from fastrisk.config import single_threaded_blas
-from fastrisk.solvers._dual_gap import GapCertificate
+from fastrisk.solvers._dual_gap import REACH, GapCertificate
 from fastrisk.solvers._checks import start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
@@ -67,9 +70,14 @@ from fastrisk.stopping import Monitor
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 ARMIJO = 0.01  # sufficient-decrease constant of the line search (LIBLINEAR's newton)
-# a Newton step whose decrement is within this factor of the target is solved to the
-# residual the step certificate needs (_steihaug_cg's finish)
+# a Newton step whose decrement is within FINISH times the target is solved to the
+# residual the step certificate needs (_steihaug_cg's finish), in at most FINISH_CG times
+# the conjugate-gradient iterations of the cg_tol stop: the step certificate needs
+# ||r|| <= sqrt(2 alpha tol J), which at small alpha is several times below where cg_tol
+# stops, and each further CG iteration costs less than the Newton step that would
+# otherwise follow (its scatter pass, line search and certificate)
 FINISH = 10.0
+FINISH_CG = 8
 PRECONDITION = 0.01  # weight of diag(H) in the CG preconditioner (Hsia, Chiang & Lin 2018)
 # stored entries of X per thread below which the Hessian passes run on one thread: a
 # Newton solve makes hundreds of short passes, and waking a second thread for each costs
@@ -158,8 +166,8 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     finish = (decrease, residual): a step whose model decrease -Q = -g.s / 2 (the Newton
     decrement, about J(w) - J* near w*) is at most ``decrease`` is taken to be the last
     one, and CG goes on until ||r|| <= ``residual`` (the step certificate's
-    ||r||^2 / (2 alpha) term, ``GapCertificate.step_gap``), for at most as many
-    iterations again as the cg_tol stop took.
+    ||r||^2 / (2 alpha) term, ``GapCertificate.step_gap``), for at most FINISH_CG times
+    the iterations the cg_tol stop took.
     Returns (s, r, n_cg, xs) with r = -g - H s the final residual and xs = X s on the rows
     with curvature (the sum of the products X d that ``hess`` leaves in ``Xv``).
     """
@@ -169,14 +177,14 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     z = r if M is None else r / M
     d = z.copy()
     rz = float(r @ z)
-    n_stop = max_cg  # CG iterations allowed: at most twice those of the cg_tol stop
+    n_stop = max_cg  # CG iterations allowed: at most FINISH_CG times those of the cg_tol stop
     Q = 0.0
     for n_cg in range(1, max_cg + 1):
         rnorm = math.sqrt(float(r @ r))
         # the model at the CG iterate: Q = g.s + 0.5 s.H s = 0.5 g.s (r is orthogonal to s)
         Q_prev, Q = Q, 0.5 * float(g @ s)
         if rnorm == 0.0 or (n_cg > 1 and (n_cg - 1) * (Q - Q_prev) >= cg_tol * Q):
-            n_stop = min(n_stop, 2 * n_cg - 1)
+            n_stop = min(n_stop, FINISH_CG * (n_cg - 1) + 1)
             if rnorm <= finish[1] or n_cg > n_stop or -Q > finish[0]:
                 return s, r, n_cg - 1, xs
         Hd = hess(d)
@@ -308,9 +316,10 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
                 grad_risk = hess.gradient(_weighted(problem, rows[0]), diag=precondition)
                 cert.record(w, f, grad_risk)
                 g_new = grad_risk + problem.alpha * w
-                bound = cert.gap(w, J, g_new, _target(mon, J),
-                                 known=cert.step_gap(J, f_old, t, g, r,
-                                                     derivatives=(a_old, h_old, rows[0])))
+                stop_at = _target(mon, J)
+                known = _step_certificate(cert, problem.alpha, J, f_old, line.z, t, g, r, s,
+                                          (a_old, h_old, rows[0]), REACH * stop_at)
+                bound = cert.gap(w, J, g_new, stop_at, known=known)
                 g = g_new
             status = mon.check(it, w, J, bound)
             if status is None and (step is None and globalization == "line_search"
@@ -322,6 +331,30 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
     return mon.result(status, it, w=w, objective=J, bound=bound, n_cg=hess.n_products,
                       n_evaluations=cert.n_evaluations, n_trials=n_trials,
                       n_active=n_active)
+
+
+def _step_certificate(cert, alpha, J, f_old, z, t, g, r, s, derivatives, reach):
+    """The smaller gap at w_new = w + t s of two dual points of the Newton step s (or inf):
+    -l' linearized to w_new (``GapCertificate.step_gap``), whose v misses w_new by
+    (t r - (1 - t) g) / alpha, and linearized to the full step w + s, whose v is
+    w + s + r / alpha and misses w_new by (r + alpha (1 - t) s) / alpha: where the line
+    search shortens the step (the squared hinge whose active rows change along s), g is
+    about H s and the first miss carries (1 - t) H s / alpha, the second only (1 - t) s.
+    The second is ``step_gap`` of a unit step from the scores f_new - z with the residual
+    r + alpha (1 - t) s (the same u and v).  Each gap is at least its miss's
+    ||.||^2 / (2 alpha) (the rows' Fenchel-Young residuals are >= 0) up to the rows it
+    replaces: it is computed (O(m), plus a pass over the replaced rows) only when that
+    term is within ``reach``."""
+    best = math.inf
+    candidates = [(f_old, t, r, t * r - (1.0 - t) * g)]
+    if t != 1.0:
+        full = r + (alpha * (1.0 - t)) * s
+        candidates.append((f_old + (t - 1.0) * z, 1.0, full, full))
+    for start, length, residual, miss in candidates:
+        if float(miss @ miss) <= 2.0 * alpha * reach:
+            best = min(best, cert.step_gap(J, start, length, g, residual,
+                                           derivatives=derivatives))
+    return best
 
 
 def _trust_region_step(line, J, g, s, r, delta, first):

@@ -223,6 +223,7 @@ class _SDCA:
         # exact checks: when the estimate says converged, at least 10% more epochs after
         # the last one; and every max(10, 25%) epochs (the estimate can stay pessimistic)
         self.next_exact, self.next_forced, self.triggered = 1, 10, False
+        self.target = (0.0, 0.0)  # (tol, abs_tol) of the driver's last estimate call
 
     def _start_gap(self, start):
         """P(w) - D(u) at the start: in closed form at u = 0, w = 0 (every score is 0), else
@@ -283,31 +284,44 @@ class _SDCA:
 
     def run_epoch(self):
         self.epoch += 1
-        self.row_visits += self.n_active
         if self.b == 1:
             self._single_epoch()
         else:
+            self.row_visits += self.n
             self._minibatch_epoch()
         return False
 
     def _single_epoch(self):
-        """One pass of single-coordinate SDCA, then LIBLINEAR's shrinking bookkeeping."""
-        self.n_active, pg_max, pg_min, status = _sdca.sdca_epoch(
-            *self.rows, self.problem.y, self.c_arg, self.sqnorm, self.index, self.n_active,
-            self.order_state, self.kid, self.p, self.lam_n, self.kappa, self.u, self.v,
-            self.row_loss, self.row_dual, self.sums, self.shrinking, self.pg_max_old,
-            self.pg_min_old, self.step_tol)
-        self._check_status(status)
-        if not self.shrinking:
-            return
-        self.pg_eps = 0.1 * (pg_max - pg_min) if self.pg_eps is None else self.pg_eps
-        if pg_max - pg_min <= self.pg_eps and self.n_active < self.n:
-            # the shrunk problem is solved to pg_eps (LIBLINEAR): all rows back
-            self.unshrink()
-            self.pg_eps *= 0.1
-        else:
+        """Passes of single-coordinate SDCA over the active rows, each followed by
+        LIBLINEAR's shrinking bookkeeping, until they add up to n row visits or all rows
+        come back: an epoch is one pass over all rows, or several over a shrunk set (a
+        pass over a few active rows costs less than the driver's work between epochs)."""
+        visits = 0
+        while True:
+            visits += self.n_active
+            self.n_active, pg_max, pg_min, status = _sdca.sdca_epoch(
+                *self.rows, self.problem.y, self.c_arg, self.sqnorm, self.index,
+                self.n_active, self.order_state, self.kid, self.p, self.lam_n, self.kappa,
+                self.u, self.v, self.row_loss, self.row_dual, self.sums, self.shrinking,
+                self.pg_max_old, self.pg_min_old, self.step_tol)
+            self._check_status(status)
+            if not self.shrinking:
+                break
+            self.pg_eps = 0.1 * (pg_max - pg_min) if self.pg_eps is None else self.pg_eps
+            if pg_max - pg_min <= self.pg_eps and self.n_active < self.n:
+                # the shrunk problem is solved to pg_eps (LIBLINEAR): all rows back
+                self.unshrink()
+                self.pg_eps *= 0.1
+                break
             self.pg_max_old = pg_max if pg_max > 0 else np.inf
             self.pg_min_old = pg_min if pg_min < 0 else -np.inf
+            if visits >= self.n:
+                break
+            # the epoch ends where the estimated gap reaches the driver's last target
+            P_est, gap = self._estimated_gap()
+            if gap <= max(self.target[0] * abs(P_est), self.target[1]):
+                break
+        self.row_visits += visits
 
     def _minibatch_epoch(self):
         aggressive = self.variant == "aggressive"
@@ -326,13 +340,18 @@ class _SDCA:
                             f"a non-finite value with the {self.problem.loss.name} loss; "
                             "check the scale of X and alpha")
 
-    def estimate(self, tol, abs_tol):
-        """(estimated P(w), whether to check exactly now) from the running sums."""
+    def _estimated_gap(self):
+        """(estimated P(w), estimated gap) from the running sums, in O(1)."""
         sums, n, lam = self.sums, self.n, self.lam
         P_est = sums[0] / n + lam * (0.5 * sums[2] + self.kappa * sums[3])
-        gap = P_est - (sums[1] / n - 0.5 * lam * sums[2])
+        return P_est, P_est - (sums[1] / n - 0.5 * lam * sums[2])
+
+    def estimate(self, tol, abs_tol):
+        """(estimated P(w), whether to check exactly now) from the running sums."""
+        P_est, gap = self._estimated_gap()
         self.gap_estimates.append(gap)
         self.tighten_steps(gap)
+        self.target = (tol, abs_tol)
         self.triggered = gap <= max(tol * abs(P_est), abs_tol) and self.epoch >= self.next_exact
         return P_est, self.triggered or self.epoch >= self.next_forced
 
@@ -380,7 +399,8 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     """Minimize ``problem`` by SDCA; returns a Result (docs/math.md §7; Shalev-Shwartz &
     Zhang 2013; Takac et al. 2013).
 
-    Parameters beyond the common ones (``max_iter`` counts epochs):
+    Parameters beyond the common ones (``max_iter`` counts epochs: a pass over all rows,
+    or with shrinking the passes over the active rows that add up to n row visits):
     batch_size: rows per mini-batch (1 = single-coordinate SDCA).
     variant: "naive", "safe" or "aggressive" mini-batch step (ignored for b = 1).
     n_threads: threads for mini-batch deltas and the exact primal pass (None = the
