@@ -68,8 +68,9 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     start from (default 0).  precondition: "sqrt" (default) runs L-BFGS on v = P^{1/4} w,
     "diagonal" on v = P^{1/2} w, with P the diagonal of the Hessian of J where
     ``_diagonal.has_diagonal`` gives one (smooth scalar losses and softmax on in-memory
-    data in one row partition; elsewhere the scaling is the identity), "none" on w itself.  random_state is
-    accepted for the common signature; the method is deterministic.
+    data in one row partition; elsewhere the scaling is the identity), "none" on w
+    itself.  random_state is accepted for the common signature; the method is
+    deterministic.
     """
     SOLVER_INFO.check(problem)
     memory = check_int(memory, "memory", low=1)
