@@ -52,6 +52,7 @@ STANDARD_RUNS = {
                      "--out", "benchmarks/results/compare_binary_imdb_2threads.md"],
     "l1": ["compare_l1.py"],
     "logistic_sdca": ["logistic_sdca.py"],
+    "lbfgs_precondition": ["lbfgs_precondition.py"],
     "multiclass": ["compare_multiclass.py"],
     "threads": ["compare_threads.py"],
     "voracle": ["bench_voracle.py"],

@@ -32,17 +32,51 @@ cdef extern from "fr_sdca.h" nogil:
 
 STATUS_OK = FR_OK
 
+# rows per block of the derivative passes (at most DERIV_BLOCKS blocks: larger ones beyond)
+DEF DERIV_ROWS = 8192
+DEF DERIV_BLOCKS = 64
+
+
+cdef int derivs_blocked(int loss, double loss_param, Py_ssize_t m, const double* f,
+                        const double* y, const double* c, double inv_m, double* d, double* g,
+                        double* h, double* value, int n_threads) noexcept nogil:
+    """fr_loss_derivs_batch over row blocks, the blocks' losses summed in block order.
+
+    The blocks depend on m alone, so the bits do not depend on n_threads (the blocks
+    run on up to n_threads threads).
+    """
+    cdef double sums[DERIV_BLOCKS]
+    cdef int codes[DERIV_BLOCKS]
+    cdef Py_ssize_t b, lo, size = DERIV_ROWS
+    cdef Py_ssize_t n_blocks
+    cdef int status = FR_OK
+    if m > DERIV_ROWS * DERIV_BLOCKS:
+        size = (m + DERIV_BLOCKS - 1) // DERIV_BLOCKS
+    n_blocks = (m + size - 1) // size
+    n_threads = n_threads if n_threads < n_blocks else <int>n_blocks
+    for b in prange(n_blocks, num_threads=n_threads, schedule="static"):
+        lo = b * size
+        codes[b] = fr_loss_derivs_batch(loss, loss_param, min(size, m - lo), f + lo, y + lo,
+                                        NULL if c == NULL else c + lo, inv_m, d + lo, g + lo,
+                                        h + lo, &sums[b])
+    value[0] = 0.0
+    for b in range(n_blocks):
+        value[0] += sums[b]
+        status = codes[b] if status == FR_OK else status
+    return status
+
 
 def derivatives(int loss, double loss_param, const double[::1] f, const double[::1] y,
                 const double[::1] c, double inv_m, double[::1] d, double[::1] g,
-                double[::1] h):
-    """(inv_m sum c_i l(f_i), status); d = l'(f), g = inv_m c l'(f), h = inv_m c l''(f)."""
+                double[::1] h, int n_threads=1):
+    """(inv_m sum c_i l(f_i), status); d = l'(f), g = inv_m c l'(f), h = inv_m c l''(f)
+    (``derivs_blocked``: the same bits for any n_threads)."""
     cdef double value = 0.0
     cdef int status
     cdef const double* cp = &c[0] if c.shape[0] else NULL
     with nogil:
-        status = fr_loss_derivs_batch(loss, loss_param, f.shape[0], &f[0], &y[0], cp, inv_m,
-                                      &d[0], &g[0], &h[0], &value)
+        status = derivs_blocked(loss, loss_param, f.shape[0], &f[0], &y[0], cp, inv_m,
+                                &d[0], &g[0], &h[0], &value, n_threads)
     return value, status
 
 
@@ -141,13 +175,23 @@ def column_stats(const floating[::1] data, const index_t[::1] indices,
                  double[::1] hdiag, int n_threads):
     """grad[j] = sum_i x_ij g_i and hdiag[j] = sum_i x_ij^2 h_i for j in cols.
 
-    Columns are independent, each summed in row order: the bits do not depend on
-    n_threads.
+    An empty ``h``: grad only (hdiag is not written).  Columns are independent, each
+    summed in row order: the bits do not depend on n_threads.
     """
     cdef Py_ssize_t s, k, j, nnz, n = cols.shape[0]
     cdef const floating* val
     cdef const index_t* idx
     cdef double a, b, x
+    if h.shape[0] == 0:
+        for s in prange(n, nogil=True, num_threads=n_threads, schedule="static"):
+            j = cols[s]
+            val = &data[indptr[j]]
+            idx = &indices[0] if dense else &indices[indptr[j]]
+            a = 0.0
+            for k in range(indptr[j + 1] - indptr[j]):
+                a = a + val[k] * g[idx[k]]
+            grad[j] = a
+        return
     for s in prange(n, nogil=True, num_threads=n_threads, schedule="static"):
         j = cols[s]
         # by assignment, so that prange makes val / idx / nnz private to each thread
@@ -363,10 +407,12 @@ def gram(const floating[::1] data, const index_t[::1] indices, const int64_t[::1
     intercept column; ``pos[j]`` is column j's position in W or -1, ``pos`` has one
     entry more than X has columns: the intercept column (of value ``bias`` in every
     row).  ``vbuf`` and ``pbuf`` hold one row's entries in W (|W| entries each).
-    Each row adds h_i x_{iW} x_{iW}^T to the upper triangle, mirrored at the end: the
-    cost is nnz(X) + sum_i r_i^2 / 2, r_i the row's nonzeros in W.
+    Each row adds h_i x_ia x_ib for its pairs a <= b (in the row's order) to H[pos_a,
+    pos_b], whichever triangle that is (no branch on the positions' order); the end
+    folds every pair's two triangle entries into their sum: the cost is nnz(X) +
+    sum_i r_i^2 / 2, r_i the row's nonzeros in W.
     """
-    cdef Py_ssize_t i, k, r, a, b, pa, pb, start, nnz, n = H.shape[0]
+    cdef Py_ssize_t i, k, r, a, b, pa, start, nnz, n = H.shape[0]
     cdef Py_ssize_t n_features = pos.shape[0] - 1, m = indptr.shape[0] - 1
     cdef Py_ssize_t bias_pos = pos[n_features]
     cdef const floating* val
@@ -398,14 +444,11 @@ def gram(const floating[::1] data, const index_t[::1] indices, const int64_t[::1
                 hv = h[i] * vbuf[a]
                 pa = pbuf[a]
                 for b in range(a, r):
-                    pb = pbuf[b]
-                    if pa <= pb:
-                        H[pa, pb] += hv * vbuf[b]
-                    else:
-                        H[pb, pa] += hv * vbuf[b]
+                    H[pa, pbuf[b]] += hv * vbuf[b]
         for a in range(n):
             for b in range(a):
-                H[a, b] = H[b, a]
+                H[a, b] += H[b, a]
+                H[b, a] = H[a, b]
 
 
 def inner_cd_gram(const double[:, ::1] H, int64_t[::1] active, const double[::1] grad,
@@ -523,7 +566,7 @@ def line_search(int loss, double loss_param, double[::1] f, const double[::1] xt
                 const int64_t[::1] active, Py_ssize_t n_active, double[::1] w,
                 const double[::1] wpd, const double[::1] grad, double lam1, double lam2,
                 double loss_value, double sigma, int max_steps, double slack, double[::1] work,
-                double[::1] d, double[::1] g, double[::1] h):
+                double[::1] d, double[::1] g, double[::1] h, int n_threads=1):
     """Armijo backtracking along d = wpd - w (Yuan, Ho & Lin 2012, eq. (19)-(20)).
 
     Accepts the first t in 1, 1/2, 1/4, ... with F(w + t d) - F(w) <= sigma t Delta + slack
@@ -532,7 +575,8 @@ def line_search(int loss, double loss_param, double[::1] f, const double[::1] xt
     Delta = G^T d + lam1 (||w + d||_1 - ||w||_1) (the reg. terms over the working
     set; the others do not move).  On success w and f = X w are updated in place and
     ``d``, ``g``, ``h`` hold ``derivatives`` at the new f (each trial point's loss is
-    evaluated with its derivatives: the next Newton iteration needs them there).
+    evaluated with its derivatives, ``derivs_blocked`` on n_threads: the next Newton
+    iteration needs them there).
     Returns (t, loss value at the new point, status); t = 0 when no step passed (``d``,
     ``g``, ``h`` then hold those of a rejected point).
     """
@@ -554,8 +598,8 @@ def line_search(int loss, double loss_param, double[::1] f, const double[::1] xt
                 reg_new += lam1 * fabs(x) + 0.5 * lam2 * x * x
             for i in range(m):
                 work[i] = f[i] + t * xtd[i]
-            status = fr_loss_derivs_batch(loss, loss_param, m, &work[0], &y[0], cp, inv_m,
-                                          &d[0], &g[0], &h[0], &value)
+            status = derivs_blocked(loss, loss_param, m, &work[0], &y[0], cp, inv_m, &d[0],
+                                    &g[0], &h[0], &value, n_threads)
             if status != FR_OK:
                 value = INFINITY
                 status = FR_OK

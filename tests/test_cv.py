@@ -21,7 +21,19 @@ CHECKED = [
 ]
 
 
-@parametrize_with_checks(CHECKED)
+# check_sample_weight_equivalence compares predict_proba of the weighted and the repeated
+# fits to rtol 1e-7, i.e. w to ~1e-7: more than a certified J (gap <= tol J, with a round-off
+# floor near 1e-11 J) determines along the flat directions of an l1-logistic optimum, as for
+# scikit-learn's own tolerance-stopped solvers; the equivalence of the two objectives is
+# tested within their certificates in tests/test_cd.py
+# (test_sample_weights_equal_repeated_rows_within_the_certificates)
+WEIGHT_CHECKS = {name: "a certified J does not fix w to the check's rtol 1e-7"
+                 for name in ("check_sample_weight_equivalence_on_dense_data",
+                              "check_sample_weight_equivalence_on_sparse_data")}
+
+
+@parametrize_with_checks(CHECKED, expected_failed_checks=lambda est: WEIGHT_CHECKS
+                         if isinstance(est, LinearClassifierCV) else {})
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)

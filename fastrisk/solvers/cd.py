@@ -47,6 +47,20 @@ with lam2 > 0, and for the l1 penalty the rescaling s = min(1, lam1 /
 containing 0 and l'(f)).  ``gap = J(w) - max_k D(u_k) >= J(w) - J*`` over all
 dual points met so far; ``tol`` stops on gap <= tol J(w) as for every solver.
 
+The rescaled residual is a poor dual point near the optimum: its rescaling
+costs (1 - s) lam1 ||w||_1 in D, first order in the largest violation of the
+optimality conditions, while J(w) - J* is second order in it.  After the steps of
+the certificate iterations, a second dual point comes from the quadratic model
+that gave the step d (step 4): u = l'(Xw) + l''(Xw) X d, the per-example
+derivatives of the model at w + d, whose X^T (c u / m) meets the model's optimality
+conditions on the working set up to the inner solve's tolerance (exactly, on the
+support, after a Newton step on it; on those iterations the inner solve goes on
+past its stopping rule toward CERT_TIGHT times it, for at most the cost of the
+passes already made or of the Gram matrix's build); it is rescaled as above, and its rows outside
+the domain of l* take l'(X(w + t d)) instead.  Its D differs from J* by the model's
+error, of second order in d: it certifies the iterate that the rescaled residual
+certifies one outer iteration later.
+
 Gap Safe screening (Ndiaye, Fercoq, Gramfort & Salmon 2017, Theorem 6): when l'
 is L-Lipschitz (the loss's ``curvature``, sup l''), D is (m / (L max c))-strongly concave
 in v = c u / m, so the dual optimum lies in the ball of radius
@@ -91,6 +105,7 @@ SCREEN_MARGIN = 1e-9              # relative slack of the sphere test against ro
 MAX_STEP = 10.0                   # largest move of a coordinate in one step (LIBLINEAR)
 POLISH_EVERY = 4                  # Gram inner passes between Newton steps on the support
 POLISH_MAX_SUPPORT = 1000         # largest support of those steps (an |S|^3 solve)
+CERT_TIGHT = 1e-3                 # inner stop on certificate iterations, x the usual one
 GRAM_MAX_COLUMNS = 2000           # largest working set of the Gram inner solve (32 MB)
 GRAM_READ = 3.0                   # cost of the Gram build's read of an entry of X (a lookup
                                   # of its column's position and a branch) in multiply-adds
@@ -227,6 +242,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     # grad and hdiag are read on the kept columns after column_stats writes them, wpd on
     # the working set after it is set to w there
     grad, hdiag, wpd = np.zeros(n_weights), np.empty(n_weights), np.empty(n_weights)
+    dots = np.empty(n_weights)  # X^T (c u / m) of the model's dual point on the kept columns
     deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
     trial = tuple(np.empty(m) for _ in range(3))  # the line search's deriv, g, h
     buffer = np.empty(n_weights, dtype=np.int64)  # the working set, or the screened columns
@@ -235,13 +251,32 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     if screen:
         radius_scale = 2.0 * curv * (1.0 if c is None else float(c.max())) * inv_m
 
-    def dual_objective(s, shrunk):
-        """D(u) for u = s l'(f) (rows of weight 0 contribute nothing); ``shrunk`` is
-        ||S_lam1(X^T g)||^2 (s = 1 whenever lam2 > 0)."""
-        conj = loss.conjugate(s * deriv, y)
+    def dual_objective(u, shrunk):
+        """D(u) (rows of weight 0 contribute nothing); ``shrunk`` is
+        ||S_lam1(X^T (c u / m))||^2 (u unscaled whenever lam2 > 0)."""
+        conj = loss.conjugate(u, y)
         risk = conj.sum() if c is None else conj[c > 0] @ c[c > 0]
         reg = 0.0 if lam2 == 0.0 else shrunk / (2.0 * lam2)
         return -inv_m * risk - reg
+
+    def model_dual(deriv_old, h_old, deriv_new):
+        """(D, dual point) for the model's dual point u = l'(f) + l''(f) X d (module
+        docstring) from the derivatives at the step's start and end; X d is in xtd."""
+        curv_old = h_old * m if c is None else np.divide(h_old * m, c, out=np.zeros(m),
+                                                           where=c > 0)
+        u = deriv_old + curv_old * xtd
+        outside = ~np.isfinite(loss.conjugate(u, y))
+        u[outside] = deriv_new[outside]
+        return rescaled_dual(u)
+
+    def rescaled_dual(u):
+        """(D(s u), s u), s the rescaling of the module docstring (one pass over the kept
+        columns; u in the domain of l*)."""
+        v = inv_m * u if c is None else inv_m * c * u
+        _cd.column_stats(*cols.arrays, v, np.empty(0), kept, dots, dots, threads)
+        top, _, _, shrunk = _cd.kept_sums(kept, dots, w, lam1)
+        s = 1.0 if lam2 > 0.0 or top <= lam1 else lam1 / top
+        return dual_objective(s * u, shrunk), s * u
 
     rows, pos = None, None  # the row view and column -> position in W, made at first use
     row_sq = float(np.square(np.diff(data.indptr).astype(np.float64)).sum()) \
@@ -259,7 +294,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         pairs = row_sq * (nnz_w / max(data.nnz, 1)) ** 2  # rows' nonzeros thinned evenly
         return GRAM_READ * data.nnz + pairs / 2.0 + nnz_w, float(n_w * n_w), 2.0 * nnz_w
 
-    def inner_solve(working, stop, passes_before):
+    def inner_solve(working, stop, passes_before, tight):
         """newGLMNET's inner solve on W (``inner``); sets wpd and X d, returns (passes,
         whether the Gram matrix was used).
 
@@ -275,23 +310,33 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         if gram_ok and inner == "auto":
             build, gram_pass, column_pass = gram_costs(working)
             if build + passes_before * gram_pass < passes_before * column_pass:
-                return gram_inner(working, stop), True
+                return gram_inner(working, stop, tight), True
             cap = max(1, min(MAX_INNER_PASSES, int(build / max(column_pass, 1.0))))
         if inner == "gram":
-            return gram_inner(working, stop), True
+            return gram_inner(working, stop, tight), True
         xtd[:] = 0.0
         p_, done = _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w,
                                 wpd, xtd, lam1, lam2, NU, stop, cap, inv_m, rng)
+        if done and tight < stop:
+            # toward ``tight``: on the Gram matrix if its build costs at most twice the
+            # passes made, else for as many column passes again
+            if gram_ok and build <= 2 * p_ * column_pass:
+                return p_ + gram_inner(working, tight, tight), True
+            p_ += _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w,
+                               wpd, xtd, lam1, lam2, NU, tight, p_, inv_m, rng)[0]
         if done or not gram_ok:
             return p_, False
-        return p_ + gram_inner(working, stop), True
+        return p_ + gram_inner(working, stop, tight), True
 
-    def gram_inner(working, stop):
+    def gram_inner(working, stop, tight):
         """newGLMNET's inner coordinate descent on the Gram matrix of W; sets wpd and X d.
 
         Every POLISH_EVERY passes without meeting the stopping rule, a Newton step on
         the model's nonzero coordinates S (``polish``) before the passes go on: on
         nearly collinear columns coordinate descent creeps, the reduced system does not.
+        Once ``stop`` is met, the passes go on toward ``tight`` (< stop on certificate
+        iterations: the model's dual point is as good as the model's minimizer) for at
+        most as many passes as cost the Gram matrix's build, starting with a polish.
         """
         nonlocal rows, pos
         if rows is None:
@@ -306,14 +351,17 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         wpd_w = wpd[working]  # w + d on entry: d = 0, or where the column passes stopped
         q = H @ (wpd_w - w_w)
         order = np.arange(n_w, dtype=np.int64)
-        passes = 0
-        while passes < MAX_INNER_PASSES:
+        passes, last = 0, MAX_INNER_PASSES
+        while passes < last:
             p_, done = _cd.inner_cd_gram(H, order, grad_w, w_w, wpd_w, q, lam1, lam2, NU, stop,
-                                         min(POLISH_EVERY, MAX_INNER_PASSES - passes), inv_m,
-                                         rng)
+                                         min(POLISH_EVERY, last - passes), inv_m, rng)
             passes += p_
             if done:
-                break
+                if stop <= tight:
+                    break
+                build, gram_pass, _ = gram_costs(working)
+                stop = tight
+                last = min(last, passes + max(POLISH_EVERY, int(build / max(gram_pass, 1.0))))
             if polish(H, grad_w, w_w, wpd_w):
                 np.dot(H, wpd_w - w_w, out=q)
         wpd[working] = wpd_w
@@ -366,6 +414,14 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
 
     M_prev, gnorm1_init, inner_eps = 0.0, None, 1.0
     D_best, u_best, gap = -math.inf, None, math.nan
+    extra = getattr(start, "extra", None)
+    u_start = extra.get("dual") if isinstance(extra, dict) else None
+    if u_start is not None:
+        # a warm start from a Result keeps its dual point (any u in the domain of l* is
+        # one, once rescaled): a certified w stays certified
+        u_start = np.array(u_start, dtype=np.float64)
+        if u_start.shape == (m,) and np.isfinite(loss.conjugate(u_start, y)).all():
+            D_best, u_best = rescaled_dual(u_start)
     P = math.inf if start is None else -math.inf  # a warm start counts as near the optimum
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
     n_restricted = 0
@@ -375,7 +431,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         while status is None:
             it += 1
             if not fresh:
-                loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
+                loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h, threads)
                 _raise_on(st, problem)
             fresh = False
             _, l1, sq, _ = _cd.kept_sums(active, grad, w, lam1)  # w = 0 off active
@@ -391,7 +447,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             if full:
                 top, _, _, shrunk = _cd.kept_sums(kept, grad, w, lam1)
                 s = 1.0 if lam2 > 0.0 or top <= lam1 else lam1 / top
-                D_now = dual_objective(s, shrunk)
+                D_now = dual_objective(s * deriv, shrunk)
                 if D_now > D_best:
                     D_best, u_best = D_now, s * deriv
                 bound = gap = max(P - D_best, 0.0)
@@ -420,14 +476,16 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             M_prev = M_now
             wpd[working] = w[working]
             stop = min(inner_eps * gnorm1_init, (FORCING if near else FORCING_FAR) * gnorm1)
-            passes, used_gram = inner_solve(working, stop, passes)
+            passes, used_gram = inner_solve(working, stop, passes,
+                                            CERT_TIGHT * stop if full and near else stop)
             n_gram += used_gram
             n_passes += passes
             if passes == 1:
                 inner_eps *= 0.25
             t, loss_value, st = _cd.line_search(kid, p, f, xtd, y, c_arg, inv_m, working,
                                                 n_working, w, wpd, grad, lam1, lam2, loss_value,
-                                                SIGMA, MAX_LINE_STEPS, ROUNDOFF * P, work, *trial)
+                                                SIGMA, MAX_LINE_STEPS, ROUNDOFF * P, work, *trial,
+                                                threads)
             _raise_on(st, problem)
             active = working.copy()
             if t == 0.0:  # no step: stalled, unless only the restricted problem was looked at
@@ -436,13 +494,17 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             else:  # the derivatives at the new f come from the line search
                 (deriv, g, h), trial = trial, (deriv, g, h)
                 fresh = True
+                if full and near:
+                    D_model, u_model = model_dual(trial[0], trial[2], deriv)
+                    if D_model > D_best:
+                        D_best, u_best = D_model, u_model
     if mon.interrupted:
         status = "interrupted"
     # the reported objective and gap are recomputed from X w (f accumulated updates), read
     # from the support's columns only
     support = np.flatnonzero(w)
     _cd.column_combination(*cols.arrays, support, w[support], f)
-    loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h)
+    loss_value, st = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h, threads)
     _raise_on(st, problem)
     w_s = w[support]
     P = loss_value + lam1 * float(np.abs(w_s).sum()) + 0.5 * lam2 * float(w_s @ w_s)
