@@ -11,14 +11,14 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    relative suboptimality as a ratio to the best peer, scikit-learn
    lbfgs/saga/newton-cg, cyanure, LIBLINEAR Crammer-Singer; 1 thread unless
    said): 20 Newsgroups (130108 features > 11314 rows) softmax alpha 1e-4,
-   msdca 0.24 / 0.31 (2 threads 0.18 / 0.23), lbfgs 3.0 / 3.0 (2 threads);
-   alpha 1e-6, msdca 0.29 / 0.66 (2 threads 0.25 / 0.61), lbfgs not there
-   within the budget; multiclass hinge alpha 1e-4, msdca 0.41 / 0.20 (2 threads
-   0.28 / 0.74); alpha 1e-6 (six times the budget, 1 thread), msdca 0.97 at
-   1e-3 against LIBLINEAR.  MNIST (780 features < 10000 rows) softmax alpha
-   1e-4: lbfgs 1.36 / 1.45 (2 threads 0.80 / 0.89; cyanure the best peer),
-   msdca (accelerated by its own rule) 1.12 / 1.22 (2 threads 1.35 / 1.50):
-   on 1 thread msdca is ahead by about 20%, on 2 threads lbfgs by 1.7x, as only
+   msdca 0.16 / 0.20 (2 threads 0.17 / 0.21), lbfgs 2.4 / 3.3;
+   alpha 1e-6, msdca 0.22 / 0.51 (2 threads 0.22 / 0.49), lbfgs not there
+   within the budget; multiclass hinge alpha 1e-4, msdca 0.30 / 0.15 (2 threads
+   0.34 / 0.23); alpha 1e-6 (six times the budget, 1 thread), msdca 0.63 / 0.73
+   against LIBLINEAR.  MNIST (780 features < 10000 rows) softmax alpha
+   1e-4: lbfgs 0.89 / 1.02 (2 threads 0.53 / 0.57; cyanure the best peer),
+   msdca (accelerated by its own rule) 1.04 / 1.13 (2 threads 0.97 / 1.04):
+   on 1 thread lbfgs is ahead by about 15%, on 2 threads by 1.8x, as only
    lbfgs's oracle gains from a second thread;
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
@@ -51,27 +51,28 @@ intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha
 SDCA (with its defaults: the inexact logistic step, acceleration by its own
 rule) / Newton; differences below about 1.5x are within run-to-run noise).
 Logistic: at alpha 1e-4 (alpha m 0.8 to 5.0) SDCA is first everywhere (a9a
-0.017 / 0.040, w8a 0.026 / 0.055, ijcnn1 0.013 / 0.027, Reuters 0.004 / 0.011,
-phishing 0.005 / 0.010, mushrooms 0.006 / 0.013); at 1e-6 (alpha m 0.008 to
-0.05) Newton is first or tied (a9a 0.079 / 0.045, w8a 0.74 / 0.085, ijcnn1
-0.081 / 0.043, Reuters 0.060 / 0.031, phishing 0.032 / 0.030) except on the
-separable mushrooms (0.015 / 0.020).  Between them, at alpha 1e-5 (alpha m
+0.017 / 0.031, w8a 0.015 / 0.044, ijcnn1 0.013 / 0.024, Reuters 0.004 / 0.009,
+phishing 0.004 / 0.009, mushrooms 0.005 / 0.011); at 1e-6 (alpha m 0.008 to
+0.05) Newton is first or tied (a9a 0.054 / 0.033, w8a 0.47 / 0.079, ijcnn1
+0.055 / 0.038, Reuters 0.058 / 0.026, phishing 0.022 / 0.020) except on the
+separable mushrooms (0.014 / 0.017).  Between them, at alpha 1e-5 (alpha m
 0.08 to 0.5), SDCA wins on five of six and loses on a9a (alpha m 0.33), so no
 threshold on alpha m separates every row and SDCA_ALPHA_M is the one of
 squared hinge.  On 2 threads (Newton's oracle threaded, SDCA's epochs not)
 SDCA stays first at alpha 1e-4.
-Squared hinge: SDCA at alpha 1e-4 (a9a 0.025 / 0.044, w8a 0.020 / 0.029,
-Reuters 0.004 / 0.010, phishing 0.004 / 0.009); at 1e-6 Newton or a tie
-(w8a 0.69 / 0.054, Reuters 0.074 / 0.042, a9a 0.032 / 0.036, ijcnn1
-0.026 / 0.030, phishing 0.015 / 0.016) except on mushrooms, separable
-(J* ~ 1e-5), where SDCA takes 0.012 s and the rule's Newton 0.079.  No
+Squared hinge: SDCA at alpha 1e-4 (a9a 0.023 / 0.035, w8a 0.016 / 0.021,
+Reuters 0.004 / 0.008, phishing 0.004 / 0.008); at 1e-6 SDCA where its
+accelerated outer loop applies (a9a 0.022 / 0.033, ijcnn1 0.016 / 0.024,
+phishing 0.010 / 0.014), Newton elsewhere (w8a 0.62 / 0.052, Reuters
+0.064 / 0.036) except on mushrooms, separable (J* ~ 1e-5), where SDCA takes
+0.011 s and the rule's Newton 0.066.  No
 quantity known before solving separates mushrooms from the rows where Newton
 wins: alpha m is 0.008 there and on Reuters (Newton 1.8x ahead), 0.011 on
 phishing; d is 112 against a9a's 123 and phishing's 68.  The first that does
 is J after two Newton steps, J_2 / J(0) = 6.6e-3 on mushrooms against 1.9e-2
 (Reuters) to 0.42 (a9a) on the others: a factor 3 on six data sets, too thin
 for a rule that discards those steps, so mushrooms keeps Newton.
-IMDB bigrams stays with SDCA (rule 4): Newton's extra memory is 1.8x the data there
+IMDB bigrams stays with SDCA (rule 5): Newton's extra memory is 1.8x the data there
 (benchmarks/memory_binary.py), SDCA's 0.5x.
 
 Measurements behind the other rules: benchmarks/RESULTS.md ("solver='auto'",
