@@ -50,11 +50,12 @@ cdef inline Py_ssize_t padded(Py_ssize_t k) noexcept nogil:
     return kp if kp <= 4 * FR_VEC_MAX_NV else k
 
 
-def workspace_width(Py_ssize_t n_weights, Py_ssize_t n_classes):
-    """Columns of the per-thread workspace of vector_risk_gradient for D =
-    ``n_weights`` (features and intercept) and k = ``n_classes``."""
+def workspace_shape(Py_ssize_t n_threads, Py_ssize_t n_weights, Py_ssize_t n_classes):
+    """The shape of vector_risk_gradient's workspace for D = ``n_weights`` (features
+    and intercept) and k = ``n_classes``: row 0 the feature-major weights, row t + 1
+    thread t's gradient buffer followed by its scratch (3 kp doubles)."""
     cdef Py_ssize_t kp = padded(n_classes)
-    return 2 * n_weights * kp + 3 * kp
+    return (n_threads + 1, n_weights * kp + 3 * kp)
 
 
 cdef double risk_block(const floating* data, const index_t* indices, const index_t* indptr,
@@ -146,12 +147,12 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
     (scaled_soft_margin) or M (multivariate_regression), ``S = P^beta``
     (scaled_soft_margin), both (k, k) or empty.  ``sample_weight`` is empty
     for unit weights.  ``grad`` receives scale sum_i x_i g_i^T.  ``workspace``
-    (n_threads, workspace_width(D, k), any content) holds the feature-major
-    weights (row 0), each thread's gradient buffer and its scratch.
+    (at least ``workspace_shape(n_threads, D, k)``, any content) holds the
+    feature-major weights (row 0), each thread's gradient buffer and its scratch.
     """
     cdef Py_ssize_t k = n_classes, D = w.shape[0] // max(n_classes, 1), d = D - (bias != 0)
     cdef Py_ssize_t kp = padded(k)
-    cdef Py_ssize_t n = stop - start, j, jt, t, width = 2 * D * kp, n_tiles = (D + TILE - 1) // TILE
+    cdef Py_ssize_t n = stop - start, j, jt, t, width = D * kp, n_tiles = (D + TILE - 1) // TILE
     cdef double* ws
     cdef double value = 0.0
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
@@ -165,8 +166,8 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
         raise ValueError("w and grad must hold n_classes x D weights")
     if D - (bias != 0) != (indptr[1] - indptr[0] if dense else D - (bias != 0)):
         raise ValueError("w does not match the number of columns of dense X")
-    if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] < width + 3 * kp:
-        raise ValueError("workspace must have shape (n_threads, workspace_width(D, n_classes))")
+    if n_threads < 1 or workspace.shape[0] < n_threads + 1 or workspace.shape[1] < width + 3 * kp:
+        raise ValueError("workspace must have workspace_shape(n_threads, D, n_classes)")
     if start < 0 or stop > indptr.shape[0] - 1 or (c != NULL and sample_weight.shape[0] < stop):
         raise ValueError("rows [start, stop) out of range of X or sample_weight")
     if loss == FR_VEC_MULTIVARIATE_REGRESSION:
@@ -195,15 +196,15 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
         for jt in prange(n_tiles, num_threads=n_threads, schedule="static"):
             fill_tile(&w[0], D, k, kp, jt * TILE, min(jt * TILE + TILE, D), &workspace[0, 0])
             for t in range(n_threads):
-                zero_tile(kp, jt * TILE, min(jt * TILE + TILE, D), &workspace[t, D * kp])
+                zero_tile(kp, jt * TILE, min(jt * TILE + TILE, D), &workspace[t + 1, 0])
         for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
-            ws = &workspace[t, 0]
+            ws = &workspace[t + 1, 0]
             values[t] = risk_block(&data[0], &indices[0], &indptr[0], dense, bias, d,
-                                   &workspace[0, 0], ws + D * kp, k,
+                                   &workspace[0, 0], ws, k,
                                    kp, loss, yp, Yp, Pp, Sp, c, bounds[t], bounds[t + 1],
                                    ws + width, <int*>(ws + width + 2 * kp))
         for jt in prange(n_tiles, num_threads=n_threads, schedule="static"):
-            reduce_tile(&workspace[0, D * kp], workspace.shape[1], n_threads, D, k, kp, scale,
+            reduce_tile(&workspace[1, 0], workspace.shape[1], n_threads, D, k, kp, scale,
                         jt * TILE, min(jt * TILE + TILE, D), &grad[0])
         for t in range(n_threads):
             value += values[t]

@@ -212,7 +212,7 @@ class VectorOracle(_Multiplexer):
         self.n_weights = k * data.n_weights
         self.n_threads = resolve_n_threads(n_threads)
         self.partitions = partition_rows(self.n_samples, n_partitions)
-        self._workspace = np.empty((self.n_threads, _voracle.workspace_width(data.n_weights, k)))
+        self._workspace = np.empty(_voracle.workspace_shape(self.n_threads, data.n_weights, k))
         self.n_calls = 0
 
     def __call__(self, w):
