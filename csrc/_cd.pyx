@@ -182,16 +182,7 @@ def column_stats(const floating[::1] data, const index_t[::1] indices,
     cdef const floating* val
     cdef const index_t* idx
     cdef double a, b, x
-    if h.shape[0] == 0:
-        for s in prange(n, nogil=True, num_threads=n_threads, schedule="static"):
-            j = cols[s]
-            val = &data[indptr[j]]
-            idx = &indices[0] if dense else &indices[indptr[j]]
-            a = 0.0
-            for k in range(indptr[j + 1] - indptr[j]):
-                a = a + val[k] * g[idx[k]]
-            grad[j] = a
-        return
+    cdef bint with_h = h.shape[0] > 0  # a loop invariant: the compiler unswitches it
     for s in prange(n, nogil=True, num_threads=n_threads, schedule="static"):
         j = cols[s]
         # by assignment, so that prange makes val / idx / nnz private to each thread
@@ -204,9 +195,11 @@ def column_stats(const floating[::1] data, const index_t[::1] indices,
         for k in range(nnz):
             x = val[k]
             a = a + x * g[idx[k]]
-            b = b + x * x * h[idx[k]]
+            if with_h:
+                b = b + x * x * h[idx[k]]
         grad[j] = a
-        hdiag[j] = b
+        if with_h:
+            hdiag[j] = b
 
 
 def column_axpy(const floating[::1] data, const index_t[::1] indices,
