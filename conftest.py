@@ -167,6 +167,16 @@ def load_20news():
     return _write_cache("20news_train.npz", X, labels)
 
 
+def load_dataset(name):
+    """(X, y) of a data set by short name: "imdb" (load_imdb_bigrams), "news20"
+    (load_20news) or a LIBSVM_SETS name (load_libsvm, training split)."""
+    if name == "imdb":
+        return load_imdb_bigrams()
+    if name == "news20":
+        return load_20news()
+    return load_libsvm(name)
+
+
 @pytest.fixture(scope="session")
 def news20():
     """(X, y) of the 20 Newsgroups tf-idf problem (cached outside the repo)."""

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import load_imdb_bigrams, load_libsvm
+from conftest import load_dataset
 from fastrisk.problem import Problem
 from fastrisk.solvers.bmrm import solve_bmrm
 from fastrisk.solvers.prox_bundle import solve_prox_bundle
@@ -41,7 +41,7 @@ SUBOPT = 1e-3
 
 
 def load(name):
-    X, y = load_imdb_bigrams() if name == "imdb" else load_libsvm(name)
+    X, y = load_dataset(name)
     return X, np.where(y == np.max(y), 1.0, -1.0)
 
 

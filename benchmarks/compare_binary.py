@@ -69,9 +69,9 @@ ITERS = [2 ** k for k in range(2, 15)]
 
 
 def load(name):
-    from conftest import load_imdb_bigrams, load_libsvm
+    from conftest import load_dataset
 
-    X, y = load_imdb_bigrams() if name == "imdb" else load_libsvm(name)
+    X, y = load_dataset(name)
     return X, np.where(y == np.max(y), 1.0, -1.0)
 
 

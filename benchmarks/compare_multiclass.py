@@ -78,12 +78,6 @@ FASTRISK_SOLVERS = {"softmax": ("msdca", "lbfgs"), "multiclass_hinge": ("msdca",
 ACCELERATED_CASES = {"mnist-softmax-1e-4"}
 
 
-def load(name):
-    from conftest import load_20news, load_libsvm
-
-    return load_20news() if name == "news20" else load_libsvm(name)
-
-
 def peers(loss, alpha, m, n_threads):
     """{name: (make(budget_index) -> estimator, n_budgets)} with the same objective."""
     from sklearn.linear_model import LogisticRegression
@@ -163,7 +157,9 @@ def peer_fit(make, X, y, k):
 def reference(case, n_threads, ref_seconds, log):
     """(X, y, J_ref, certified gap) of ``case`` from a long msdca run."""
     dataset, loss, alpha = CASES[case]
-    X, y = load(dataset)
+    from conftest import load_dataset
+
+    X, y = load_dataset(dataset)
     problem = fr.Problem(X, y, loss=loss, alpha=alpha, n_threads=n_threads)
     ref = fr.solve(problem, "msdca", tol=1e-8, max_iter=10**7, time_limit=ref_seconds,
                    random_state=1, n_threads=n_threads)

@@ -43,12 +43,6 @@ EPSILONS = (1e-3, 1e-4)
 VARIANTS = ("none", "sqrt", "diagonal")
 
 
-def load(name):
-    from conftest import load_20news, load_libsvm
-
-    return load_20news() if name == "news20" else load_libsvm(name)
-
-
 def reference(problem, loss, ref_seconds):
     solver = "msdca" if loss == "softmax" else "newton"
     res = fr.solve(problem, solver, tol=1e-9, max_iter=10**6, time_limit=ref_seconds,
@@ -58,7 +52,9 @@ def reference(problem, loss, ref_seconds):
 
 def run_case(case, threads, repeat, ref_seconds, log):
     dataset, loss, alpha = CASES[case]
-    X, y = load(dataset)
+    from conftest import load_dataset
+
+    X, y = load_dataset(dataset)
     problem = fr.Problem(X, y, loss=loss, alpha=alpha, n_threads=threads)
     J_ref, ref_gap = reference(problem, loss, ref_seconds)
     rows = []
