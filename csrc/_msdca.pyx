@@ -21,7 +21,8 @@ h the row's dual term.  For the hinge, h(p) = <1 - e_y, p> + const is linear
 and the step is the Euclidean projection of ``p_old + (s + 1 - e_y)/a`` onto
 the simplex (the sub-problem of Keerthi et al. 2008, solved exactly by
 sorting), taken over the row's active classes only (Keerthi et al. 2008, Sec. 4)
-and over-relaxed (curvature a / omega, Mangasarian & Musicant 1999).  For softmax the optimality conditions are
+and over-relaxed (curvature a / omega, Mangasarian & Musicant 1999).  For
+softmax the optimality conditions are
 ``log p_c + a p_c = s_c + a p_old,c - 1 - nu`` with nu the multiplier of
 sum p = 1; Newton's method solves them to machine precision (in (log p, nu),
 or, where that crawls, in nu alone with ``p_c = W0(a e^{r_c - nu}) / a``,
