@@ -272,26 +272,38 @@ cdef inline void row_scores_classes(const floating* val, const index_t* idx, Py_
                                     const int* cls, Py_ssize_t m, double* s) noexcept nogil:
     """s[c] = <x, w_c> (+ b w_{c,d}) for the m classes in ``cls`` (ascending), -inf for
     the others: a shrunk class never attains the row's loss maximum and its coordinate
-    of the projection stays 0.  Each entry's block is prefetched FR_VEC_PREFETCH entries
-    ahead over the span of the listed classes only."""
-    cdef Py_ssize_t p, a, lo = cls[0], span = cls[m - 1] - cls[0] + 1
-    cdef double x
+    of the projection stays 0.
+
+    Four classes per pass over the row, their sums in registers (a group short of
+    four repeats its last class); the first pass prefetches each entry's block
+    FR_VEC_PREFETCH entries ahead over the span of the listed classes, and the
+    later passes find the blocks in cache.
+    """
+    cdef Py_ssize_t p, u, c0, c1, c2, c3, lo = cls[0], span = cls[m - 1] - cls[0] + 1
+    cdef double x, t0, t1, t2, t3
     cdef const double* blk
-    for a in range(k):
-        s[a] = -INFINITY
-    for a in range(m):
-        s[cls[a]] = 0.0
-    for p in range(nnz):
-        if p + FR_VEC_PREFETCH < nnz:
-            fr_prefetch_block(wt + idx[p + FR_VEC_PREFETCH] * k + lo, span)
-        x = val[p]
-        blk = wt + idx[p] * k
-        for a in range(m):
-            s[cls[a]] += x * blk[cls[a]]
-    if b != 0.0:
-        blk = wt + d * k
-        for a in range(m):
-            s[cls[a]] += b * blk[cls[a]]
+    for u in range(k):
+        s[u] = -INFINITY
+    for u in range(0, m, 4):
+        c0, c1, c2, c3 = cls[u], cls[min(u + 1, m - 1)], cls[min(u + 2, m - 1)], \
+            cls[min(u + 3, m - 1)]
+        t0 = t1 = t2 = t3 = 0.0
+        for p in range(nnz):
+            if u == 0 and p + FR_VEC_PREFETCH < nnz:
+                fr_prefetch_block(wt + idx[p + FR_VEC_PREFETCH] * k + lo, span)
+            x = val[p]
+            blk = wt + idx[p] * k
+            t0 += x * blk[c0]
+            t1 += x * blk[c1]
+            t2 += x * blk[c2]
+            t3 += x * blk[c3]
+        if b != 0.0:
+            blk = wt + d * k
+            t0 += b * blk[c0]
+            t1 += b * blk[c1]
+            t2 += b * blk[c2]
+            t3 += b * blk[c3]
+        s[c0], s[c1], s[c2], s[c3] = t0, t1, t2, t3
 
 
 def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
