@@ -12,8 +12,9 @@ Per row, in one process, one method after another:
 * a reference run (Newton at tol 1e-9 for smooth losses, SDCA at tol 1e-6
   for hinge, within ``--ref-limit`` seconds); J_best is the smallest J any run
   reached and the target is J_best (1 + 1e-3);
-* fastrisk: ``solver="auto"`` and each applicable solver at ``tol=1e-3`` (``sdca-acc``:
-  sdca with ``accelerated=True``)
+* fastrisk: ``solver="auto"`` (``fastrisk.solve``, with its probe; "auto picks" names
+  the solver that finished) and each applicable solver at ``tol=1e-3`` (``sdca``: its
+  defaults; ``sdca-acc``: sdca with ``accelerated=True``)
   (their own certificate stops them); the time is the run's wall time, and the
   true relative suboptimality it returned is reported next to it;
 * peers (scikit-learn LinearSVC / LogisticRegression with liblinear, lbfgs,

@@ -61,14 +61,17 @@ threshold on alpha m separates every row and SDCA_ALPHA_M is the one of
 squared hinge.  On 2 threads (Newton's oracle threaded, SDCA's epochs not)
 SDCA stays first at alpha 1e-4.
 Squared hinge: SDCA at alpha 1e-4 (a9a 0.023 / 0.035, w8a 0.016 / 0.021,
-Reuters 0.004 / 0.008, phishing 0.004 / 0.008); at 1e-6 SDCA where its
-accelerated outer loop applies (a9a 0.022 / 0.033, ijcnn1 0.016 / 0.024,
-phishing 0.010 / 0.014), Newton elsewhere (w8a 0.62 / 0.052, Reuters
-0.064 / 0.036) except on mushrooms, separable (J* ~ 1e-5), where SDCA takes
-0.011 s and Newton 0.066.  No
-quantity known before solving separates mushrooms from the rows where Newton
-wins: alpha m is 0.008 there and on Reuters (Newton 1.8x ahead), 0.011 on
+Reuters 0.004 / 0.008, phishing 0.004 / 0.008); at 1e-6 no quantity known
+before solving separates the separable mushrooms (J* ~ 1e-5; plain SDCA
+0.011 s, Newton 0.066) from the rows where Newton wins (w8a 0.62 / 0.052,
+Reuters 0.064 / 0.036): alpha m is 0.008 there and on Reuters, 0.011 on
 phishing; d is 112 against a9a's 123 and phishing's 68.  Hence the probe.
+With it (benchmarks/compare_binary.py, 1 thread, time of "auto" / the best
+peer): mushrooms squared hinge 1e-6 1.15 (plain SDCA after the probe; Newton
+from w = 0 takes 7x as long), w8a 1.24 and Reuters 0.65 (Newton after the
+probe, 0.7x and 0.8x the time of Newton from w = 0), a9a squared hinge 1e-4
+0.70 (sdca's own probe runs the accelerated loop; plain SDCA takes 1.5x as
+long).
 
 The probe (rule 2, a closed-form dual step on a box, alpha m < SDCA_ALPHA_M;
 deterministic for a given ``random_state``; fastrisk/solvers/_catalyst.py's
