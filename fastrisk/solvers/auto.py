@@ -67,10 +67,10 @@ before solving separates the separable mushrooms (J* ~ 1e-5; plain SDCA
 Reuters 0.064 / 0.036): alpha m is 0.008 there and on Reuters, 0.011 on
 phishing; d is 112 against a9a's 123 and phishing's 68.  Hence the probe.
 With it (benchmarks/compare_binary.py, 1 thread, time of "auto" / the best
-peer): mushrooms squared hinge 1e-6 1.15 (plain SDCA after the probe; Newton
-from w = 0 takes 7x as long), w8a 1.24 and Reuters 0.65 (Newton after the
+peer): mushrooms squared hinge 1e-6 1.39 (plain SDCA after the probe; Newton
+from w = 0 takes 7x as long), w8a 1.06 and Reuters 0.54 (Newton after the
 probe, 0.7x and 0.8x the time of Newton from w = 0), a9a squared hinge 1e-4
-0.70 (sdca's own probe runs the accelerated loop; plain SDCA takes 1.5x as
+0.92 (sdca's own probe runs the accelerated loop; plain SDCA takes 1.5x as
 long).
 
 The probe (rule 2, a closed-form dual step on a box, alpha m < SDCA_ALPHA_M;
