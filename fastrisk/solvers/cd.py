@@ -220,6 +220,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     ``n_screened`` (columns removed by screening), ``screened`` (their boolean mask),
     ``n_working`` (working-set size of the last iteration), ``n_inner_passes``,
     ``n_gram`` (outer iterations whose inner solve ran on the Gram matrix),
+    ``n_tight`` (tight steps: outer iterations whose model gives a dual point),
     ``n_restricted`` (outer iterations whose step 1 ran on the previous working set).
     """
     _check_problem(problem)
@@ -434,7 +435,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     P = math.inf if start is None else -math.inf  # a warm start counts as near the optimum
     near = start is not None  # and as one whose previous step was near it (tight steps)
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
-    n_restricted = 0
+    n_restricted, n_tight = 0, 0
     fresh = False  # whether deriv, g, h and loss_value are those of the current f
     active, force_full = kept, True  # the columns of step 1 on restricted iterations
     with mon.interruptible():
@@ -488,6 +489,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             wpd[working] = w[working]
             stop = min(inner_eps * gnorm1_init, (FORCING if near else FORCING_FAR) * gnorm1)
             tight_step = full and near and was_near  # a model dual point (module docstring)
+            n_tight += tight_step
             passes, used_gram = inner_solve(working, stop, passes,
                                             CERT_TIGHT * stop if tight_step else stop)
             n_gram += used_gram
@@ -526,7 +528,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     return mon.result(status, it, w=w, objective=P, bound=gap, dual=u_best, dual_objective=D_best,
                       n_screened=n_weights - int(kept.shape[0]), screened=screened,
                       n_working=int(n_working), n_inner_passes=int(n_passes),
-                      n_gram=int(n_gram), n_restricted=int(n_restricted))
+                      n_gram=int(n_gram), n_restricted=int(n_restricted), n_tight=int(n_tight))
 
 
 SOLVER_INFO = SolverInfo(
