@@ -132,9 +132,10 @@ def probe_decision(problem, random_state):
 
 
 def test_auto_probe_follows_its_rule():
-    """"auto" (the default) for a smooth loss inside PROBE_BAND: the outer loop after PROBE_EPOCHS plain
-    epochs exactly when their observed rate and active fraction say so; both ways occur:
-    overlapping classes (slow plain SDCA, few rows shrunk) and separable ones."""
+    """"auto" (the default) for a smooth loss inside PROBE_BAND: the outer loop after
+    PROBE_EPOCHS plain epochs exactly when their observed rate and active fraction say so;
+    both ways occur: overlapping classes (slow plain SDCA, few rows shrunk) and separable
+    ones."""
     rng = np.random.default_rng(7)
     X = rng.normal(size=(400, 5))
     noisy = np.where(X[:, 0] + 2.0 * rng.normal(size=400) > 0, 1.0, -1.0)

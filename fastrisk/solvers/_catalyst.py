@@ -234,9 +234,9 @@ class Accelerated:
 
 
 class Probe:
-    """sdca's ``accelerated="auto"`` for a smooth loss inside PROBE_BAND, as a method for ``run_epochs``: the
-    inner method's plain epochs; after PROBE_EPOCHS of them the outer loop from the current
-    dual point when :func:`accelerate_after_probe` says so."""
+    """sdca's ``accelerated="auto"`` for a smooth loss inside PROBE_BAND, as a method for
+    ``run_epochs``: the inner method's plain epochs; after PROBE_EPOCHS of them the outer
+    loop from the current dual point when :func:`accelerate_after_probe` says so."""
 
     def __init__(self, inner, R2):
         self.inner, self.R2, self.method = inner, R2, inner
