@@ -148,7 +148,7 @@ class GapCertificate:
         """f_i = <w, x_i> at the last evaluated w (None for oracles without rows)."""
         return None if self._last is None else self._last[1]
 
-    def gap(self, w, value, grad, target=None, known=math.inf):
+    def gap(self, w, value, grad, target=None, known=math.inf, derivative=None):
         """Certified bound on J(w) - J* (see the module docstring); ``value`` and ``grad``
         are J(w) and a subgradient of J at w.  ``target`` is the solver's stopping
         threshold: the dual points are extrapolated only when the gradient bound is
@@ -156,7 +156,9 @@ class GapCertificate:
         O(K m) each; far from the target it cannot stop the run) and the
         refinement stops once the gap is at most ``target``; None: always, to the end.
         ``known``: a certified bound the caller already holds (e.g. ``step_gap``); the
-        result is at most it, and nothing more is computed when it meets ``target``."""
+        result is at most it, and nothing more is computed when it meets ``target``.
+        ``derivative``: l'(f_i) of the rows at w, without sample weights, when the caller
+        has them from the pass that gave ``grad`` (else computed from the scores)."""
         if not self.certified:
             return math.nan
         # J is lambda-strongly convex: J(w) - J* <= ||g||^2 / (2 lambda) for any subgradient
@@ -170,7 +172,8 @@ class GapCertificate:
             self.evaluate(w)
         _, f, grad_risk = self._last
         spec = self.problem.loss.spec
-        a = _oracle.loss_values(spec.kernel_id, self.problem.loss.param, f, self.problem.y)[1]
+        a = derivative if derivative is not None else _oracle.loss_values(
+            spec.kernel_id, self.problem.loss.param, f, self.problem.y)[1]
         # every point is kept (O(m + K d)): the extrapolation near the target needs the
         # earlier iterates
         self._push(a, -grad_risk / self.lam)

@@ -284,7 +284,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
                 stop_at = _target(mon, J)
                 known = _step_certificate(cert, problem.alpha, J, f_old, line.z, t, g, r, s,
                                           (a_old, h_old, rows[0]), REACH * stop_at)
-                bound = cert.gap(w, J, g_new, stop_at, known=known)
+                bound = cert.gap(w, J, g_new, stop_at, known=known, derivative=rows[0])
                 g = g_new
             status = mon.check(it, w, J, bound)
             if status is None and (step is None and globalization == "line_search"
