@@ -163,7 +163,8 @@ class GapCertificate:
             return math.nan
         # J is lambda-strongly convex: J(w) - J* <= ||g||^2 / (2 lambda) for any subgradient
         # g; for l2 and a smooth loss it equals J(w) - D(-l'(Xw)) exactly
-        bound = min(float(grad @ grad) / (2.0 * self.lam), known)
+        grad_bound = float(grad @ grad) / (2.0 * self.lam)
+        bound = min(grad_bound, known)
         if self.derivatives is None:
             return bound
         if target is not None and not target < bound:
@@ -177,7 +178,10 @@ class GapCertificate:
         # every point is kept (O(m + K d)): the extrapolation near the target needs the
         # earlier iterates
         self._push(a, -grad_risk / self.lam)
-        if target is not None and bound > REACH * target:
+        # the gate is the newest point's own gap, not ``known``: the extrapolation
+        # combines the points -l'(X w_k), and a tighter bound from elsewhere does not
+        # bring their combination closer to the target
+        if target is not None and grad_bound > REACH * target:
             return bound
         return min(bound, value - self._best_dual(value, 0.0 if target is None else target))
 
