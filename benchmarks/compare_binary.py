@@ -12,8 +12,9 @@ Per row, in one process, one method after another:
 * a reference run (Newton at tol 1e-9 for smooth losses, SDCA at tol 1e-6
   for hinge, within ``--ref-limit`` seconds); J_best is the smallest J any run
   reached and the target is J_best (1 + 1e-3);
-* fastrisk: ``solver="auto"`` and each applicable solver at ``tol=1e-3`` (``sdca-acc``:
-  sdca with ``accelerated=True``)
+* fastrisk: ``solver="auto"`` (``fastrisk.solve``, with its probe; "auto picks" names
+  the solver that finished) and each applicable solver at ``tol=1e-3`` (``sdca``: its
+  defaults; ``sdca-acc``: sdca with ``accelerated=True``)
   (their own certificate stops them); the time is the run's wall time, and the
   true relative suboptimality it returned is reported next to it;
 * peers (scikit-learn LinearSVC / LogisticRegression with liblinear, lbfgs,
@@ -58,7 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from fastrisk.problem import Problem  # noqa: E402
-from fastrisk.solvers import choose_solver, get_solver  # noqa: E402
+from fastrisk.solvers import get_solver, solve  # noqa: E402
 
 DATASETS = ("a9a", "w8a", "ijcnn1", "reuters", "phishing", "mushrooms")
 LOSSES = ("hinge", "logistic", "squared_hinge")
@@ -182,7 +183,7 @@ def time_peer(fit, n, problem, X, y, target, budget):
 def fastrisk_solvers(problem):
     smooth = problem.loss.spec.smooth
     names = ["sdca", "sdca-acc"] + (["lbfgs", "newton"] if smooth else [])
-    return {"auto": choose_solver(problem), **{n: n for n in names}}
+    return {"auto": "auto", **{n: n for n in names}}
 
 
 def best_of(run, repeat, repeat_below):
@@ -200,10 +201,10 @@ def run_fastrisk(problem, solver, limit):
     options = dict(tol=EPS, time_limit=limit, max_iter=10 ** 6)
     if solver == "sdca-acc":  # SDCA in the accelerated outer loop (solvers/_catalyst.py)
         solver, options["accelerated"] = "sdca", True
-    if solver == "sdca":
+    if solver in ("sdca", "auto"):
         options["random_state"] = 0
     start = time.perf_counter()
-    res = get_solver(solver)(problem, **options)
+    res = solve(problem, solver, **options)  # "auto": with its probe (solvers/auto.py)
     return time.perf_counter() - start, res
 
 
@@ -236,7 +237,9 @@ def row(name, X, y, loss, alpha, args):
 
 def fmt_row(r):
     best_peer = min(r["theirs"].items(), key=lambda kv: kv[1][0])
-    t_auto, res, solver = r["ours"]["auto"]
+    t_auto, res, _ = r["ours"]["auto"]
+    solver = (res.solver + ("-acc" if res.extra.get("accelerated") else "")
+              + (" after probe" if "probe" in res.extra else ""))
     rel = (res.objective - r["J_best"]) / r["J_best"]
     ours = ", ".join(f"{k} {v[0]:.3f}" for k, v in r["ours"].items() if k != "auto")
     fastest = min((v[0], k) for k, v in r["ours"].items() if k != "auto")

@@ -4,29 +4,32 @@
 For a loss twice differentiable in the score, the Hessian of
 ``R_emp(w) = (1/m) sum_i c_i l(<w, x_i>, y_i)`` is ``(1/m) X^T D X`` with
 ``D_ii = c_i l''(f_i, y_i)``.  ``curvature`` computes D once per Newton
-step; ``hess_vec`` then gives ``X^T (D (X v))`` for each conjugate-gradient
-iteration without forming the matrix.  For losses with a kink in l'
+step; ``cg`` then solves the Newton system by conjugate gradient in one
+call, each iteration one product ``X^T (D (X v))`` without forming the
+matrix (``hess_vec`` is that product alone).  For losses with a kink in l'
 (squared hinge, Huber, smoothed hinge) D is the generalized Hessian of
-Mangasarian (2002), as in LIBLINEAR's primal Newton solver: rows with
-D_ii = 0 are skipped by both products.
+Mangasarian (2002), as in LIBLINEAR's primal Newton solver: the products
+read only the rows with D_ii != 0, found once per system as runs of
+consecutive rows.
 
 The line search of Galli & Lin (2021) keeps ``X s`` for the
-Newton direction s: ``hess_vec`` can also write the ``X v`` it computes on
-the rows with curvature (conjugate gradient adds them up into ``X s``),
-``inactive_dots`` completes the other rows, and ``scatter`` gives the
-gradient ``X^T g`` of the accepted point from its scores, together with the
-diagonal of the next ``X^T D X``, in one pass.
+Newton direction s: ``cg`` adds up the ``X d`` its products compute on the
+rows with curvature into ``X s``, ``inactive_dots`` completes the other
+rows, and ``scatter`` gives the gradient ``X^T g`` of the accepted point
+from its scores, together with the diagonal of the next ``X^T D X``, in one
+pass.
 
-The threading follows csrc/_oracle.pyx: nnz-balanced contiguous row blocks,
-each thread gathers from its own copy of v interleaved with its own
-accumulation buffer, and the buffers are added in thread order, so a fixed
-thread count gives identical bits on every run.
+The threading follows csrc/_oracle.pyx: nnz-balanced contiguous blocks of
+rows (of the rows with curvature for the products), each thread gathers
+from its own copy of v interleaved with its own accumulation buffer, and the
+buffers are added in thread order, so a fixed thread count gives identical
+bits on every run.
 """
 
 import numpy as np
 
 from cython cimport floating
-from libc.math cimport isfinite
+from libc.math cimport isfinite, sqrt, INFINITY
 from cython.parallel cimport prange
 
 from fr_rows cimport (index_t, row_view, row_dot_ahead, block_bounds, row_axpy_pairs,
@@ -53,42 +56,117 @@ def curvature(int loss, double loss_param, const double[::1] f, const double[::1
     return active
 
 
-cdef void hess_block(const floating* data, const index_t* indices, const index_t* indptr,
-                     bint dense, double b, Py_ssize_t d, const double* D, Py_ssize_t lo,
-                     Py_ssize_t hi, double* vg, double* xv) noexcept nogil:
-    """Rows [lo, hi): vg[2j + 1] += (X^T (D (X v)))_j, v_j at vg[2j] (as in the oracle);
-    xv (NULL: not wanted) receives (X v)_i on the rows with D_ii != 0 and 0 on the others."""
-    cdef Py_ssize_t i, nnz, end = indptr[hi]
+cdef object active_runs(const index_t[::1] indptr, const double[::1] D, int n_threads):
+    """The rows with D_ii != 0 (the only rows the products read) as runs of consecutive
+    rows, split into n_blocks = min(n_threads, rows with curvature) blocks balanced by
+    their nonzeros: (runs, bounds) with run k the rows [runs[2k], runs[2k + 1]) and block t
+    the runs [bounds[t], bounds[t + 1]); bounds is None when no row has curvature.  Runs
+    keep the row loop contiguous (a list of row indices costs an indirection per row)."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1
+    if D.shape[0] != n:
+        raise ValueError("D must have n_samples entries")
+    if n_threads < 1:
+        raise ValueError("n_threads must be >= 1")
+    cdef Py_ssize_t i, n_act = 0, n_runs = 0, t = 1
+    cdef double total = 0.0, done = 0.0
+    with nogil:
+        for i in range(n):
+            if D[i] != 0.0:
+                n_act += 1
+                total += indptr[i + 1] - indptr[i]
+    cdef int n_blocks = <int>min(n_threads, n_act)
+    # each block boundary splits at most one run: n_act runs + n_blocks - 1 splits at most
+    runs = np.empty(2 * (min(n_act, n - n_act + 1) + n_blocks), dtype=np.intp)
+    bounds = np.zeros(n_blocks + 1, dtype=np.intp)
+    if n_act == 0:
+        return runs, None
+    cdef Py_ssize_t[::1] r = runs, b = bounds
+    cdef bint open_run = False
+    with nogil:
+        for i in range(n):
+            if D[i] == 0.0:
+                if open_run:
+                    r[2 * n_runs + 1] = i
+                    n_runs += 1
+                    open_run = False
+                continue
+            if t < n_blocks and done >= total * t / n_blocks:
+                if open_run:  # the block ends here: close the run, the next block opens one
+                    r[2 * n_runs + 1] = i
+                    n_runs += 1
+                    open_run = False
+                b[t] = n_runs
+                t += 1
+            if not open_run:
+                r[2 * n_runs] = i
+                open_run = True
+            done += indptr[i + 1] - indptr[i]
+        if open_run:
+            r[2 * n_runs + 1] = n
+            n_runs += 1
+        while t <= n_blocks:
+            b[t] = n_runs
+            t += 1
+    return runs, bounds
+
+
+cdef void hess_runs(const floating* data, const index_t* indices, const index_t* indptr,
+                    bint dense, double b, Py_ssize_t d, const double* D,
+                    const Py_ssize_t* runs, Py_ssize_t lo, Py_ssize_t hi, double* vg,
+                    double* xv) noexcept nogil:
+    """The runs lo..hi-1 of ``active_runs``: vg[2j + 1] += (X^T (D (X v)))_j over their
+    rows, v_j at vg[2j] (as in the oracle), and xv[i] = (X v)_i on those rows."""
+    cdef Py_ssize_t i, k, nnz, end
     cdef const floating* val
     cdef const index_t* idx
     cdef double s
-    for i in range(lo, hi):
-        if D[i] == 0.0:
-            if xv != NULL:
-                xv[i] = 0.0
-            continue
-        nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
-        s = row_dot_ahead(val, idx, nnz, nnz if dense else end - indptr[i], vg, 2)
-        if b != 0.0:
-            s += b * vg[2 * d]
-        if xv != NULL:
+    for k in range(lo, hi):
+        end = indptr[runs[2 * k + 1]]  # prefetch on through the run, as the oracle does
+        for i in range(runs[2 * k], runs[2 * k + 1]):
+            nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
+            s = row_dot_ahead(val, idx, nnz, nnz if dense else end - indptr[i], vg, 2)
+            if b != 0.0:
+                s += b * vg[2 * d]
             xv[i] = s
-        s *= D[i]
-        row_axpy_pairs(s, val, idx, nnz, vg)
-        if b != 0.0:
-            vg[2 * d + 1] += b * s
+            s *= D[i]
+            row_axpy_pairs(s, val, idx, nnz, vg)
+            if b != 0.0:
+                vg[2 * d + 1] += b * s
+
+
+cdef void product(const floating* data, const index_t* indices, const index_t* indptr,
+                  bint dense, double b, const double* D, const Py_ssize_t* runs,
+                  const Py_ssize_t[::1] bounds, const double* v, double[::1] out,
+                  double[:, ::1] workspace, double* xv) noexcept nogil:
+    """out = X^T (D (X v)) over the blocks of ``active_runs`` (each thread gathers from
+    its own copy of v, the buffers are added in block order); xv as in ``hess_runs``."""
+    cdef Py_ssize_t Dn = out.shape[0], d = Dn - (b != 0.0), j
+    cdef int t, n_blocks = <int>(bounds.shape[0] - 1)
+    cdef double* vg
+    for t in prange(n_blocks, num_threads=n_blocks, schedule="static", chunksize=1):
+        vg = &workspace[t, 0]
+        for j in range(Dn):
+            vg[2 * j] = v[j]
+            vg[2 * j + 1] = 0.0
+        hess_runs(data, indices, indptr, dense, b, d, D, runs, bounds[t], bounds[t + 1], vg,
+                  xv)
+    sum_blocks(workspace, n_blocks, out)
+
+
+cdef object check_workspace(double[:, ::1] workspace, Py_ssize_t Dn, int n_threads):
+    if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] != 2 * Dn:
+        raise ValueError("workspace must have shape (n_threads, 2 len(out))")
 
 
 cdef object row_blocks(const index_t[::1] indptr, const double[::1] D, double[::1] out,
                        double[:, ::1] workspace, int n_threads):
-    """The argument checks and the row set-up of ``hess_vec`` and ``scatter``: the
+    """The argument checks and the row set-up of ``scatter``: the
     per-thread row blocks as n_blocks + 1 offsets balanced by nonzeros
     (n_blocks = min(n_threads, n_samples)), or None when X has no rows (out is then 0)."""
     cdef Py_ssize_t n = indptr.shape[0] - 1
     if D.shape[0] != n:
         raise ValueError("D must have n_samples entries")
-    if n_threads < 1 or workspace.shape[0] < n_threads or workspace.shape[1] != 2 * out.shape[0]:
-        raise ValueError("workspace must have shape (n_threads, 2 len(out))")
+    check_workspace(workspace, out.shape[0], n_threads)
     if n <= 0:
         out[:] = 0.0
         return None
@@ -121,31 +199,122 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
     (optional, n_samples entries) receives (X v)_i on the rows with D_ii != 0
     and 0 on the others (``inactive_dots`` fills those).
     """
-    cdef Py_ssize_t Dn = v.shape[0], d = Dn - (bias != 0)
-    cdef Py_ssize_t j, t
-    cdef double* vg
-    cdef double* xv = NULL
+    cdef Py_ssize_t Dn = v.shape[0]
     if out.shape[0] != Dn:
         raise ValueError("out must have len(v) entries")
-    if Xv is not None:
-        if Xv.shape[0] != indptr.shape[0] - 1:
-            raise ValueError("Xv must have n_samples entries")
-        if Xv.shape[0] > 0:
-            xv = &Xv[0]
-    blocks = row_blocks(indptr, D, out, workspace, n_threads)
+    if Xv is not None and Xv.shape[0] != indptr.shape[0] - 1:
+        raise ValueError("Xv must have n_samples entries")
+    check_workspace(workspace, Dn, n_threads)
+    runs, blocks = active_runs(indptr, D, n_threads)
     if blocks is None:
+        out[:] = 0.0
+        if Xv is not None:
+            Xv[:] = 0.0
         return
-    cdef Py_ssize_t[::1] bounds = blocks
-    cdef int n_blocks = <int>(bounds.shape[0] - 1)
+    cdef const Py_ssize_t[::1] r = runs, bounds = blocks
+    cdef double[::1] xv = np.zeros(indptr.shape[0] - 1) if Xv is None else Xv
     with nogil:
-        for t in prange(n_blocks, num_threads=n_blocks, schedule="static", chunksize=1):
-            vg = &workspace[t, 0]
+        xv[:] = 0.0
+        product(&data[0], &indices[0], &indptr[0], dense, bias, &D[0], &r[0], bounds,
+                &v[0], out, workspace, &xv[0])
+
+
+def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+       bint dense, double bias, const double[::1] D, double alpha, const double[::1] g,
+       const double[::1] M, double delta, double cg_tol, Py_ssize_t max_cg,
+       double finish_decrease, double finish_residual, Py_ssize_t finish_cg,
+       double[::1] s, double[::1] r, double[::1] xs, double[:, ::1] workspace,
+       int n_threads):
+    """Conjugate gradient on the Newton system H s = -g with
+    ``H = alpha I + (1/m) X^T D X``, all iterations in one call (fastrisk/solvers/newton.py
+    ``_steihaug_cg`` states the rules: Steihaug's boundary ||s|| <= delta, the diagonal
+    preconditioner M (empty: none), the quadratic-model stop with cg_tol, the finishing
+    residual for at most finish_cg times the iterations of that stop).
+
+    Writes s, the residual r = -g - H s and xs = X s on the rows with D_ii != 0 (0 on
+    the others); returns the number of conjugate-gradient iterations (Hessian-vector
+    products).  Vector sums run in index order: the same bits on every run for a fixed
+    thread count."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = g.shape[0], i, j, k, it, n_stop, n_done
+    cdef bint pre = M.shape[0] > 0, boundary
+    cdef double inv_m, rz, rz_new, rr, gs, Q, Q_prev, dHd, step, ss, sd, dd, rad, beta
+    if s.shape[0] != Dn or r.shape[0] != Dn or (pre and M.shape[0] != Dn):
+        raise ValueError("s, r (and M) must have len(g) entries")
+    if xs.shape[0] != n:
+        raise ValueError("xs must have n_samples entries")
+    if max_cg < 1 or finish_cg < 1:
+        raise ValueError("max_cg and finish_cg must be >= 1")
+    if n <= 0:
+        raise ValueError("X must have rows")
+    check_workspace(workspace, Dn, n_threads)
+    runs, blocks = active_runs(indptr, D, n_threads)
+    cdef const Py_ssize_t[::1] rv = runs, bounds = blocks
+    cdef Py_ssize_t n_runs = 0 if blocks is None else bounds[bounds.shape[0] - 1]
+    cdef double[:, ::1] vecs = np.empty((3, Dn))
+    cdef double[::1] z = vecs[0], dvec = vecs[1], Hd = vecs[2]
+    cdef double[::1] xv = np.empty(n)
+    inv_m = 1.0 / n
+    with nogil:
+        xs[:] = 0.0
+        rz = rr = gs = 0.0
+        for j in range(Dn):
+            s[j] = 0.0
+            r[j] = -g[j]
+            z[j] = r[j] / M[j] if pre else r[j]
+            dvec[j] = z[j]
+            rz += r[j] * z[j]
+            rr += r[j] * r[j]
+        n_stop = n_done = max_cg
+        Q = 0.0
+        for it in range(1, max_cg + 1):
+            # the model at the iterate: g.s + 0.5 s.H s = 0.5 g.s (r is orthogonal to s)
+            Q_prev, Q = Q, 0.5 * gs
+            if rr == 0.0 or (it > 1 and (it - 1) * (Q - Q_prev) >= cg_tol * Q):
+                n_stop = min(n_stop, finish_cg * (it - 1) + 1)
+                if sqrt(rr) <= finish_residual or it > n_stop or -Q > finish_decrease:
+                    n_done = it - 1
+                    break
+            if n_runs > 0:
+                product(&data[0], &indices[0], &indptr[0], dense, bias, &D[0], &rv[0],
+                        bounds, &dvec[0], Hd, workspace, &xv[0])
+            else:
+                Hd[:] = 0.0
+            dHd = 0.0
             for j in range(Dn):
-                vg[2 * j] = v[j]
-                vg[2 * j + 1] = 0.0
-            hess_block(&data[0], &indices[0], &indptr[0], dense, bias, d, &D[0],
-                       bounds[t], bounds[t + 1], vg, xv)
-        sum_blocks(workspace, n_blocks, out)
+                Hd[j] = Hd[j] * inv_m + alpha * dvec[j]
+                dHd += dvec[j] * Hd[j]
+            step = rz / dHd
+            boundary = False
+            if delta < INFINITY:
+                sd = ss = dd = 0.0
+                for j in range(Dn):
+                    sd += s[j] * dvec[j]
+                    ss += s[j] * s[j]
+                    dd += dvec[j] * dvec[j]
+                if ss + step * (2.0 * sd + step * dd) > delta * delta:
+                    # to the boundary along d instead: ||s + tau d|| = delta
+                    boundary = True
+                    rad = sqrt(sd * sd + dd * (delta * delta - ss))
+                    step = (delta * delta - ss) / (sd + rad) if sd >= 0 else (rad - sd) / dd
+            rz_new = rr = gs = 0.0
+            for j in range(Dn):
+                s[j] += step * dvec[j]
+                r[j] -= step * Hd[j]
+                z[j] = r[j] / M[j] if pre else r[j]
+                rz_new += r[j] * z[j]
+                rr += r[j] * r[j]
+                gs += g[j] * s[j]
+            for k in range(n_runs):
+                for i in range(rv[2 * k], rv[2 * k + 1]):
+                    xs[i] += step * xv[i]
+            if boundary:
+                n_done = it
+                break
+            beta = rz_new / rz
+            for j in range(Dn):
+                dvec[j] = z[j] + beta * dvec[j]
+            rz = rz_new
+    return n_done
 
 
 cdef void dots_block(const floating* data, const index_t* indices, const index_t* indptr,

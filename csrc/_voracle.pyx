@@ -2,19 +2,26 @@
 """Batched risk oracle for vector losses (docs/math.md §2-3, BMRM Table 2).
 
 One call computes, over the rows [start, stop) of one partition, each row's
-k scores ``s = W x_i``, its loss ``c_i l(s, y_i)`` and gradient ``g_i``, and
-the scatter ``G += x_i g_i^T`` in the same pass, without the GIL.  Rows are
-split into ``n_threads`` contiguous blocks of roughly equal nnz.  The
-kernel lays W out feature-major once, the k weights of feature j contiguous
+k scores ``s = W x_i``, its loss ``scale c_i l(s, y_i)`` and gradient ``g_i``,
+and the scatter ``G += x_i g_i^T`` in the same pass, without the GIL.  Rows
+are split into ``n_threads`` contiguous blocks of roughly equal nnz.  The
+kernel reads W feature-major, the k weights of feature j contiguous
 (fr_vec.pxd, block stride kp: k padded to a multiple of 4 for the
 register-blocked row kernels of fr_vec.h), shared by the threads; each thread
 adds into its own feature-major gradient buffer, whose blocks a row prefetches
 before its scores so that its scatter finds them in cache (on text data W is
-far larger than the caches).  The threads fill the shared weights and clear
-their buffers together, each a range of features, before the rows are split
-among them.  The buffers are added in block order into the class-major
-``(k, D)`` gradient (scikit-learn's layout), so a fixed thread count gives
-identical bits on every run (as csrc/_oracle.pyx does).
+far larger than the caches).
+
+W and the gradient come in one of two layouts.  Class-major (scikit-learn's
+``(k, D)``, ``w[c D + j]``): the threads first lay W out feature-major
+together, each a range of features, and at the end add their buffers into the
+class-major gradient.  Feature-major (``w[j k + c]``, the layout a solver can
+run in, since its iterations do not depend on the order of the coordinates):
+with kp = k the kernel reads w in place and thread 0 scatters straight into
+``grad``, so nothing is converted; otherwise only the padding is added and
+removed.  The buffers are added in block order either way, so a fixed thread
+count gives identical bits on every run and in both layouts (as
+csrc/_oracle.pyx does).
 """
 
 import numpy as np
@@ -62,11 +69,12 @@ cdef double risk_block(const floating* data, const index_t* indices, const index
                        bint dense, double b, Py_ssize_t d, const double* wt, double* gt,
                        Py_ssize_t k, Py_ssize_t kp, int loss, const int64_t* y,
                        const double* Y, const double* P, const double* S, const double* c,
-                       Py_ssize_t lo, Py_ssize_t hi, double* scratch,
+                       double scale, Py_ssize_t lo, Py_ssize_t hi, double* scratch,
                        int* active) noexcept nogil:
     """Rows [lo, hi): adds sum_i x_i g_i^T to the gradient buffer ``gt`` at the
     weights ``wt`` (both feature-major, block stride kp = padded(k)); returns
-    sum_i c_i l_i.
+    sum_i scale c_i l_i.  The row weight scale c_i enters g_i, so that a thread's
+    buffer needs no pass of its own to be scaled.
 
     A row's gradient blocks are prefetched before its scores are computed, so
     that the scatter finds them in cache, unless the buffer fits in L2
@@ -91,20 +99,26 @@ cdef double risk_block(const floating* data, const index_t* indices, const index
         row_scores(val, idx, nnz, ahead, b, d, wt, kp, kp, s)
         total += vector_loss_row(loss, s, k, y[i] if y != NULL else 0,
                                  Y + i * k if Y != NULL else NULL, P, S,
-                                 c[i] if c != NULL else 1.0, g, active, &n_active)
+                                 scale * c[i] if c != NULL else scale, g, active, &n_active)
         if n_active == k:
             n_active = kp
         row_scatter(val, idx, nnz, b, d, g, kp, kp, active, n_active, gt)
     return total
 
 
-cdef void fill_tile(const double* w, Py_ssize_t D, Py_ssize_t k, Py_ssize_t q, Py_ssize_t j0,
-                    Py_ssize_t j1, double* ws) noexcept nogil:
-    """ws[j q + c] = w[c D + j] for c < k, and 0 for k <= c < q, features [j0, j1)."""
+cdef void fill_tile(const double* w, Py_ssize_t D, Py_ssize_t k, Py_ssize_t q,
+                    bint feature_major, Py_ssize_t j0, Py_ssize_t j1, double* ws) noexcept nogil:
+    """ws[j q + c] = W[c, j] for c < k, and 0 for k <= c < q, features [j0, j1);
+    W[c, j] is w[j k + c] (feature_major) or w[c D + j]."""
     cdef Py_ssize_t j, cc
     for j in range(j0, j1):
         for cc in range(k, q):
             ws[j * q + cc] = 0.0
+    if feature_major:
+        for j in range(j0, j1):
+            for cc in range(k):
+                ws[j * q + cc] = w[j * k + cc]
+        return
     for cc in range(k):
         for j in range(j0, j1):
             ws[j * q + cc] = w[cc * D + j]
@@ -115,19 +129,30 @@ cdef void zero_tile(Py_ssize_t q, Py_ssize_t j0, Py_ssize_t j1, double* gt) noex
     memset(gt + j0 * q, 0, (j1 - j0) * q * sizeof(double))
 
 
-cdef void reduce_tile(const double* buffers, Py_ssize_t stride, int n_threads, Py_ssize_t D,
-                      Py_ssize_t k, Py_ssize_t q, double scale, Py_ssize_t j0,
-                      Py_ssize_t j1, double* grad) noexcept nogil:
-    """grad[c D + j] = scale sum_t buffers[t stride + j q + c], t in order,
-    features [j0, j1) (the fixed-order sum of the threads' gradient buffers)."""
+cdef void reduce_tile(const double* first, const double* others, Py_ssize_t stride,
+                      int n_threads, Py_ssize_t D, Py_ssize_t k, Py_ssize_t q,
+                      bint feature_major, Py_ssize_t j0, Py_ssize_t j1,
+                      double* grad) noexcept nogil:
+    """G[c, j] = first[j q + c] + sum_{t >= 1} others[(t - 1) stride + j q + c], t in
+    order, features [j0, j1) (the fixed-order sum of the threads' gradient buffers,
+    thread 0's at ``first``); G[c, j] is grad[j k + c] (feature_major, which may be
+    ``first`` itself when q = k) or grad[c D + j]."""
     cdef Py_ssize_t j, cc, t
     cdef double s
+    if feature_major:
+        for j in range(j0, j1):
+            for cc in range(k):
+                s = first[j * q + cc]
+                for t in range(1, n_threads):
+                    s = s + others[(t - 1) * stride + j * q + cc]
+                grad[j * k + cc] = s
+        return
     for cc in range(k):
         for j in range(j0, j1):
-            s = buffers[j * q + cc]
+            s = first[j * q + cc]
             for t in range(1, n_threads):
-                s = s + buffers[t * stride + j * q + cc]
-            grad[cc * D + j] = scale * s
+                s = s + others[(t - 1) * stride + j * q + cc]
+            grad[cc * D + j] = s
 
 
 def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
@@ -137,22 +162,24 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
                          const double[:, ::1] P, const double[:, ::1] S,
                          const double[::1] sample_weight, Py_ssize_t start, Py_ssize_t stop,
                          double scale, double[::1] grad, double[:, ::1] workspace,
-                         int n_threads):
+                         int n_threads, bint feature_major=False):
     """Partial risk of rows [start, stop); returns scale sum_i c_i l(W x_i, y_i).
 
     ``w`` and ``grad`` (length k D, D = d or d + 1 with ``bias != 0``) are W
-    and the gradient in class-major layout (``w[c D + j]``).  ``y`` holds
+    and the gradient, class-major (``w[c D + j]``) or with ``feature_major``
+    feature-major (``w[j k + c]``).  ``y`` holds
     class indices (empty for multivariate_regression), ``Y`` the (m, k)
     targets of multivariate_regression (else empty); ``P`` is the cost matrix
     (scaled_soft_margin) or M (multivariate_regression), ``S = P^beta``
     (scaled_soft_margin), both (k, k) or empty.  ``sample_weight`` is empty
-    for unit weights.  ``grad`` receives scale sum_i x_i g_i^T.  ``workspace``
-    (at least ``workspace_shape(n_threads, D, k)``, any content) holds the
-    feature-major weights (row 0), each thread's gradient buffer and its scratch.
+    for unit weights.  ``grad`` (not overlapping ``w``) receives scale sum_i x_i g_i^T.
+    ``workspace`` (at least ``workspace_shape(n_threads, D, k)``, any content) holds
+    the feature-major weights (row 0), each thread's gradient buffer and its scratch.
     """
     cdef Py_ssize_t k = n_classes, D = w.shape[0] // max(n_classes, 1), d = D - (bias != 0)
     cdef Py_ssize_t kp = padded(k)
     cdef Py_ssize_t n = stop - start, j, jt, t, width = D * kp, n_tiles = (D + TILE - 1) // TILE
+    cdef Py_ssize_t stride = workspace.shape[1]
     cdef double* ws
     cdef double value = 0.0
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
@@ -166,7 +193,7 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
         raise ValueError("w and grad must hold n_classes x D weights")
     if D - (bias != 0) != (indptr[1] - indptr[0] if dense else D - (bias != 0)):
         raise ValueError("w does not match the number of columns of dense X")
-    if n_threads < 1 or workspace.shape[0] < n_threads + 1 or workspace.shape[1] < width + 3 * kp:
+    if n_threads < 1 or workspace.shape[0] < n_threads + 1 or stride < width + 3 * kp:
         raise ValueError("workspace must have workspace_shape(n_threads, D, n_classes)")
     if start < 0 or stop > indptr.shape[0] - 1 or (c != NULL and sample_weight.shape[0] < stop):
         raise ValueError("rows [start, stop) out of range of X or sample_weight")
@@ -189,23 +216,32 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
         return 0.0
     if n_threads > n:
         n_threads = <int>n
+    # feature-major with unpadded blocks: w is read in place, thread 0 adds into grad
+    cdef bint direct = feature_major and kp == k
+    cdef const double* wt = &w[0] if direct else &workspace[0, 0]
+    cdef double* first = &grad[0] if direct else &workspace[1, 0]
     cdef Py_ssize_t[::1] bounds = np.empty(n_threads + 1, dtype=np.intp)
     cdef double[::1] values = np.zeros(n_threads)
     with nogil:
         block_bounds(&indptr[0], start, stop, n_threads, &bounds[0])
         for jt in prange(n_tiles, num_threads=n_threads, schedule="static"):
-            fill_tile(&w[0], D, k, kp, jt * TILE, min(jt * TILE + TILE, D), &workspace[0, 0])
-            for t in range(n_threads):
+            if not direct:
+                fill_tile(&w[0], D, k, kp, feature_major, jt * TILE, min(jt * TILE + TILE, D),
+                          &workspace[0, 0])
+            zero_tile(kp, jt * TILE, min(jt * TILE + TILE, D), first)
+            for t in range(1, n_threads):
                 zero_tile(kp, jt * TILE, min(jt * TILE + TILE, D), &workspace[t + 1, 0])
         for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
             ws = &workspace[t + 1, 0]
-            values[t] = risk_block(&data[0], &indices[0], &indptr[0], dense, bias, d,
-                                   &workspace[0, 0], ws, k,
-                                   kp, loss, yp, Yp, Pp, Sp, c, bounds[t], bounds[t + 1],
+            values[t] = risk_block(&data[0], &indices[0], &indptr[0], dense, bias, d, wt,
+                                   first if t == 0 else ws, k, kp, loss, yp, Yp, Pp, Sp, c,
+                                   scale, bounds[t], bounds[t + 1],
                                    ws + width, <int*>(ws + width + 2 * kp))
-        for jt in prange(n_tiles, num_threads=n_threads, schedule="static"):
-            reduce_tile(&workspace[1, 0], workspace.shape[1], n_threads, D, k, kp, scale,
-                        jt * TILE, min(jt * TILE + TILE, D), &grad[0])
+        if not (direct and n_threads == 1):
+            for jt in prange(n_tiles, num_threads=n_threads, schedule="static"):
+                reduce_tile(first, &workspace[2, 0] if n_threads > 1 else NULL, stride,
+                            n_threads, D, k, kp, feature_major, jt * TILE,
+                            min(jt * TILE + TILE, D), &grad[0])
         for t in range(n_threads):
             value += values[t]
-    return scale * value
+    return value

@@ -49,7 +49,7 @@ from fastrisk.model import LinearModel, scores_to_proba
 from fastrisk.problem import Problem
 from fastrisk.solvers import SOLVERS, choose_solver, solvers_for
 from fastrisk.solvers._checks import check_bool, check_int
-from fastrisk.solvers.auto import default_budget
+from fastrisk.solvers.auto import default_budget, run as run_auto
 
 CLASSIFIER_TASKS = ("binary", "multiclass")
 REGRESSOR_TASKS = ("regression", "counts")
@@ -204,7 +204,10 @@ class _LinearModelBase(BaseEstimator):
         if previous is not None:
             options.update(_continuation(info, previous, problem))
         try:
-            result = info.func(problem, **options)
+            result = (run_auto(problem, name, options) if self.solver == "auto"
+                      else info.func(problem, **options))
+            # auto's probe may hand over to another solver (fastrisk/solvers/auto.py)
+            name = result.solver if "probe" in result.extra else name
         except FloatingPointError as exc:
             others = [i.name for i in solvers_for(problem) if i.name != name and not i.epochs]
             raise FloatingPointError(

@@ -9,6 +9,7 @@ threads without the GIL.  Any object with ``n_samples``, ``n_weights`` and
 ``__call__(w) -> (risk, gradient)`` is a RiskOracle to the batch solvers.
 """
 
+import copy
 from typing import Protocol
 
 import numpy as np
@@ -174,7 +175,14 @@ class VectorOracle(_Multiplexer):
     (multivariate_regression) are the losses' parameters.  The kernel
     (csrc/_voracle.pyx) reads W feature-major and runs ``n_threads`` OpenMP
     threads with fixed-order sums.
+
+    w is W flattened class-major (scikit-learn's ``(k, n_weights / k)`` order), or
+    feature-major (``w[j k + c] = W[c, j]``, the kernel's own order, which it then
+    reads without a conversion) on the view ``feature_major_view()``;
+    ``to_class_major`` and ``from_class_major`` convert.
     """
+
+    feature_major = False
 
     def __init__(self, data, loss_name, y_index, n_classes, sample_weight=None, *, n_partitions=1,
                  n_threads=None, cost=None, beta=1.0, M=None):
@@ -230,5 +238,28 @@ class VectorOracle(_Multiplexer):
         value = _voracle.vector_risk_gradient(
             d.data, d.indices, d.indptr, d.dense, d.bias, w, self.n_classes, self.kernel_id,
             self.y, self._Y, self._P, self._S, self.c, start, stop, scale, grad,
-            self._workspace, self.n_threads)
+            self._workspace, self.n_threads, self.feature_major)
         return value, grad
+
+    def feature_major_view(self):
+        """This oracle taking and returning W feature-major (``w[j k + c] = W[c, j]``).
+
+        The view shares the data and the workspace: it must not be called while this
+        oracle runs in another thread."""
+        view = copy.copy(self)
+        view.feature_major, view.n_calls = True, 0
+        return view
+
+    def to_class_major(self, w):
+        """W flattened class-major, a new array, from w in this oracle's layout."""
+        w = self._check_w(w)
+        if not self.feature_major:
+            return w.copy()
+        return w.reshape(-1, self.n_classes).T.ravel()
+
+    def from_class_major(self, w):
+        """w in this oracle's layout, a new array, from W flattened class-major."""
+        w = self._check_w(w)
+        if not self.feature_major:
+            return w.copy()
+        return w.reshape(self.n_classes, -1).T.ravel()

@@ -21,7 +21,9 @@ from sklearn.linear_model import LogisticRegression
 
 from fastrisk.problem import Problem
 from fastrisk.solvers import solve
-from fastrisk.solvers._catalyst import AUTO_BAND
+from fastrisk.solvers._catalyst import (AUTO_BAND, PROBE_BAND, PROBE_EPOCHS,
+                                        accelerate_after_probe)
+from fastrisk.solvers._epochs import observed_rate
 from helpers import liblinear_cs, multiclass_data, random_problem, sklearn_softmax
 
 ALPHA = 1e-3  # alpha m = 0.2 for m = 200, below max ||x_i||^2 (1 for the multiclass data)
@@ -120,15 +122,49 @@ def test_same_bits_and_warm_start(solver):
     assert warm.objective == pytest.approx(cold.objective, rel=1e-7)
 
 
+def probe_decision(problem, random_state):
+    """(rate, outer loop?) by the documented rule, from an independent plain run of
+    PROBE_EPOCHS epochs (same random_state: the same first epochs)."""
+    plain = solve(problem, "sdca", tol=1e-3, random_state=random_state, accelerated=False,
+                  max_iter=PROBE_EPOCHS)
+    rate = observed_rate(plain.extra["gap_estimates"])
+    return rate, accelerate_after_probe(rate, plain.extra["n_active"] / problem.n_samples)
+
+
+def test_auto_probe_follows_its_rule():
+    """"auto" (the default) for a smooth loss inside PROBE_BAND: the outer loop after
+    PROBE_EPOCHS plain epochs exactly when their observed rate and active fraction say so;
+    both ways occur: overlapping classes (slow plain SDCA, few rows shrunk) and separable
+    ones."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(400, 5))
+    noisy = np.where(X[:, 0] + 2.0 * rng.normal(size=400) > 0, 1.0, -1.0)
+    separable = np.where(X[:, 0] > 0, 1.0, -1.0)
+    R2 = float((X * X).sum(axis=1).max())
+    alpha = np.sqrt(PROBE_BAND[0] * 0.02) * R2 / 400  # alpha m / R^2 in the band
+    decisions = []
+    for y in (noisy, separable):
+        prob = Problem(X, y, loss="squared_hinge", alpha=alpha)
+        res = solve(prob, "sdca", tol=1e-4, random_state=1)
+        rate, accelerate = probe_decision(prob, 1)
+        assert res.status == "converged" and res.extra["probe_rate"] == rate
+        assert res.extra.get("accelerated", False) == accelerate
+        again = solve(prob, "sdca", tol=1e-4, random_state=1)
+        assert np.array_equal(res.w, again.w) and res.gap == again.gap  # deterministic
+        decisions.append(accelerate)
+    assert decisions == [True, False]
+
+
 def test_auto_and_validation():
-    """"auto" (the default): on inside _catalyst.AUTO_BAND of alpha m / R^2 with fewer
-    features than rows, off otherwise."""
+    """"auto" (the default) for a nonsmooth loss: on inside _catalyst.AUTO_BAND of
+    alpha m / R^2 with fewer features than rows, off otherwise (no probe)."""
     X, y = random_problem(4, m=200, d=5)
     small = Problem(X, y, loss="hinge", alpha=ALPHA)
     R2 = float((X * X).sum(axis=1).max())
     assert AUTO_BAND[0] <= ALPHA * 200 / R2 < AUTO_BAND[1]
     assert solve(small, "sdca", tol=1e-3, accelerated="auto").extra.get("accelerated")
     assert solve(small, "sdca", tol=1e-3).extra.get("accelerated")  # the default
+    assert "probe_rate" not in solve(small, "sdca", tol=1e-3).extra
     assert "accelerated" not in solve(small, "sdca", tol=1e-3, accelerated=False).extra
     above = Problem(X, y, loss="hinge", alpha=2 * AUTO_BAND[1] * R2 / 200)  # above the band
     assert "accelerated" not in solve(above, "sdca", tol=1e-3).extra

@@ -193,6 +193,28 @@ def test_model_dual_point_certifies_against_liblinear(inner, weighted):
 
 
 
+@pytest.mark.parametrize("check_every", [1, 2])
+def test_tight_steps_follow_a_near_step_for_any_check_every(check_every):
+    # the model's dual point is taken on the certificate iterations whose previous step also
+    # decreased J little (cd.py module docstring): with check_every=2 the iteration before a
+    # certificate iteration is not one, and tight steps must still come; a warm start from
+    # plain weights (no dual point) counts as such an iterate, so its first step is tight
+    X, y = _classification()
+    alpha = 1e-2
+    prob = fr.Problem(X, y, loss="logistic", penalty="l1", alpha=alpha)
+    J_ref = prob.objective(_liblinear_l1(X, y, alpha, False, tol=1e-12))
+    res = solve_cd(prob, tol=TOL, check_every=check_every, random_state=0)
+    assert res.status == "converged" and res.extra["n_tight"] >= 1
+    # the certificate against LIBLINEAR's optimum (1e-12 J: the accuracy of J_ref)
+    assert res.gap >= res.objective - J_ref - 1e-12 * J_ref
+    assert res.gap <= TOL * res.objective
+    # from the weights of a run stopped at tol 1e-3: one tight step certifies TOL
+    loose = solve_cd(prob, tol=1e-3, random_state=0)
+    again = solve_cd(prob, tol=TOL, start=loose.w.copy(), random_state=0)
+    assert again.status == "converged" and again.extra["n_tight"] == 1 and again.n_iter == 2
+    assert again.gap >= again.objective - J_ref - 1e-12 * J_ref
+
+
 def test_sample_weights_equal_repeated_rows_within_the_certificates():
     # integer weights c_i against each row repeated c_i times (weight 0: the row removed):
     # (1/m) sum_i c_i l_i with c averaging 1 is the repeated problem's J, so each solution's

@@ -13,7 +13,7 @@ from helpers import random_problem
 from reference import batch as ref
 
 from fastrisk.problem import Problem
-from fastrisk.solvers._dual_gap import GapCertificate
+from fastrisk.solvers._dual_gap import REACH, GapCertificate
 from fastrisk.solvers.lbfgs import solve_lbfgs
 
 SLACK = 1e-12
@@ -99,6 +99,43 @@ def test_gap_with_a_target_and_a_known_bound(loss, task):
         gap = cert.gap(w, J, g, target=2.0 * known, known=known)
         assert gap == known
         assert len(cert.A) == kept  # met the target: no dual point, no extrapolation
+
+
+def test_known_bound_does_not_open_the_extrapolation(monkeypatch):
+    """The extrapolation is gated by the newest point's gradient bound: with that bound
+    beyond REACH times the target, a ``known`` bound between the target and REACH times
+    it is returned as it is and the extrapolation is not run (it is replaced by a
+    function that fails the test); with the gradient bound within REACH of the target it
+    runs (called once, its result still capped by ``known``)."""
+    X, y = ill_conditioned(4)
+    problem = Problem(X, y, loss="logistic", alpha=1e-4, n_threads=1)
+    cert = GapCertificate(problem, memory=4)
+    points = list(trajectory(problem, n=6))
+    for w in points[:-1]:
+        J, g = cert.evaluate(w)
+        cert.gap(w, J, g)
+    J, g = cert.evaluate(points[-1])
+    grad_bound = float(g @ g) / (2 * 1e-4)
+    target = grad_bound / (2 * REACH)
+    known = 2 * target
+
+    def refuse(*args):
+        raise AssertionError("extrapolated although the gradient bound is out of reach")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(GapCertificate, "_best_dual", refuse)
+        assert cert.gap(points[-1], J, g, target, known=known) == known
+    calls = []
+    best_dual = GapCertificate._best_dual
+
+    def counted(self, *args):
+        calls.append(args)
+        return best_dual(self, *args)
+
+    monkeypatch.setattr(GapCertificate, "_best_dual", counted)
+    near = grad_bound / (0.5 * REACH)
+    assert cert.gap(points[-1], J, g, near, known=2 * near) <= 2 * near
+    assert len(calls) == 1
 
 
 def test_sample_weights_and_elastic_net():

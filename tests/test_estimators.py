@@ -165,27 +165,6 @@ def test_auto_rule_for_smooth_l2_depends_on_shape():
         assert fr.solvers.choose_solver(fr.Problem(X, y, loss="hinge", alpha=alpha)) == "sdca"
 
 
-def test_auto_rule_for_squared_hinge_follows_the_accelerated_band():
-    # rule 2 of fastrisk/solvers/auto.py: below SDCA_ALPHA_M, a loss whose dual step is a
-    # closed form on a box goes to sdca where sdca's accelerated outer loop applies
-    # (_catalyst.AUTO_BAND of alpha m / max ||x_i||^2), else to newton; logistic stays newton
-    from fastrisk.solvers._catalyst import AUTO_BAND
-    from fastrisk.solvers.auto import SDCA_ALPHA_M
-
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(200, 5))
-    y = np.sign(X[:, 0] + 0.1)
-    R2 = float(np.max(np.einsum("ij,ij->i", X, X)))
-    inside = np.sqrt(AUTO_BAND[0] * AUTO_BAND[1]) * R2 / 200   # alpha m / R^2 mid-band
-    below = 0.5 * AUTO_BAND[0] * R2 / 200
-    assert inside * 200 < SDCA_ALPHA_M
-    for alpha, expected in [(inside, "sdca"), (below, "newton")]:
-        prob = fr.Problem(X, y, loss="squared_hinge", alpha=alpha)
-        assert fr.solvers.choose_solver(prob) == expected
-        assert fr.solve(prob, tol=1e-3).extra.get("accelerated", False) == (expected == "sdca")
-        assert fr.solvers.choose_solver(fr.Problem(X, y, loss="logistic", alpha=alpha)) == "newton"
-
-
 def test_warm_start_w0_lbfgs():
     X, y = _binary(seed=13)
     est = LinearClassifier(loss="logistic", alpha=1e-3, solver="lbfgs", tol=1e-10,

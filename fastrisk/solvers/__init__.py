@@ -86,9 +86,11 @@ def solve(problem, solver="auto", **options):
     ``solver="auto"`` picks one (fastrisk/solvers/auto.py) and, without ``max_iter``,
     runs until ``tol`` under a time limit instead of the solver's iteration default."""
     if solver == "auto":
-        from fastrisk.solvers.auto import default_budget
+        from fastrisk.solvers.auto import default_budget, run
 
-        solver, options = choose_solver(problem), default_budget(options)
+        solver = choose_solver(problem)
+        solver_info(solver).check(problem)
+        return run(problem, solver, default_budget(options))
     info = solver_info(solver)
     info.check(problem)
     return info.func(problem, **options)

@@ -41,7 +41,8 @@ any feasible u bounds J*), with that u as ``extra["dual"]``.
 
 kappa = R^2 / n - alpha, R^2 = max_i c_i ||x_i||^2 (SS&Z 2014's choice, which
 makes the inner condition number lambda n / R^2 = 1); :func:`pays` says where the
-outer loop is used by default.
+outer loop may pay, and :class:`Probe` decides there (sdca's ``accelerated="auto"``):
+plain epochs first, the outer loop only when their estimated gap contracts slowly.
 
 The inner method (fastrisk/solvers/sdca.py's ``_SDCA``, msdca.py's ``_MSDCA``)
 provides: ``v`` (its dual sum, updated in place), ``n``, ``problem``,
@@ -57,6 +58,8 @@ import math
 
 import numpy as np
 
+from fastrisk.solvers._epochs import observed_rate
+
 ACCELERATED = (False, True, "auto")
 # "auto" accelerates when AUTO_BAND[0] <= alpha n / R^2 < AUTO_BAND[1] and the data has
 # fewer features than rows.  alpha n / R^2 is the inverse of plain SDCA's worst-case
@@ -69,6 +72,28 @@ ACCELERATED = (False, True, "auto")
 # benchmarks/compare_binary.py (its "sdca" and "sdca-acc" columns in
 # benchmarks/RESULTS.md) and on MNIST in benchmarks/compare_multiclass.py.
 AUTO_BAND = (1e-3, 0.02)
+# sdca's accelerated="auto" with a smooth loss probes on the wider PROBE_BAND (a nonsmooth
+# loss, whose plain SDCA has no linear rate to observe (SS&Z 2013, Theorem 2), and msdca
+# keep AUTO_BAND), and solver="auto" (fastrisk/solvers/auto.py) probes the same way below
+# it: PROBE_EPOCHS plain epochs,
+# then the observed per-epoch contraction rho of the estimated gap (_epochs.observed_rate)
+# and the fraction of rows shrinking left active.  Plain SDCA's worst case is
+# 1 - alpha n / (R^2 + alpha n) per epoch (SS&Z 2013, Theorem 1); where it does far better
+# (separable data, one long row inflating R^2) the outer loop's 1 - eta/2 is the slower
+# contraction, and the outer loop brings every shrunk row back at each new centre, so it
+# loses where shrinking removes many rows.  The outer loop runs when rho > PROBE_RATE and
+# at least PROBE_ACTIVE of the rows are active.  Measured on benchmarks/compare_binary.py's
+# data (rho, active fraction after 4 epochs; plain / accelerated time): plain ahead at
+# rho 0.27 to 0.52 (mushrooms squared hinge and logistic at alpha 1e-4 and 1e-5, w8a
+# logistic 3e-5 and squared hinge 1e-4: 2 to 6x) and where shrinking left 0.62 to 0.79 of
+# the rows (w8a squared hinge 3e-6; for the hinge loss, mushrooms at 1e-4 and 1e-5, 3 to
+# 7x, w8a at 1e-5 to 1e-6, 5 to 9x); the outer loop ahead at rho 0.66 to 1.0 with 0.91 to
+# 1.0 active (a9a squared hinge at 1e-4, 2x; a9a, ijcnn1, phishing at 1e-6: 3 to 90x).  The
+# probe's epochs are not lost: the outer loop starts from their dual point.
+PROBE_BAND = (AUTO_BAND[0], 0.5)
+PROBE_EPOCHS = 4
+PROBE_RATE = 0.6
+PROBE_ACTIVE = 0.85
 # most epochs between two exact passes (the running estimates can stay pessimistic
 # with stale loss terms of shrunk rows)
 FORCED_CHECK = 10
@@ -90,11 +115,16 @@ def radius_sq(sqnorm, sample_weight):
     return float(np.max(sqnorm if sample_weight is None else sample_weight * sqnorm))
 
 
-def pays(problem, R2):
-    """True when alpha n / R^2 is in AUTO_BAND and n_features < n_samples (l2 only)."""
+def pays(problem, R2, band=AUTO_BAND):
+    """True when alpha n / R^2 is in ``band`` and n_features < n_samples (l2 only)."""
     ratio = problem.alpha * problem.n_samples / R2
-    return (problem.penalty == "l2" and AUTO_BAND[0] <= ratio < AUTO_BAND[1]
+    return (problem.penalty == "l2" and band[0] <= ratio < band[1]
             and problem.data.n_features < problem.n_samples)
+
+
+def accelerate_after_probe(rate, active_fraction):
+    """The probe's decision (see PROBE_RATE): the outer loop from here on."""
+    return rate > PROBE_RATE and active_fraction >= PROBE_ACTIVE
 
 
 def use_acceleration(accelerated, problem, R2):
@@ -201,3 +231,38 @@ class Accelerated:
     def extra(self):
         return dict(self.inner.extra(), dual=self.best_u, dual_objective=self.best_D,
                     accelerated=True, kappa=self.kappa, outer_iterations=self.outer)
+
+
+class Probe:
+    """sdca's ``accelerated="auto"`` for a smooth loss inside PROBE_BAND, as a method for
+    ``run_epochs``: the inner method's plain epochs; after PROBE_EPOCHS of them the outer
+    loop from the current dual point when :func:`accelerate_after_probe` says so."""
+
+    def __init__(self, inner, R2):
+        self.inner, self.R2, self.method = inner, R2, inner
+        self.epochs, self.rate = 0, None
+
+    def run_epoch(self):
+        self.epochs += 1
+        return self.method.run_epoch()
+
+    def estimate(self, tol, abs_tol):
+        J_est, wants_check = self.method.estimate(tol, abs_tol)
+        if self.method is self.inner and self.epochs == PROBE_EPOCHS and not wants_check:
+            self.rate = observed_rate(self.inner.gap_estimates)
+            if accelerate_after_probe(self.rate, self.inner.n_active / self.inner.n):
+                self.method = Accelerated(self.inner, self.R2)
+        return J_est, wants_check
+
+    def certify(self):
+        return self.method.certify()
+
+    def checked(self, epoch):
+        if self.method is self.inner:
+            self.inner.checked(epoch)
+
+    def weights(self):
+        return self.method.weights()
+
+    def extra(self):
+        return dict(self.method.extra(), probe_rate=self.rate)

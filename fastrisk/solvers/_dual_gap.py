@@ -148,7 +148,7 @@ class GapCertificate:
         """f_i = <w, x_i> at the last evaluated w (None for oracles without rows)."""
         return None if self._last is None else self._last[1]
 
-    def gap(self, w, value, grad, target=None, known=math.inf):
+    def gap(self, w, value, grad, target=None, known=math.inf, derivative=None):
         """Certified bound on J(w) - J* (see the module docstring); ``value`` and ``grad``
         are J(w) and a subgradient of J at w.  ``target`` is the solver's stopping
         threshold: the dual points are extrapolated only when the gradient bound is
@@ -156,12 +156,15 @@ class GapCertificate:
         O(K m) each; far from the target it cannot stop the run) and the
         refinement stops once the gap is at most ``target``; None: always, to the end.
         ``known``: a certified bound the caller already holds (e.g. ``step_gap``); the
-        result is at most it, and nothing more is computed when it meets ``target``."""
+        result is at most it, and nothing more is computed when it meets ``target``.
+        ``derivative``: l'(f_i) of the rows at w, without sample weights, when the caller
+        has them from the pass that gave ``grad`` (else computed from the scores)."""
         if not self.certified:
             return math.nan
         # J is lambda-strongly convex: J(w) - J* <= ||g||^2 / (2 lambda) for any subgradient
         # g; for l2 and a smooth loss it equals J(w) - D(-l'(Xw)) exactly
-        bound = min(float(grad @ grad) / (2.0 * self.lam), known)
+        grad_bound = float(grad @ grad) / (2.0 * self.lam)
+        bound = min(grad_bound, known)
         if self.derivatives is None:
             return bound
         if target is not None and not target < bound:
@@ -170,11 +173,15 @@ class GapCertificate:
             self.evaluate(w)
         _, f, grad_risk = self._last
         spec = self.problem.loss.spec
-        a = _oracle.loss_values(spec.kernel_id, self.problem.loss.param, f, self.problem.y)[1]
+        a = derivative if derivative is not None else _oracle.loss_values(
+            spec.kernel_id, self.problem.loss.param, f, self.problem.y)[1]
         # every point is kept (O(m + K d)): the extrapolation near the target needs the
         # earlier iterates
         self._push(a, -grad_risk / self.lam)
-        if target is not None and bound > REACH * target:
+        # the gate is the newest point's own gap, not ``known``: the extrapolation
+        # combines the points -l'(X w_k), and a tighter bound from elsewhere does not
+        # bring their combination closer to the target
+        if target is not None and grad_bound > REACH * target:
             return bound
         return min(bound, value - self._best_dual(value, 0.0 if target is None else target))
 

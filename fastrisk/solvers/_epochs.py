@@ -56,6 +56,16 @@ def epoch_orders(n_rows, shuffle, random_state, dtype=np.intp):
         yield rng.permutation(n_rows).astype(dtype)
 
 
+def observed_rate(gap_estimates):
+    """rho = (g(t) / g(t - 2))^(1/2) from the last three estimated gaps: the per-epoch linear
+    contraction the run shows (inf with fewer than three or a first one not positive;
+    0 when the last is not positive: the estimate says converged)."""
+    g = np.asarray(gap_estimates, dtype=np.float64)
+    if len(g) < 3 or not g[-3] > 0.0:
+        return math.inf
+    return float(np.sqrt(max(g[-1], 0.0) / g[-3]))
+
+
 def check_kernel_status(code, solver, problem, overflow_advice):
     """Raise for a kernel's error status: FloatingPointError with advice on overflow."""
     if code == KERNEL_OK:

@@ -27,10 +27,10 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    it can shrink, logistic with its inexact step) and
    ``alpha * n_samples >= SDCA_ALPHA_M`` (SDCA needs about
    1 + 1/(alpha m gamma) epochs, Shalev-Shwartz & Zhang 2013, Theorem 1),
-   or when that dual step is a closed form on a box (squared and smoothed
-   hinge) and SDCA's accelerated outer loop applies (``_catalyst.pays``: its
-   O(sqrt(1/(alpha m))) outer iterations replace the 1/(alpha m) epochs),
-   else ``newton``;
+   or, below SDCA_ALPHA_M, when that dual step is a closed form on a box
+   (squared and smoothed hinge): then the probe below decides between plain
+   SDCA, SDCA in its accelerated outer loop (O(sqrt(1/(alpha m))) outer
+   iterations instead of 1/(alpha m) epochs) and Newton; else ``newton``;
 3. a smooth loss with a differentiable penalty on data with fewer features than
    samples: ``lbfgs``;
 4. an l1 or elastic-net penalty with a smooth loss on data (X, y): ``cd``
@@ -61,17 +61,42 @@ threshold on alpha m separates every row and SDCA_ALPHA_M is the one of
 squared hinge.  On 2 threads (Newton's oracle threaded, SDCA's epochs not)
 SDCA stays first at alpha 1e-4.
 Squared hinge: SDCA at alpha 1e-4 (a9a 0.023 / 0.035, w8a 0.016 / 0.021,
-Reuters 0.004 / 0.008, phishing 0.004 / 0.008); at 1e-6 SDCA where its
-accelerated outer loop applies (a9a 0.022 / 0.033, ijcnn1 0.016 / 0.024,
-phishing 0.010 / 0.014), Newton elsewhere (w8a 0.62 / 0.052, Reuters
-0.064 / 0.036) except on mushrooms, separable (J* ~ 1e-5), where SDCA takes
-0.011 s and the rule's Newton 0.066.  No
-quantity known before solving separates mushrooms from the rows where Newton
-wins: alpha m is 0.008 there and on Reuters (Newton 1.8x ahead), 0.011 on
-phishing; d is 112 against a9a's 123 and phishing's 68.  The first that does
-is J after two Newton steps, J_2 / J(0) = 6.6e-3 on mushrooms against 1.9e-2
-(Reuters) to 0.42 (a9a) on the others: a factor 3 on six data sets, too thin
-for a rule that discards those steps, so mushrooms keeps Newton.
+Reuters 0.004 / 0.008, phishing 0.004 / 0.008); at 1e-6 no quantity known
+before solving separates the separable mushrooms (J* ~ 1e-5; plain SDCA
+0.011 s, Newton 0.066) from the rows where Newton wins (w8a 0.62 / 0.052,
+Reuters 0.064 / 0.036): alpha m is 0.008 there and on Reuters, 0.011 on
+phishing; d is 112 against a9a's 123 and phishing's 68.  Hence the probe.
+With it (benchmarks/compare_binary.py, 1 thread, time of "auto" / the best
+peer): mushrooms squared hinge 1e-6 1.39 (plain SDCA after the probe; Newton
+from w = 0 takes 7x as long), w8a 1.06 and Reuters 0.54 (Newton after the
+probe, 0.7x and 0.8x the time of Newton from w = 0), a9a squared hinge 1e-4
+0.92 (sdca's own probe runs the accelerated loop; plain SDCA takes 1.5x as
+long).
+
+The probe (rule 2, a closed-form dual step on a box, alpha m < SDCA_ALPHA_M;
+deterministic for a given ``random_state``; fastrisk/solvers/_catalyst.py's
+PROBE_EPOCHS, PROBE_RATE, PROBE_ACTIVE, PROBE_BAND): plain SDCA runs
+PROBE_EPOCHS epochs; its estimated duality gaps g(t) (the kernels' running
+sums, no extra pass) give the observed linear rate
+rho = (g(P) / g(P - 2))^(1/2) over the last two epochs.  SDCA's gap contracts
+at worst by 1 - alpha m gamma / (R^2 + alpha m gamma) per epoch
+(Shalev-Shwartz & Zhang 2013, Theorem 1); on separable data with shrinking it
+does far better than that bound, and Newton far worse (many damped steps
+while J(w) -> 0).  Where alpha m / R^2 is in PROBE_BAND (fewer features than
+rows) ``sdca`` runs alone: its own ``accelerated="auto"`` probes within the run
+and continues plain when rho <= PROBE_RATE, else in its accelerated outer loop
+when at least PROBE_ACTIVE of the rows are active (see _catalyst.py).  Below
+that band the probe is a short ``sdca`` run, then with rho <= PROBE_RATE SDCA
+continues from its dual variables, and otherwise Newton from the probe's w
+(``start=``), whose first steps that start saves.  Squared hinge at alpha 1e-6
+(benchmarks/compare_binary.py): below the band, mushrooms rho = 0.51 (plain
+SDCA 36 epochs, Newton 55 iterations from w = 0), Reuters 0.67, w8a 0.87;
+Newton after the probe needs fewer iterations than from w = 0 (w8a 10 -> 6,
+Reuters 17 -> 12); in the band, a9a 0.96 (1.0 of the rows active), ijcnn1
+0.87 (0.98) and phishing 0.91 (0.91) run accelerated.
+Logistic keeps Newton: its SDCA epochs (an inexact 1-D Newton step per row)
+cost several Newton-CG matrix passes each, and four of them cost as much as
+Newton's whole run on a9a and ijcnn1.
 IMDB bigrams stays with SDCA (rule 5): Newton's extra memory is 1.8x the data there
 (benchmarks/memory_binary.py), SDCA's 0.5x.
 
@@ -91,11 +116,14 @@ A candidate is skipped when its registry record (``SOLVER_INFO``) does not
 accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 """
 
+import time
+
 import numpy as np
 
 from fastrisk import _sdca
 from fastrisk.solvers import SOLVERS
-from fastrisk.solvers._catalyst import pays, radius_sq
+from fastrisk.solvers._catalyst import PROBE_BAND, PROBE_EPOCHS, PROBE_RATE, pays, radius_sq
+from fastrisk.solvers._epochs import observed_rate
 
 # measured extra memory of solve_newton in vectors of n_weights float64 (IMDB bigrams)
 NEWTON_VECTORS = 18
@@ -106,6 +134,10 @@ SDCA_ALPHA_M = 0.1
 # O(1 / (alpha tol)) epochs, thousands on the data sets in benchmarks/), guarded by time.
 AUTO_MAX_ITER = 1_000_000
 AUTO_TIME_LIMIT = 3600.0
+# options the probe passes to both sdca and newton; with any other option the chosen
+# solver runs alone
+PROBE_OPTIONS = frozenset({"tol", "abs_tol", "max_iter", "time_limit", "callback", "verbose",
+                           "random_state", "start"})
 
 
 def _newton_fits(problem):
@@ -118,11 +150,12 @@ def _newton_fits(problem):
 
 
 def _accelerated_sdca(problem):
-    """Whether sdca's default (accelerated="auto") runs the accelerated outer loop here."""
+    """Whether SDCA's accelerated loop applies here (alpha m / R^2 in PROBE_BAND, fewer
+    features than rows)."""
     data = problem.data
     sqnorm = _sdca.row_sqnorms(data.data, data.indices, data.indptr, data.dense, data.bias,
                                np.empty(data.n_samples))  # one pass, no temporaries
-    return pays(problem, radius_sq(sqnorm, problem.sample_weight))
+    return pays(problem, radius_sq(sqnorm, problem.sample_weight), PROBE_BAND)
 
 
 def _preferences(problem):
@@ -138,7 +171,7 @@ def _preferences(problem):
     if spec.task == "binary" and problem.penalty == "l2" and data is not None \
             and _newton_fits(problem):
         if spec.dual_step and (problem.alpha * data.n_samples >= SDCA_ALPHA_M
-                               or (spec.dual_box and _accelerated_sdca(problem))):
+                               or spec.dual_box):  # the band or the probe
             order.append("sdca")
         order.append("newton")
     if spec.smooth and reg.differentiable and data is not None \
@@ -173,3 +206,52 @@ def default_budget(options):
     if options.get("time_limit") is None:
         options["time_limit"] = AUTO_TIME_LIMIT
     return options
+
+
+def _probes(problem):
+    """Whether rule 2's probe runs: a closed-form dual step on a box below SDCA_ALPHA_M,
+    outside PROBE_BAND (inside, sdca's own probe decides within one run), and Newton
+    takes the problem."""
+    spec, data = problem.loss.spec, problem.data
+    return (spec.task == "binary" and spec.dual_box and problem.penalty == "l2"
+            and data is not None and problem.alpha * data.n_samples < SDCA_ALPHA_M
+            and _newton_fits(problem) and "newton" in SOLVERS
+            and SOLVERS["newton"].why_not(problem) is None
+            and not _accelerated_sdca(problem))
+
+
+def _remaining(options, probe, seconds):
+    """The budget ``options`` minus what the probe used (epochs, seconds)."""
+    options = dict(options)
+    if options.get("max_iter") is not None:
+        options["max_iter"] = max(1, options["max_iter"] - probe.n_iter)
+    if options.get("time_limit") is not None:
+        options["time_limit"] = max(options["time_limit"] - seconds, 1e-3)
+    return options
+
+
+def run(problem, name, options):
+    """Solve ``problem`` as ``solver="auto"`` does: ``name`` (from :func:`choose`) with
+    ``options``, through rule 2's probe where it applies (the Result of the solver that
+    finished, with ``extra["probe"]``: the probe's epochs, observed rate and choice,
+    "sdca" or "newton")."""
+    solve = SOLVERS[name].func
+    if name != "sdca" or not _probes(problem) or not set(options) <= PROBE_OPTIONS:
+        return solve(problem, **options)
+    started = time.perf_counter()
+    max_iter = options.get("max_iter")
+    epochs = PROBE_EPOCHS if max_iter is None else min(PROBE_EPOCHS, max_iter)
+    probe = solve(problem, **dict(options, max_iter=epochs, accelerated=False))
+    rate = observed_rate(probe.extra["gap_estimates"])
+    if probe.status != "max_iter" or (max_iter is not None and max_iter <= epochs):
+        choice, result = "sdca", probe
+    else:
+        rest = _remaining(options, probe, time.perf_counter() - started)
+        if rate <= PROBE_RATE:
+            choice = "sdca"
+            result = solve(problem, **dict(rest, start=probe, accelerated=False))
+        else:
+            choice = "newton"
+            result = SOLVERS["newton"].func(problem, **dict(rest, start=probe.w))
+    result.extra["probe"] = dict(epochs=probe.n_iter, rate=rate, choice=choice)
+    return result

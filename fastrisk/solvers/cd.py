@@ -50,7 +50,11 @@ dual points met so far; ``tol`` stops on gap <= tol J(w) as for every solver.
 The rescaled residual is a poor dual point near the optimum: its rescaling
 costs (1 - s) lam1 ||w||_1 in D, first order in the largest violation of the
 optimality conditions, while J(w) - J* is second order in it.  After the steps of
-the certificate iterations, a second dual point comes from the quadratic model
+the certificate iterations whose previous step also decreased J by at most
+GAP_DECREASE J (tight steps; at the first certificate iteration the step is still
+long, the model's error, of second order in it, is in practice above tol J, and an
+ordinary step is cheaper and lands about as close to the optimum; a warm start counts
+as such an iterate), a second dual point comes from the quadratic model
 that gave the step d (step 4): u = l'(Xw) + l''(Xw) X d, the per-example
 derivatives of the model at w + d, whose X^T (c u / m) meets the model's optimality
 conditions on the working set up to the inner solve's tolerance (exactly, on the
@@ -106,6 +110,9 @@ MAX_STEP = 10.0                   # largest move of a coordinate in one step (LI
 POLISH_EVERY = 4                  # Gram inner passes between Newton steps on the support
 POLISH_MAX_SUPPORT = 1000         # largest support of those steps (an |S|^3 solve)
 CERT_TIGHT = 1e-3                 # inner stop on certificate iterations, x the usual one
+# passes toward CERT_TIGHT, in units of the previous solve's: at a linear rate, each factor
+# FORCING of the violations costs about one solve
+TIGHT_PASSES = 1.0 + math.log(CERT_TIGHT) / math.log(FORCING)
 GRAM_MAX_COLUMNS = 2000           # largest working set of the Gram inner solve (32 MB)
 GRAM_READ = 3.0                   # cost of the Gram build's read of an entry of X (a lookup
                                   # of its column's position and a branch) in multiply-adds
@@ -213,6 +220,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     ``n_screened`` (columns removed by screening), ``screened`` (their boolean mask),
     ``n_working`` (working-set size of the last iteration), ``n_inner_passes``,
     ``n_gram`` (outer iterations whose inner solve ran on the Gram matrix),
+    ``n_tight`` (tight steps: outer iterations whose model gives a dual point),
     ``n_restricted`` (outer iterations whose step 1 ran on the previous working set).
     """
     _check_problem(problem)
@@ -299,7 +307,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         whether the Gram matrix was used).
 
         "auto" runs on the Gram matrix when it is estimated cheaper for as many passes
-        as the previous inner solve took; otherwise on the columns, until the passes
+        as the previous inner solve took, TIGHT_PASSES times as many toward ``tight``
+        (< stop); otherwise on the columns, until the passes
         have cost as much as building the Gram matrix, and then (still short of the
         stopping rule: the passes creep) on the Gram matrix from the point reached,
         which costs at most twice the better of the two choices made in hindsight.
@@ -309,7 +318,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         cap = MAX_INNER_PASSES
         if gram_ok and inner == "auto":
             build, gram_pass, column_pass = gram_costs(working)
-            if build + passes_before * gram_pass < passes_before * column_pass:
+            expected = passes_before * (TIGHT_PASSES if tight < stop else 1.0)
+            if build + expected * gram_pass < expected * column_pass:
                 return gram_inner(working, stop, tight), True
             cap = max(1, min(MAX_INNER_PASSES, int(build / max(column_pass, 1.0))))
         if inner == "gram":
@@ -423,8 +433,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         if u_start.shape == (m,) and np.isfinite(loss.conjugate(u_start, y)).all():
             D_best, u_best = rescaled_dual(u_start)
     P = math.inf if start is None else -math.inf  # a warm start counts as near the optimum
+    near = start is not None  # and as one whose previous step was near it (tight steps)
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
-    n_restricted = 0
+    n_restricted, n_tight = 0, 0
     fresh = False  # whether deriv, g, h and loss_value are those of the current f
     active, force_full = kept, True  # the columns of step 1 on restricted iterations
     with mon.interruptible():
@@ -437,6 +448,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             _, l1, sq, _ = _cd.kept_sums(active, grad, w, lam1)  # w = 0 off active
             P_prev, P = P, loss_value + lam1 * l1 + 0.5 * lam2 * sq
             bound = math.nan
+            was_near = near
             near = P_prev - P <= max(GAP_DECREASE * abs(P), mon.tol * abs(P), mon.abs_tol)
             full = force_full or (it % check_every == 0 and near)
             force_full = False
@@ -476,8 +488,10 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             M_prev = M_now
             wpd[working] = w[working]
             stop = min(inner_eps * gnorm1_init, (FORCING if near else FORCING_FAR) * gnorm1)
+            tight_step = full and near and was_near  # a model dual point (module docstring)
+            n_tight += tight_step
             passes, used_gram = inner_solve(working, stop, passes,
-                                            CERT_TIGHT * stop if full and near else stop)
+                                            CERT_TIGHT * stop if tight_step else stop)
             n_gram += used_gram
             n_passes += passes
             if passes == 1:
@@ -494,7 +508,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             else:  # the derivatives at the new f come from the line search
                 (deriv, g, h), trial = trial, (deriv, g, h)
                 fresh = True
-                if full and near:
+                if tight_step:
                     D_model, u_model = model_dual(trial[0], trial[2], deriv)
                     if D_model > D_best:
                         D_best, u_best = D_model, u_model
@@ -514,7 +528,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     return mon.result(status, it, w=w, objective=P, bound=gap, dual=u_best, dual_objective=D_best,
                       n_screened=n_weights - int(kept.shape[0]), screened=screened,
                       n_working=int(n_working), n_inner_passes=int(n_passes),
-                      n_gram=int(n_gram), n_restricted=int(n_restricted))
+                      n_gram=int(n_gram), n_restricted=int(n_restricted), n_tight=int(n_tight))
 
 
 SOLVER_INFO = SolverInfo(

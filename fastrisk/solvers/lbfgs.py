@@ -37,12 +37,22 @@ features of those rows; the square root keeps most of the gain where the
 full scaling pays and costs nothing where it does not (benchmarks/
 lbfgs_precondition.py).  The certificate above is computed from w, J(w) and
 grad J(w) in the original variables, unchanged by the scaling.
+
+Vector losses: L-BFGS runs on W flattened feature-major (``w[j k + c] = W[c, j]``,
+``VectorOracle.feature_major_view``), the layout the oracle's kernel reads, so that no
+call converts W or its gradient.  L-BFGS's iterates do not depend on the order of the
+coordinates, nor does J (every penalty accepted here is a symmetric function of them)
+or the certificate; the scaling S is permuted alike.  Each iterate reaches the
+stopping monitor, and so the result, in scikit-learn's class-major order.
 """
+
+import copy
 
 import numpy as np
 from scipy.optimize import minimize
 
 from fastrisk.config import single_threaded_blas
+from fastrisk.oracle import VectorOracle
 from fastrisk.solvers._checks import check_choice, check_int, start_weights
 from fastrisk.solvers._diagonal import has_diagonal, hessian_diagonal
 from fastrisk.solvers._dual_gap import GapCertificate
@@ -78,7 +88,14 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     scaled = SCALE_POWER[precondition] > 0 and has_diagonal(problem)
     mon = Monitor(problem, "lbfgs", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
-    cert = GapCertificate(problem, memory=0)
+    # the variables L-BFGS runs on: w itself, or W feature-major (module docstring)
+    if isinstance(problem.oracle, VectorOracle):
+        runs_on = copy.copy(problem)
+        runs_on.oracle = problem.oracle.feature_major_view()
+        to_w, from_w = runs_on.oracle.to_class_major, runs_on.oracle.from_class_major
+    else:
+        runs_on, to_w, from_w = problem, np.array, np.asarray
+    cert = GapCertificate(runs_on, memory=0)
     last = {"n_evaluations": 0}
 
     def fun(w):  # kept without a copy: scaled_fun passes a new array, never written to
@@ -91,7 +108,7 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
             value, grad = last["value"], last["grad"]
         else:
             value, grad = fun(w)
-        return mon.check(iteration, np.array(w), value, 
+        return mon.check(iteration, to_w(w), value, 
                          cert.gap(w, value, grad, max(tol * abs(value), abs_tol)))
 
     state = {"status": None, "it": 0, "until": 0, "scale": None}
@@ -107,14 +124,15 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
         value, grad = fun(v / state["scale"])
         return value, grad / state["scale"]
 
-    w = start_weights(problem, start)
+    w = from_w(start_weights(problem, start))
     with mon.interruptible(), single_threaded_blas():
         state["status"] = check(0, w)
         while state["status"] is None:
             # P at the start point, then once more at REFRESH_AT iterations
             refresh = scaled and state["it"] < REFRESH_AT
             state["until"] = min(REFRESH_AT, max_iter) if refresh else max_iter
-            state["scale"] = (hessian_diagonal(problem, w) ** SCALE_POWER[precondition]
+            state["scale"] = (from_w(hessian_diagonal(problem, to_w(w)))
+                              ** SCALE_POWER[precondition]
                               if scaled else np.ones(problem.n_weights))
             minimize(scaled_fun, w * state["scale"], jac=True, method="L-BFGS-B",
                      callback=on_iteration,

@@ -91,8 +91,8 @@ EXACT_TOL, MAX_EXACT = 1e-6, 30
 
 
 class _Hessian:
-    """v -> H v = alpha v + (1/m) X^T (D (X v)) at the curvature D of the last ``update``;
-    each product also leaves X v on the rows with curvature in ``Xv``."""
+    """H = alpha I + (1/m) X^T D X at the curvature D of the last ``update``: its rows,
+    buffers and product count for ``_steihaug_cg``, and the passes at the same D."""
 
     def __init__(self, problem):
         data, oracle = problem.data, problem.oracle
@@ -103,8 +103,6 @@ class _Hessian:
         self.n_threads = max(1, min(oracle.n_threads, data.nnz // PASS_GRAIN))
         # the oracle's per-thread buffers have the same shape; calls never overlap
         self.workspace = oracle._workspace
-        self.out = np.empty(problem.n_weights)
-        self.Xv = np.empty(problem.n_samples)
         self.diag = None  # diag(X^T D X) at the current D, when a scatter pass gave it
         self.n_products = 0
 
@@ -149,65 +147,32 @@ class _Hessian:
         diag += 1.0
         return diag
 
-    def __call__(self, v):
-        """H v in a buffer that the next call overwrites (CG uses each product once)."""
-        self.n_products += 1
-        out = self.out
-        _hessian.hess_vec(*self.rows, self.D, v, out, self.workspace, self.n_threads, self.Xv)
-        out *= 1.0 / self.problem.n_samples
-        out += self.problem.alpha * v
-        return out
-
 
 def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     """Approximate argmin_s g.s + 0.5 s.H s over ||s|| <= delta (the paper's Algorithm 2),
     preconditioned by the diagonal M when given (only without a trust region, delta = inf).
 
-    finish = (decrease, residual): a step whose model decrease -Q = -g.s / 2 (the Newton
-    decrement, about J(w) - J* near w*) is at most ``decrease`` is taken to be the last
-    one, and CG goes on until ||r|| <= ``residual`` (the step certificate's
-    ||r||^2 / (2 alpha) term, ``GapCertificate.step_gap``), for at most FINISH_CG times
-    the iterations the cg_tol stop took.
+    Conjugate gradient from s = 0 with the residual r = -g - H s, the preconditioned
+    residual z = M^{-1} r and the direction d; each iteration takes the exact step along d,
+    stops on the region's boundary (Steihaug) when ||s|| would exceed delta, and stops
+    when the quadratic model ``Q = g.s + 0.5 s.H s = 0.5 g.s`` (r is orthogonal to s)
+    stalls: ``i (Q_i - Q_{i-1}) >= cg_tol Q_i``.
+    finish = (decrease, residual): a step whose model decrease -Q (the Newton decrement,
+    about J(w) - J* near w*) is at most ``decrease`` is taken to be the last one, and CG
+    goes on until ||r|| <= ``residual`` (the step certificate's ||r||^2 / (2 alpha) term,
+    ``GapCertificate.step_gap``), for at most FINISH_CG times the iterations the cg_tol
+    stop took.  The whole loop runs in one kernel call (csrc/_hessian.pyx ``cg``).
     Returns (s, r, n_cg, xs) with r = -g - H s the final residual and xs = X s on the rows
-    with curvature (the sum of the products X d that ``hess`` leaves in ``Xv``).
+    with curvature (the sum of the products X d the kernel computes anyway).
     """
-    s = np.zeros_like(g)
-    xs = np.zeros(len(hess.Xv))
-    r = -g
-    z = r if M is None else r / M
-    d = z.copy()
-    rz = float(r @ z)
-    n_stop = max_cg  # CG iterations allowed: at most FINISH_CG times those of the cg_tol stop
-    Q = 0.0
-    for n_cg in range(1, max_cg + 1):
-        rnorm = math.sqrt(float(r @ r))
-        # the model at the CG iterate: Q = g.s + 0.5 s.H s = 0.5 g.s (r is orthogonal to s)
-        Q_prev, Q = Q, 0.5 * float(g @ s)
-        if rnorm == 0.0 or (n_cg > 1 and (n_cg - 1) * (Q - Q_prev) >= cg_tol * Q):
-            n_stop = min(n_stop, FINISH_CG * (n_cg - 1) + 1)
-            if rnorm <= finish[1] or n_cg > n_stop or -Q > finish[0]:
-                return s, r, n_cg - 1, xs
-        Hd = hess(d)
-        step = rz / float(d @ Hd)
-        s += step * d
-        if float(s @ s) > delta * delta:
-            # back to the previous s, then to the boundary along d: ||s + tau d|| = delta
-            s -= step * d
-            sd, ss, dd = float(s @ d), float(s @ s), float(d @ d)
-            rad = math.sqrt(sd * sd + dd * (delta * delta - ss))
-            tau = (delta * delta - ss) / (sd + rad) if sd >= 0 else (rad - sd) / dd
-            s += tau * d
-            xs += tau * hess.Xv
-            r -= tau * Hd
-            return s, r, n_cg, xs
-        xs += step * hess.Xv
-        r -= step * Hd
-        z = r if M is None else r / M
-        rz_new = float(r @ z)
-        d *= rz_new / rz
-        d += z
-        rz = rz_new
-    return s, r, max_cg, xs
+    s, r = np.empty_like(g), np.empty_like(g)
+    xs = np.empty(hess.problem.n_samples)
+    n_cg = _hessian.cg(*hess.rows, hess.D, hess.problem.alpha, g,
+                       np.empty(0) if M is None else M, delta, cg_tol, max_cg,
+                       finish[0], finish[1], FINISH_CG, s, r, xs, hess.workspace,
+                       hess.n_threads)
+    hess.n_products += n_cg
+    return s, r, n_cg, xs
 
 
 class _Line:
@@ -319,7 +284,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
                 stop_at = _target(mon, J)
                 known = _step_certificate(cert, problem.alpha, J, f_old, line.z, t, g, r, s,
                                           (a_old, h_old, rows[0]), REACH * stop_at)
-                bound = cert.gap(w, J, g_new, stop_at, known=known)
+                bound = cert.gap(w, J, g_new, stop_at, known=known, derivative=rows[0])
                 g = g_new
             status = mon.check(it, w, J, bound)
             if status is None and (step is None and globalization == "line_search"

@@ -58,7 +58,8 @@ import numpy as np
 from fastrisk import _sdca
 from fastrisk.config import solver_threads
 from fastrisk.regularizers import soft_threshold
-from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq, use_acceleration
+from fastrisk.solvers._catalyst import (PROBE_BAND, Accelerated, Probe, check_accelerated, pays,
+                                        radius_sq, use_acceleration)
 from fastrisk.solvers._checks import check_bool, check_choice, check_int, start_weights
 from fastrisk.solvers._epochs import check_kernel_status, run_epochs
 from fastrisk.solvers._info import SolverInfo
@@ -419,8 +420,12 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
         and when the estimated gap says converged but the exact one does not.
     accelerated: True, False or "auto": run the epochs inside the accelerated outer
         loop of Shalev-Shwartz & Zhang 2014 (fastrisk/solvers/_catalyst.py; l2 penalty
-        only); "auto" (the default) when alpha n / max_i c_i ||x_i||^2 is in
-        ``_catalyst.AUTO_BAND`` and n_features < n_samples.
+        only); "auto" (the default), with n_features < n_samples: for a smooth loss where
+        alpha n / max_i c_i ||x_i||^2 is in ``_catalyst.PROBE_BAND``, after
+        ``_catalyst.PROBE_EPOCHS`` plain epochs when their estimated gap contracts slowly
+        and shrinking left most rows active (``_catalyst.accelerate_after_probe``; the
+        observed rate in ``extra["probe_rate"]``); for a nonsmooth loss where that ratio
+        is in ``_catalyst.AUTO_BAND``.
         The Result then also has ``extra["kappa"]`` and ``extra["outer_iterations"]``.
 
     ``result.extra``: ``dual`` (dual variables u, with w = soft(v, kappa),
@@ -443,7 +448,9 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
                    n_threads=solver_threads(problem, n_threads), start=start, shrinking=shrinking,
                    seed=rng.integers(2**63))
     R2 = radius_sq(method.sqnorm, problem.sample_weight)
-    if use_acceleration(accelerated, problem, R2):
+    if accelerated == "auto" and problem.loss.spec.smooth:
+        method = Probe(method, R2) if pays(problem, R2, PROBE_BAND) else method
+    elif use_acceleration(accelerated, problem, R2):
         method = Accelerated(method, R2)
     return run_epochs(problem, "sdca", method, tol=tol, abs_tol=abs_tol, max_iter=max_iter,
                       time_limit=time_limit, callback=callback, verbose=verbose,
