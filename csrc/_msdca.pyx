@@ -20,7 +20,9 @@ with s = W^T x_i and ``a = c_i ||x_i||^2 / (lambda n)``,
 h the row's dual term.  For the hinge, h(p) = <1 - e_y, p> + const is linear
 and the step is the Euclidean projection of ``p_old + (s + 1 - e_y)/a`` onto
 the simplex (the sub-problem of Keerthi et al. 2008, solved exactly by
-sorting).  For softmax the optimality conditions are
+sorting), taken over the row's active classes only (Keerthi et al. 2008, Sec. 4)
+and over-relaxed (curvature a / omega, Mangasarian & Musicant 1999).  For
+softmax the optimality conditions are
 ``log p_c + a p_c = s_c + a p_old,c - 1 - nu`` with nu the multiplier of
 sum p = 1; Newton's method solves them to machine precision (in (log p, nu),
 or, where that crawls, in nu alone with ``p_c = W0(a e^{r_c - nu}) / a``,
@@ -47,23 +49,34 @@ cdef inline double soft(double v, double t) noexcept nogil:
     return v - t if v > t else (v + t if v < -t else 0.0)
 
 
-cdef void project_simplex(double* v, Py_ssize_t k, double* work) noexcept nogil:
-    """v <- argmin_{p in simplex} ||p - v|| (sort, then threshold; Held et al. 1974)."""
-    cdef Py_ssize_t c, j
-    cdef double cum = 0.0, tau = 0.0, t
-    for c in range(k):  # insertion sort, descending (k is small)
+cdef void project_simplex(double* v, Py_ssize_t m, double* work) noexcept nogil:
+    """v <- argmin_{p in simplex} ||p - v|| (sort, then threshold; Held et al. 1974).
+
+    The threshold tau is at least max(v) - 1 (the largest coordinate alone would
+    exceed 1 otherwise), so only the coordinates above max(v) - 1 are sorted: in a
+    Crammer-Singer step the others are most of them, and they end at 0.
+    """
+    cdef Py_ssize_t c, j, n_cand = 0
+    cdef double cum = 0.0, tau = 0.0, t, mx = v[0]
+    for c in range(1, m):
+        if v[c] > mx:
+            mx = v[c]
+    for c in range(m):  # insertion sort of the candidates, descending (few)
         t = v[c]
-        j = c
+        if t <= mx - 1.0:
+            continue
+        j = n_cand
         while j > 0 and work[j - 1] < t:
             work[j] = work[j - 1]
             j -= 1
         work[j] = t
-    for c in range(k):
+        n_cand += 1
+    for c in range(n_cand):
         cum += work[c]
         t = (cum - 1.0) / (c + 1)
         if work[c] - t > 0.0:
             tau = t
-    for c in range(k):
+    for c in range(m):
         v[c] = v[c] - tau if v[c] > tau else 0.0
 
 
@@ -254,46 +267,98 @@ cdef inline void prefetch_row_blocks(const floating[::1] data, const index_t[::1
         fr_prefetch_block(W + indices[start + p] * k, k)
 
 
+cdef inline void row_scores_classes(const floating* val, const index_t* idx, Py_ssize_t nnz,
+                                    double b, Py_ssize_t d, const double* wt, Py_ssize_t k,
+                                    const int* cls, Py_ssize_t m, double* s) noexcept nogil:
+    """s[c] = <x, w_c> (+ b w_{c,d}) for the m classes in ``cls`` (ascending), -inf for
+    the others: a shrunk class never attains the row's loss maximum and its coordinate
+    of the projection stays 0.
+
+    Four classes per pass over the row, their sums in registers (a group short of
+    four repeats its last class); the first pass prefetches each entry's block
+    FR_VEC_PREFETCH entries ahead over the span of the listed classes, and the
+    later passes find the blocks in cache.
+    """
+    cdef Py_ssize_t p, u, c0, c1, c2, c3, lo = cls[0], span = cls[m - 1] - cls[0] + 1
+    cdef double x, t0, t1, t2, t3
+    cdef const double* blk
+    for u in range(k):
+        s[u] = -INFINITY
+    for u in range(0, m, 4):
+        c0, c1, c2, c3 = cls[u], cls[min(u + 1, m - 1)], cls[min(u + 2, m - 1)], \
+            cls[min(u + 3, m - 1)]
+        t0 = t1 = t2 = t3 = 0.0
+        for p in range(nnz):
+            if u == 0 and p + FR_VEC_PREFETCH < nnz:
+                fr_prefetch_block(wt + idx[p + FR_VEC_PREFETCH] * k + lo, span)
+            x = val[p]
+            blk = wt + idx[p] * k
+            t0 += x * blk[c0]
+            t1 += x * blk[c1]
+            t2 += x * blk[c2]
+            t3 += x * blk[c3]
+        if b != 0.0:
+            blk = wt + d * k
+            t0 += b * blk[c0]
+            t1 += b * blk[c1]
+            t2 += b * blk[c2]
+            t3 += b * blk[c3]
+        s[c0], s[c1], s[c2], s[c3] = t0, t1, t2, t3
+
+
 def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                 bint dense, double bias, const int64_t[::1] y, const double[::1] sample_weight,
                 const double[::1] sqnorm, const int64_t[::1] order, int loss, double lam_n,
                 double kappa, double[:, ::1] P, double[:, ::1] V, double[:, ::1] W,
                 double[::1] row_loss, double[::1] row_dual, double[::1] sums,
-                unsigned char[::1] shrink):
+                unsigned char[::1] shrink, int[:, ::1] classes, int[::1] n_classes,
+                bint shrinking, double omega):
     """One epoch of coordinate steps over the rows in ``order``, in place.
 
-    ``shrink[i]`` is set to 1 for a hinge row whose dual point is the vertex
-    e_y and whose margin s_y - max_{c != y} s_c exceeds 1: its step leaves it
-    there (the projection of e_y + (s + 1 - e_y)/a is e_y exactly when the
-    margin is at least 1), so the solver may skip it (shrinking, as LIBLINEAR
-    does for Crammer-Singer); 0 otherwise.
+    Multiclass hinge rows carry an active class set (Keerthi et al. 2008, Sec. 4;
+    LIBLINEAR ``-s 4``): ``classes[i, :n_classes[i]]``, ascending, always with y_i.
+    A row's scores, step and update cover its active classes only.  With
+    ``shrinking``, a class c leaves the set when p_ic = 0 and its dual gradient
+    g_c = s_c + [c != y] is below min {g_c' : p_ic' > 0}: the step would not move it
+    while W stays near (the solver restores all classes periodically and before
+    every exact gap).  ``shrink[i]`` is set to 1 for a row with y_i the only class
+    left (without ``shrinking``: a row at the vertex e_y whose margin
+    s_y - max_{c != y} s_c exceeds 1): its dual point is e_y and its step would
+    leave it there, so the solver may skip it; 0 otherwise.  Softmax rows use all k
+    classes (``classes`` and ``n_classes`` are not read).  ``omega`` in (0, 2): the
+    hinge step is over-relaxed, the projection of p_old + omega (s + 1 - e_y)/a
+    (msdca.py's ``relaxation``; 1 is the exact step).
 
     ``P`` (n, k) holds the dual points, ``V`` and ``W`` (D, k) the dual sum and
     the primal iterate (the same array when kappa = 0).  ``row_loss[i]`` gets
-    c_i phi_i at the scores before the step, ``row_dual[i]`` c_i times the new
-    dual term; ``sums`` = [sum row_loss, sum row_dual, ||W||^2, ||W||_1] is
-    updated by differences, so the estimated gap costs O(1) (||W||_1 only when
-    kappa > 0, the only case that uses it).
+    c_i phi_i at the scores before the step (over the active classes), ``row_dual[i]``
+    c_i times the new dual term; ``sums`` = [sum row_loss, sum row_dual, ||W||^2,
+    ||W||_1] is updated by differences, so the estimated gap costs O(1) (||W||_1 only
+    when kappa > 0, the only case that uses it).
     """
     cdef Py_ssize_t k = P.shape[1], D = V.shape[0], d = D - (bias != 0)
-    cdef Py_ssize_t t, i, c, nnz, n_active, q, j
+    cdef Py_ssize_t t, i, c, nnz, n_active, q, j, u, m, kept, yi
     cdef const floating* val
     cdef const index_t* idx
-    cdef double ci, a, scale, old, new, xv, margin
+    cdef double ci, a, scale, old, new, xv, min_g
     cdef double* buf
     cdef double* s
     cdef double* g
     cdef double* pn
     cdef double* z
     cdef int* active
-    cdef bint same = &V[0, 0] == &W[0, 0]
+    cdef int* cls
+    cdef bint same = &V[0, 0] == &W[0, 0], hinge = loss == FR_VEC_MULTICLASS_HINGE
     if loss not in (FR_VEC_SOFTMAX, FR_VEC_MULTICLASS_HINGE):
         raise ValueError("msdca_epoch supports the softmax and multiclass_hinge losses")
     if V.shape[1] != k or W.shape[0] != D or W.shape[1] != k or (kappa != 0.0 and same):
         raise ValueError("V and W must be distinct (D, k) arrays unless kappa = 0")
     if shrink.shape[0] != P.shape[0] or row_loss.shape[0] != P.shape[0] \
-            or row_dual.shape[0] != P.shape[0] or y.shape[0] != P.shape[0]:
-        raise ValueError("shrink, row_loss, row_dual and y must have one entry per row")
+            or row_dual.shape[0] != P.shape[0] or y.shape[0] != P.shape[0] \
+            or n_classes.shape[0] != P.shape[0] or classes.shape[0] != P.shape[0] \
+            or classes.shape[1] != k:
+        raise ValueError("shrink, row_loss, row_dual, y, n_classes and classes must have one "
+                         "entry per row (classes: k)")
     buf = <double*>malloc(6 * k * sizeof(double))
     if buf == NULL:
         raise MemoryError()
@@ -310,38 +375,61 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
             if t + 1 < order.shape[0]:
                 prefetch_row_blocks(data, indices, indptr, dense, order[t + 1], &W[0, 0], k)
             i = order[t]
+            yi = y[i]
             ci = sample_weight[i] if sample_weight.shape[0] > 0 else 1.0
             nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
-            row_scores(val, idx, nnz, nnz, bias, d, &W[0, 0], k, k, s)
+            cls = &classes[i, 0]
+            m = n_classes[i] if hinge else k
+            if m == k:
+                row_scores(val, idx, nnz, nnz, bias, d, &W[0, 0], k, k, s)
+            else:
+                row_scores_classes(val, idx, nnz, bias, d, &W[0, 0], k, cls, m, s)
             old = row_loss[i]
-            row_loss[i] = vector_loss_row(loss, s, k, y[i], NULL, NULL, NULL, ci, g, active,
+            row_loss[i] = vector_loss_row(loss, s, k, yi, NULL, NULL, NULL, ci, g, active,
                                           &n_active)
             sums[0] += row_loss[i] - old
             shrink[i] = 0
-            if loss == FR_VEC_MULTICLASS_HINGE and P[i, y[i]] == 1.0:
-                margin = INFINITY
-                for c in range(k):
-                    if c != y[i] and s[y[i]] - s[c] < margin:
-                        margin = s[y[i]] - s[c]
-                if margin > 1.0:
+            if hinge:
+                # the classes the step would not move: p_c = 0 and g_c below every
+                # g_c' with p_c' > 0 (g_c = s_c + [c != y], the dual gradient)
+                min_g = INFINITY
+                for u in range(m):
+                    c = cls[u]
+                    if P[i, c] > 0.0:
+                        min_g = min(min_g, s[c] + (c != yi))
+                kept = 0
+                for u in range(m):
+                    c = cls[u]
+                    if c == yi or P[i, c] > 0.0 or s[c] + 1.0 >= min_g:
+                        if shrinking:
+                            cls[kept] = <int>c
+                        kept += 1
+                if shrinking:
+                    n_classes[i] = m = kept
+                if kept == 1:  # p = e_y and the step leaves it there
                     shrink[i] = 1
                     continue
             if ci == 0.0 or sqnorm[i] == 0.0:
                 continue
             a = ci * sqnorm[i] / lam_n
-            if loss == FR_VEC_SOFTMAX:
-                new = ci * softmax_step(s, &P[i, 0], k, a, pn, z, z + k)
+            if hinge:
+                # the projection of p_old + omega (s + 1 - e_y)/a over the active classes
+                for u in range(m):
+                    c = cls[u]
+                    z[u] = P[i, c] + omega * (s[c] + (c != yi)) / a
+                project_simplex(z, m, z + k)
+                for u in range(m):
+                    pn[cls[u]] = z[u]
+                new = ci * (1.0 - pn[yi])
             else:
-                for c in range(k):
-                    pn[c] = P[i, c] + (s[c] + (0.0 if c == y[i] else 1.0)) / a
-                project_simplex(pn, k, z)
-                new = ci * (1.0 - pn[y[i]])
+                new = ci * softmax_step(s, &P[i, 0], k, a, pn, z, z + k)
             sums[1] += new - row_dual[i]
             row_dual[i] = new
             # A changes by p_old - p_new: V += c_i x_i (p_old - p_new)^T / (lambda n)
             n_active = 0
             scale = ci / lam_n
-            for c in range(k):
+            for u in range(m):
+                c = cls[u] if hinge else u
                 g[c] = scale * (P[i, c] - pn[c])
                 P[i, c] = pn[c]
                 if g[c] != 0.0:
@@ -352,7 +440,8 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
             if same:
                 # W = V: ||W + x g^T||^2 - ||W||^2 = 2 <g, s> + ||x||^2 ||g||^2 with s = W^T x
                 # the scores (||W||_1 is not needed without an l1 term)
-                for c in range(k):
+                for u in range(n_active):
+                    c = active[u]
                     sums[2] += g[c] * (2.0 * s[c] + sqnorm[i] * g[c])
                 # only the classes whose dual moved (a hinge step moves a few of the k)
                 row_scatter(val, idx, nnz, bias, d, g, k, k, active, n_active, &V[0, 0])
@@ -360,14 +449,14 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                 for q in range(nnz + (bias != 0)):
                     j = idx[q] if q < nnz else d
                     xv = val[q] if q < nnz else bias
-                    for c in range(k):
-                        if g[c] != 0.0:
-                            V[j, c] += xv * g[c]
-                            old = W[j, c]
-                            new = soft(V[j, c], kappa)
-                            W[j, c] = new
-                            sums[2] += new * new - old * old
-                            sums[3] += fabs(new) - fabs(old)
+                    for u in range(n_active):
+                        c = active[u]
+                        V[j, c] += xv * g[c]
+                        old = W[j, c]
+                        new = soft(V[j, c], kappa)
+                        W[j, c] = new
+                        sums[2] += new * new - old * old
+                        sums[3] += fabs(new) - fabs(old)
     free(buf)
 
 

@@ -44,7 +44,9 @@ def test_softmax_elasticnet_matches_saga():
     assert (r.coef_ == 0).any()  # the l1 term's exact zeros (soft-thresholded V)
 
 
-@pytest.mark.parametrize("alpha", [1e-1, 1e-2])
+# alpha 1e-4: lambda n / R^2 = 0.015 (unit rows), where the hinge steps are over-relaxed
+# (omega = 2 / (1 + sqrt(0.015)) ~ 1.78, msdca.py's relaxation); at 1e-1 and 1e-2, omega = 1
+@pytest.mark.parametrize("alpha", [1e-1, 1e-2, 1e-4])
 def test_crammer_singer_matches_liblinear(alpha):
     X, y = data(m=150, d=10, k=3, seed=1)
     prob = Problem(X, y, loss="multiclass_hinge", alpha=alpha)
@@ -167,6 +169,26 @@ def test_crammer_singer_shrinking_same_optimum_fewer_visits():
     assert full.status == shrunk.status == "converged"
     assert shrunk.objective == pytest.approx(full.objective, rel=2e-8)
     assert shrunk.extra["row_visits"] < full.extra["row_visits"]
+
+
+# alpha 1e-3: lambda n / R^2 = 0.3, over-relaxed steps (omega ~ 1.29)
+@pytest.mark.parametrize("alpha", [1e-2, 1e-3])
+def test_crammer_singer_class_shrinking_same_optimum(alpha):
+    """Per-class shrinking (a row's scores and step over its active classes only) reaches
+    the optimum of shrinking=False: the two objectives agree within the sum of their
+    certified gaps (each bounds its distance to J*), both equal LIBLINEAR's to 1e-5, and
+    classes did leave the rows' active sets (fewer class visits than k per row visit).
+    Five well-separated classes: most rows end with a few of the five."""
+    X, y = data(m=300, d=15, k=5, seed=11, layout="csr")
+    prob = Problem(X, y, loss="multiclass_hinge", alpha=alpha)
+    full = solve(prob, "msdca", tol=1e-9, max_iter=20000, random_state=0, shrinking=False)
+    shrunk = solve(prob, "msdca", tol=1e-9, max_iter=20000, random_state=0)
+    assert full.status == shrunk.status == "converged"
+    assert abs(shrunk.objective - full.objective) <= shrunk.gap + full.gap
+    ref = prob.objective(liblinear_cs(X, y, alpha).ravel())
+    assert shrunk.objective == pytest.approx(ref, rel=1e-5)
+    assert full.extra["class_visits"] == 5 * full.extra["row_visits"]
+    assert shrunk.extra["class_visits"] < 0.8 * 5 * shrunk.extra["row_visits"]
 
 
 @pytest.mark.parametrize("loss", ["softmax", "multiclass_hinge"])
