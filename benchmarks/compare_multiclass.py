@@ -63,7 +63,7 @@ CASES = {  # name -> (data set, loss, alpha)
     "mnist-softmax-1e-4": ("mnist", "softmax", 1e-4),
 }
 # Crammer-Singer at alpha 1e-6 is the slow case for every method: LIBLINEAR's own run to
-# 1e-3 and msdca's (about 700 epochs) each take about twice the standard budget, and
+# 1e-3 and msdca's (several hundred epochs) each take about twice the standard budget, and
 # the reruns before them count too.  It
 # gets BUDGET_FACTOR times --budget, on one thread only: LIBLINEAR is sequential and
 # msdca's epochs are too (its threads only share the exact-gap pass), so a 2-thread row

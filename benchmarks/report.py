@@ -54,6 +54,7 @@ STANDARD_RUNS = {
     "logistic_sdca": ["logistic_sdca.py"],
     "lbfgs_precondition": ["lbfgs_precondition.py"],
     "multiclass": ["compare_multiclass.py"],
+    "newton_liblinear": ["newton_liblinear.py"],
     "threads": ["compare_threads.py"],
     "voracle": ["bench_voracle.py"],
     "scale": ["bench_scale.py"],
