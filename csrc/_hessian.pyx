@@ -6,7 +6,7 @@ For a loss twice differentiable in the score, the Hessian of
 ``D_ii = c_i l''(f_i, y_i)``.  ``curvature`` computes D once per Newton
 step; ``cg`` then solves the Newton system by conjugate gradient in one
 call, each iteration one product ``X^T (D (X v))`` without forming the
-matrix (``hess_vec`` is that product alone).  For losses with a kink in l'
+matrix.  For losses with a kink in l'
 (squared hinge, Huber, smoothed hinge) D is the generalized Hessian of
 Mangasarian (2002), as in LIBLINEAR's primal Newton solver: the products
 read only the rows with D_ii != 0, found once per system as runs of
@@ -189,36 +189,6 @@ cdef void sum_blocks(double[:, ::1] workspace, int n_blocks, double[::1] out,
         out[j] = s
 
 
-def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-             bint dense, double bias, const double[::1] D, const double[::1] v,
-             double[::1] out, double[:, ::1] workspace, int n_threads,
-             double[::1] Xv=None):
-    """out = X^T (D (X v)) over all rows (X with the bias column when ``bias != 0``).
-
-    ``workspace`` has shape (>= n_threads, 2 len(v)), any content.  ``Xv``
-    (optional, n_samples entries) receives (X v)_i on the rows with D_ii != 0
-    and 0 on the others (``inactive_dots`` fills those).
-    """
-    cdef Py_ssize_t Dn = v.shape[0]
-    if out.shape[0] != Dn:
-        raise ValueError("out must have len(v) entries")
-    if Xv is not None and Xv.shape[0] != indptr.shape[0] - 1:
-        raise ValueError("Xv must have n_samples entries")
-    check_workspace(workspace, Dn, n_threads)
-    runs, blocks = active_runs(indptr, D, n_threads)
-    if blocks is None:
-        out[:] = 0.0
-        if Xv is not None:
-            Xv[:] = 0.0
-        return
-    cdef const Py_ssize_t[::1] r = runs, bounds = blocks
-    cdef double[::1] xv = np.zeros(indptr.shape[0] - 1) if Xv is None else Xv
-    with nogil:
-        xv[:] = 0.0
-        product(&data[0], &indices[0], &indptr[0], dense, bias, &D[0], &r[0], bounds,
-                &v[0], out, workspace, &xv[0])
-
-
 def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
        bint dense, double bias, const double[::1] D, double alpha, const double[::1] g,
        const double[::1] M, double delta, double cg_tol, Py_ssize_t max_cg,
@@ -338,8 +308,9 @@ cdef void dots_block(const floating* data, const index_t* indices, const index_t
 def inactive_dots(const floating[::1] data, const index_t[::1] indices,
                   const index_t[::1] indptr, bint dense, double bias, const double[::1] D,
                   const double[::1] v, double[::1] out, int n_threads):
-    """out_i = <x_i, v> on the rows with D_ii == 0, the rows ``hess_vec`` skips; the other
-    entries of ``out`` are left as they are.  Each row is one thread's: no reduction."""
+    """out_i = <x_i, v> on the rows with D_ii == 0, the rows the products of ``cg``
+    skip; the other entries of ``out`` are left as they are.  Each row is one thread's:
+    no reduction."""
     cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = v.shape[0], d = Dn - (bias != 0)
     cdef Py_ssize_t t
     if D.shape[0] != n or out.shape[0] != n:
@@ -394,7 +365,7 @@ def scatter(const floating[::1] data, const index_t[::1] indices, const index_t[
     rows with coef_i == 0 and D_ii == 0; with ``D`` and ``diag`` also
     diag_j = sum_i D_ii x_ij^2, the diagonal of X^T D X for the preconditioner of conjugate
     gradient (Hsia, Chiang & Lin 2018), in the same pass.  Threads and buffers as in
-    ``hess_vec``."""
+    the products of ``cg``."""
     cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = out.shape[0], d = Dn - (bias != 0)
     cdef Py_ssize_t j, t
     cdef double* vg

@@ -1,8 +1,8 @@
 """Trust-region Newton-CG (fastrisk/solvers/newton.py) and its Hessian-vector kernel.
 
-* the kernel against X^T diag(D) X v in dense NumPy (CSR and dense, float32/64,
-  int32/int64 indices, with the intercept column), and the same bits on repeated
-  runs with a fixed thread count;
+* the conjugate-gradient kernel against numpy.linalg.solve of the dense Newton system
+  (CSR and dense, float32/64, int32/int64 indices, with the intercept column), and the
+  same bits on repeated runs with a fixed thread count;
 * the curvature D_ii = c_i l''(f_i) against central differences of the NumPy
   reference derivatives (tests in the smooth region, away from kinks);
 * optima against scipy's L-BFGS-B on a NumPy formulation at tight tolerance
@@ -10,7 +10,7 @@
   and the certificate J(w) - gap never above the reference optimum (1e-12
   relative slack for rounding);
 * real data against LIBLINEAR's objective (tests/reference/liblinear.py);
-* the line search along X s: the X v that hess_vec leaves, the gather of the
+* the line search along X s: the X s that cg leaves, the gather of the
   other rows and the scatter (gradient and Hessian diagonal in one pass) against
   NumPy; the O(m) trial J(w + t s) against problem.objective from scratch, the
   gradient from scores against the oracle's, every accepted step of whole runs
@@ -38,43 +38,13 @@ SLACK = 1e-12
 
 
 def hess_times(hess, v):
-    """H v = alpha v + (1/m) X^T (D (X v)) at the curvature ``hess`` holds, from
-    the hess_vec kernel (test_hess_vec_matches_numpy checks it against NumPy)."""
-    p, out = hess.problem, np.empty(len(v))
-    _hessian.hess_vec(*hess.rows, hess.D, v, out, hess.workspace, hess.n_threads)
-    return out / p.n_samples + p.alpha * v
-
-
-def hv_reference(X, D, v, bias):
-    Xb = np.hstack([X, np.full((X.shape[0], 1), bias)]) if bias else X
-    return Xb.T @ (D * (Xb @ v))
-
-
-@pytest.mark.parametrize("dense", [False, True])
-@pytest.mark.parametrize("dtype,itype", [(np.float64, np.int32), (np.float32, np.int64)])
-@pytest.mark.parametrize("bias", [0.0, 1.5])
-def test_hess_vec_matches_numpy(dense, dtype, itype, bias):
-    rng = np.random.default_rng(0)
-    X = sp.random(57, 13, density=0.3, random_state=1, format="csr").astype(dtype)
-    D = rng.uniform(0, 1, 57) * (rng.uniform(size=57) > 0.3)  # some rows without curvature
-    v = rng.normal(size=13 + (bias != 0))
-    expected = hv_reference(X.toarray().astype(np.float64), D, v, bias)
-    if dense:
-        A = np.ascontiguousarray(X.toarray())
-        rows = (A.ravel(), np.arange(13, dtype=itype),
-                (np.arange(58) * 13).astype(itype), True)
-    else:
-        rows = (X.data, X.indices.astype(itype), X.indptr.astype(itype), False)
-    for n_threads in (1, 3):
-        outs = []
-        for _ in range(2):
-            out = np.empty(len(v))
-            _hessian.hess_vec(*rows, bias, D, v, out, np.empty((n_threads, 2 * len(v))),
-                              n_threads)
-            outs.append(out)
-        np.testing.assert_allclose(outs[0], expected, rtol=1e-5 if dtype == np.float32 else 1e-12,
-                                   atol=1e-12)
-        assert np.array_equal(outs[0], outs[1])  # fixed-order reduction: same bits
+    """H v = alpha v + (1/m) X^T (D (X v)) in dense NumPy at the curvature ``hess`` holds."""
+    p = hess.problem
+    X = p.data.X.toarray() if sp.issparse(p.data.X) else p.data.X
+    X = np.asarray(X, dtype=np.float64)
+    if p.data.bias:
+        X = np.hstack([X, np.full((X.shape[0], 1), p.data.bias)])
+    return X.T @ (hess.D * (X @ v)) / p.n_samples + p.alpha * v
 
 
 @pytest.mark.parametrize("dense", [False, True])
@@ -161,23 +131,25 @@ def test_kernel_cg_checks_its_arguments():
     with pytest.raises(ValueError, match="rows"):
         call(rows=(empty.data, empty.indices, empty.indptr, False, 0.0), D=np.ones(0),
              xs=np.empty(0))
+    # 8 threads, 5 rows: one block per row, the step of 1 thread up to rounding
+    s1, s8 = np.empty(3), np.empty(3)
+    call(s=s1)
+    _hessian.cg(*rows, D, 1.0, g, np.empty(0), np.inf, 0.5, 5, 0.0, 0.0, 8, s8, np.empty(3),
+                np.empty(5), np.empty((8, 6)), 8)
+    np.testing.assert_allclose(s8, s1, rtol=1e-12)
 
 
-@pytest.mark.parametrize("kernel", ["hess_vec", "scatter"])
-def test_hessian_kernels_check_their_buffers(kernel):
-    """The shared argument checks of hess_vec and scatter (with D, the diagonal in ``out``
-    and a zero coefficient vector in ``coef``) name the wrong buffer; a matrix without rows
-    gives 0 (more threads than rows is fine)."""
+def test_scatter_checks_its_buffers():
+    """scatter's argument checks (with D, the diagonal in ``out`` and a zero coefficient
+    vector in ``coef``) name the wrong buffer; a matrix without rows gives 0 (more threads
+    than rows is fine)."""
     X = sp.random(5, 3, density=0.5, random_state=0, format="csr")
     rows = (X.data, X.indices, X.indptr, False, 0.0)
-    v, out = np.ones(3), np.empty(3)
+    out = np.empty(3)
 
-    def call(D, workspace, n_threads, rows=rows, out=out):
-        if kernel == "hess_vec":
-            _hessian.hess_vec(*rows, D, v, out, workspace, n_threads)
-        else:
-            coef = np.zeros(len(rows[2]) - 1)
-            _hessian.scatter(*rows, coef, np.empty(3), workspace, n_threads, D, out)
+    def call(D, workspace, n_threads, rows=rows):
+        coef = np.zeros(len(rows[2]) - 1)
+        _hessian.scatter(*rows, coef, np.empty(3), workspace, n_threads, D, out)
 
     with pytest.raises(ValueError, match="^D must have n_samples entries$"):
         call(np.ones(4), np.empty((1, 6)), 1)
@@ -185,18 +157,13 @@ def test_hessian_kernels_check_their_buffers(kernel):
     for shape, n_threads in (((1, 6), 2), ((2, 4), 1), ((1, 6), 0)):
         with pytest.raises(ValueError, match=bad):
             call(np.ones(5), np.empty(shape), n_threads)
-    if kernel == "hess_vec":
-        with pytest.raises(ValueError, match=r"^out must have len\(v\) entries$"):
-            call(np.ones(5), np.empty((1, 6)), 1, out=np.empty(2))
     out[:] = np.nan
     empty = sp.csr_matrix((0, 3))
     call(np.ones(0), np.empty((4, 6)), 4,
          rows=(empty.data, empty.indices, empty.indptr, False, 0.0))
     np.testing.assert_array_equal(out, 0.0)
     call(np.ones(5), np.empty((8, 6)), 8)  # 8 threads, 5 rows: one block per row
-    expected = (X.T @ (X @ v) if kernel == "hess_vec"
-                else np.asarray(X.multiply(X).sum(axis=0)).ravel())
-    np.testing.assert_allclose(out, expected, rtol=1e-12)
+    np.testing.assert_allclose(out, np.asarray(X.multiply(X).sum(axis=0)).ravel(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("loss,param", [("logistic", 0.0), ("squared_hinge", 0.0),
@@ -377,8 +344,8 @@ def kernel_rows(X, dense, itype):
 @pytest.mark.parametrize("dtype,itype", [(np.float64, np.int32), (np.float32, np.int64)])
 @pytest.mark.parametrize("bias", [0.0, 1.5])
 def test_line_search_kernels_match_numpy(dense, dtype, itype, bias):
-    """hess_vec's X v (rows with curvature, 0 elsewhere), inactive_dots (the other rows,
-    the first untouched) and scatter (X^T coef, and diag(X^T D X) in the same pass) against
+    """inactive_dots (X v on the rows without curvature, the others untouched) and
+    scatter (X^T coef, and diag(X^T D X) in the same pass) against
     NumPy; same bits on repeated runs.  float32 data: 1e-5 relative (the data's rounding
     is exact in float64, so only the float32 products of the kernels' fused type add to
     it); float64: 1e-12."""
@@ -393,9 +360,7 @@ def test_line_search_kernels_match_numpy(dense, dtype, itype, bias):
     rtol = 1e-5 if dtype == np.float32 else 1e-12
     for n_threads in (1, 3):
         work = np.empty((n_threads, 2 * len(v)))
-        Xv, out = np.full(57, np.nan), np.empty(len(v))
-        _hessian.hess_vec(*rows, D, v, out, work, n_threads, Xv)
-        np.testing.assert_allclose(Xv, np.where(D != 0, Xb @ v, 0.0), rtol=rtol, atol=1e-12)
+        Xv = np.where(D != 0, Xb @ v, np.nan)  # the rows cg's products fill
         filled = Xv.copy()
         _hessian.inactive_dots(*rows, D, v, filled, n_threads)
         np.testing.assert_array_equal(filled[D != 0], Xv[D != 0])
@@ -418,8 +383,6 @@ def test_line_search_kernels_check_their_buffers():
     X = sp.random(5, 3, density=0.5, random_state=0, format="csr")
     rows = (X.data, X.indices, X.indptr, False, 0.0)
     work = np.empty((1, 6))
-    with pytest.raises(ValueError, match="^Xv must have n_samples entries$"):
-        _hessian.hess_vec(*rows, np.ones(5), np.ones(3), np.empty(3), work, 1, np.empty(4))
     with pytest.raises(ValueError, match="^D and out must have n_samples entries$"):
         _hessian.inactive_dots(*rows, np.ones(5), np.ones(3), np.empty(4), 1)
     with pytest.raises(ValueError, match="^coef must have n_samples entries$"):
@@ -473,8 +436,8 @@ def test_trial_objective_and_gradient_from_scores(loss, task, sparse, dtype):
         J_t, g_t = problem.objective_gradient(w_t)
         grad = hess.gradient(line.rows(t)[0] * problem.sample_weight) + problem.alpha * w_t
         np.testing.assert_allclose(grad, g_t, rtol=0, atol=1e-12 * np.linalg.norm(g_t))
-        # phi'(t) = g(w + t s).s from scratch; phi''(t) = s.H s with H from the kernel that
-        # test_hess_vec_matches_numpy checks (1e-10: sums of m products)
+        # phi'(t) = g(w + t s).s from scratch; phi''(t) = s.H s with H in dense NumPy
+        # (1e-10: sums of m products)
         d1, d2 = line.slope(t)
         assert d1 == pytest.approx(float(g_t @ s), rel=1e-10, abs=1e-12 * abs(J))
         at_t = newton._Hessian(problem)
