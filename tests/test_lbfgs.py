@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from helpers import REL, multiclass_data, random_problem
 from reference import batch as ref
 from reference.liblinear import assert_matches_liblinear, liblinear_objective
+from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
 
 from fastrisk.problem import Problem as FRProblem
@@ -64,8 +65,6 @@ def test_vector_loss_runs_feature_major_like_class_major(loss):
     iterations from the same start (not 0, where the hinge has a kink in every row) ends
     at the same W, to 1e-9 relative (the two only sum the same terms of L-BFGS's inner
     products in another order); coef_ keeps the (k, d) shape."""
-    from scipy.optimize import minimize
-
     X, y = multiclass_data(m=80, d=7, k=5, seed=8)
     problem = Problem(X, y, loss=loss, alpha=0.01, fit_intercept=True)
     start = np.random.default_rng(9).normal(size=problem.n_weights) * 0.1
