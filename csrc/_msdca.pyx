@@ -11,6 +11,11 @@ dual terms are ``-phi*(-A_i)``:
   log-sum-exp restricted to the simplex);
 * multiclass hinge (Crammer & Singer 2001): ``1 - p_iy``.
 
+V and W have ``q = block_width(k)`` columns: k rounded up to a multiple of 4
+where the register-blocked row kernels of fr_vec.h cover it, the padding
+columns zero, so that a row's scores and its update run in those kernels
+(a block width that is not a multiple of 4 takes the scalar loops).
+
 A coordinate step maximizes the dual in p_i with the other rows fixed, the
 quadratic term of ``lambda g*`` bounded by its smoothness (exact for l2):
 with s = W^T x_i and ``a = c_i ||x_i||^2 / (lambda n)``,
@@ -43,6 +48,13 @@ from fr_vec cimport *
 cdef enum:
     NEWTON_MAX_ITER = 100
     JOINT_MAX_ITER = 12
+
+
+def block_width(Py_ssize_t k):
+    """Columns of V and W for k classes: k rounded up to a multiple of 4 when the
+    register-blocked row kernels (fr_vec.h) cover it, else k."""
+    cdef Py_ssize_t q = (k + 3) // 4 * 4
+    return q if q <= 4 * FR_VEC_MAX_NV else k
 
 
 cdef inline double soft(double v, double t) noexcept nogil:
@@ -269,10 +281,11 @@ cdef inline void prefetch_row_blocks(const floating[::1] data, const index_t[::1
 
 cdef inline void row_scores_classes(const floating* val, const index_t* idx, Py_ssize_t nnz,
                                     double b, Py_ssize_t d, const double* wt, Py_ssize_t k,
-                                    const int* cls, Py_ssize_t m, double* s) noexcept nogil:
+                                    Py_ssize_t q, const int* cls, Py_ssize_t m,
+                                    double* s) noexcept nogil:
     """s[c] = <x, w_c> (+ b w_{c,d}) for the m classes in ``cls`` (ascending), -inf for
-    the others: a shrunk class never attains the row's loss maximum and its coordinate
-    of the projection stays 0.
+    the other of the k classes: a shrunk class never attains the row's loss maximum and
+    its coordinate of the projection stays 0.  Block stride q.
 
     Four classes per pass over the row, their sums in registers (a group short of
     four repeats its last class); the first pass prefetches each entry's block
@@ -290,15 +303,15 @@ cdef inline void row_scores_classes(const floating* val, const index_t* idx, Py_
         t0 = t1 = t2 = t3 = 0.0
         for p in range(nnz):
             if u == 0 and p + FR_VEC_PREFETCH < nnz:
-                fr_prefetch_block(wt + idx[p + FR_VEC_PREFETCH] * k + lo, span)
+                fr_prefetch_block(wt + idx[p + FR_VEC_PREFETCH] * q + lo, span)
             x = val[p]
-            blk = wt + idx[p] * k
+            blk = wt + idx[p] * q
             t0 += x * blk[c0]
             t1 += x * blk[c1]
             t2 += x * blk[c2]
             t3 += x * blk[c3]
         if b != 0.0:
-            blk = wt + d * k
+            blk = wt + d * q
             t0 += b * blk[c0]
             t1 += b * blk[c1]
             t2 += b * blk[c2]
@@ -329,15 +342,16 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
     hinge step is over-relaxed, the projection of p_old + omega (s + 1 - e_y)/a
     (msdca.py's ``relaxation``; 1 is the exact step).
 
-    ``P`` (n, k) holds the dual points, ``V`` and ``W`` (D, k) the dual sum and
-    the primal iterate (the same array when kappa = 0).  ``row_loss[i]`` gets
+    ``P`` (n, k) holds the dual points, ``V`` and ``W`` (D, q) the dual sum and
+    the primal iterate (the same array when kappa = 0), q = block_width(k) with zero
+    padding columns.  ``row_loss[i]`` gets
     c_i phi_i at the scores before the step (over the active classes), ``row_dual[i]``
     c_i times the new dual term; ``sums`` = [sum row_loss, sum row_dual, ||W||^2,
     ||W||_1] is updated by differences, so the estimated gap costs O(1) (||W||_1 only
     when kappa > 0, the only case that uses it).
     """
-    cdef Py_ssize_t k = P.shape[1], D = V.shape[0], d = D - (bias != 0)
-    cdef Py_ssize_t t, i, c, nnz, n_active, q, j, u, m, kept, yi
+    cdef Py_ssize_t k = P.shape[1], q = V.shape[1], D = V.shape[0], d = D - (bias != 0)
+    cdef Py_ssize_t t, i, c, nnz, n_active, e, j, u, m, kept, yi
     cdef const floating* val
     cdef const index_t* idx
     cdef double ci, a, scale, old, new, xv, min_g
@@ -351,19 +365,22 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
     cdef bint same = &V[0, 0] == &W[0, 0], hinge = loss == FR_VEC_MULTICLASS_HINGE
     if loss not in (FR_VEC_SOFTMAX, FR_VEC_MULTICLASS_HINGE):
         raise ValueError("msdca_epoch supports the softmax and multiclass_hinge losses")
-    if V.shape[1] != k or W.shape[0] != D or W.shape[1] != k or (kappa != 0.0 and same):
-        raise ValueError("V and W must be distinct (D, k) arrays unless kappa = 0")
+    if q != block_width(k) or W.shape[0] != D or W.shape[1] != q or (kappa != 0.0 and same):
+        raise ValueError("V and W must be distinct (D, block_width(k)) arrays unless "
+                         "kappa = 0")
     if shrink.shape[0] != P.shape[0] or row_loss.shape[0] != P.shape[0] \
             or row_dual.shape[0] != P.shape[0] or y.shape[0] != P.shape[0] \
             or n_classes.shape[0] != P.shape[0] or classes.shape[0] != P.shape[0] \
             or classes.shape[1] != k:
         raise ValueError("shrink, row_loss, row_dual, y, n_classes and classes must have one "
                          "entry per row (classes: k)")
-    buf = <double*>malloc(6 * k * sizeof(double))
+    buf = <double*>malloc(6 * q * sizeof(double))
     if buf == NULL:
         raise MemoryError()
-    s, g, pn, z = buf, buf + k, buf + 2 * k, buf + 3 * k  # z: 2k scratch doubles
-    active = <int*>(buf + 5 * k)
+    s, g, pn, z = buf, buf + q, buf + 2 * q, buf + 3 * q  # z: 2q scratch doubles
+    active = <int*>(buf + 5 * q)
+    for c in range(k, q):  # the padding columns' updates: zero
+        g[c] = 0.0
     with nogil:
         for t in range(order.shape[0]):
             # the rows come in random order, so the hardware cannot guess the next one:
@@ -373,7 +390,7 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
             if t + 2 < order.shape[0]:
                 prefetch_row_start(data, indices, indptr, dense, order[t + 2], &P[0, 0], k)
             if t + 1 < order.shape[0]:
-                prefetch_row_blocks(data, indices, indptr, dense, order[t + 1], &W[0, 0], k)
+                prefetch_row_blocks(data, indices, indptr, dense, order[t + 1], &W[0, 0], q)
             i = order[t]
             yi = y[i]
             ci = sample_weight[i] if sample_weight.shape[0] > 0 else 1.0
@@ -381,9 +398,9 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
             cls = &classes[i, 0]
             m = n_classes[i] if hinge else k
             if m == k:
-                row_scores(val, idx, nnz, nnz, bias, d, &W[0, 0], k, k, s)
+                row_scores(val, idx, nnz, nnz, bias, d, &W[0, 0], q, q, s)
             else:
-                row_scores_classes(val, idx, nnz, bias, d, &W[0, 0], k, cls, m, s)
+                row_scores_classes(val, idx, nnz, bias, d, &W[0, 0], k, q, cls, m, s)
             old = row_loss[i]
             row_loss[i] = vector_loss_row(loss, s, k, yi, NULL, NULL, NULL, ci, g, active,
                                           &n_active)
@@ -417,12 +434,12 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                 for u in range(m):
                     c = cls[u]
                     z[u] = P[i, c] + omega * (s[c] + (c != yi)) / a
-                project_simplex(z, m, z + k)
+                project_simplex(z, m, z + q)
                 for u in range(m):
                     pn[cls[u]] = z[u]
                 new = ci * (1.0 - pn[yi])
             else:
-                new = ci * softmax_step(s, &P[i, 0], k, a, pn, z, z + k)
+                new = ci * softmax_step(s, &P[i, 0], k, a, pn, z, z + q)
             sums[1] += new - row_dual[i]
             row_dual[i] = new
             # A changes by p_old - p_new: V += c_i x_i (p_old - p_new)^T / (lambda n)
@@ -443,12 +460,14 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                 for u in range(n_active):
                     c = active[u]
                     sums[2] += g[c] * (2.0 * s[c] + sqnorm[i] * g[c])
-                # only the classes whose dual moved (a hinge step moves a few of the k)
-                row_scatter(val, idx, nnz, bias, d, g, k, k, active, n_active, &V[0, 0])
+                # only the classes whose dual moved (a hinge step moves a few of the k);
+                # all of them: the whole padded block (the padding's g is 0)
+                row_scatter(val, idx, nnz, bias, d, g, q, q, active,
+                            q if n_active == k else n_active, &V[0, 0])
             else:
-                for q in range(nnz + (bias != 0)):
-                    j = idx[q] if q < nnz else d
-                    xv = val[q] if q < nnz else bias
+                for e in range(nnz + (bias != 0)):
+                    j = idx[e] if e < nnz else d
+                    xv = val[e] if e < nnz else bias
                     for u in range(n_active):
                         c = active[u]
                         V[j, c] += xv * g[c]
@@ -462,19 +481,22 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
 
 def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
                     const index_t[::1] indptr, bint dense, double bias, const double[:, ::1] W,
-                    const int64_t[::1] y, const double[::1] sample_weight, int loss,
-                    double[::1] values, int n_threads):
-    """sum_i c_i phi(W^T x_i, y_i), rows in parallel; the terms go to ``values``
-    and are added in row order (same bits for any thread count)."""
-    cdef Py_ssize_t k = W.shape[1], D = W.shape[0], d = D - (bias != 0), n = y.shape[0]
+                    Py_ssize_t k, const int64_t[::1] y, const double[::1] sample_weight,
+                    int loss, double[::1] values, int n_threads):
+    """sum_i c_i phi(W^T x_i, y_i) over the k classes (W: (D, block_width(k)), zero
+    padding), rows in parallel; the terms go to ``values`` and are added in row order
+    (same bits for any thread count)."""
+    cdef Py_ssize_t q = W.shape[1], D = W.shape[0], d = D - (bias != 0), n = y.shape[0]
     cdef Py_ssize_t i, nnz
     cdef const floating* val
     cdef const index_t* idx
     cdef double total = 0.0
-    cdef double[:, ::1] scratch = np.empty((max(n_threads, 1), 4 * k))
+    cdef double[:, ::1] scratch = np.empty((max(n_threads, 1), 4 * q))
     cdef double* s
     if values.shape[0] != n or indptr.shape[0] != n + 1:
         raise ValueError("values and y must have one entry per row")
+    if q != block_width(k):
+        raise ValueError("W must have block_width(k) columns")
     with nogil:
         for i in prange(n, num_threads=n_threads, schedule="static"):
             s = &scratch[threadid(), 0]
@@ -482,10 +504,10 @@ def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
             val = &data[indptr[i]]
             idx = &indices[0] if dense else &indices[indptr[i]]
             row_scores(val, idx, nnz, nnz if dense else indptr[n] - indptr[i], bias, d,
-                       &W[0, 0], k, k, s)
+                       &W[0, 0], q, q, s)
             values[i] = vector_loss_row(loss, s, k, y[i], NULL, NULL, NULL,
                                         sample_weight[i] if sample_weight.shape[0] > 0 else 1.0,
-                                        s + k, <int*>(s + 2 * k), <Py_ssize_t*>(s + 3 * k))
+                                        s + q, <int*>(s + 2 * q), <Py_ssize_t*>(s + 3 * q))
         for i in range(n):
             total += values[i]
     return total

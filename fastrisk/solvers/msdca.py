@@ -61,16 +61,18 @@ def _initial_dual(problem, start, k):
 
 
 def _dual_sum(problem, P, lam_n):
-    """V (D, k), feature-major: (1/(lambda n)) sum_i c_i x_i (e_{y_i} - p_i)^T."""
+    """V (D, q), feature-major: (1/(lambda n)) sum_i c_i x_i (e_{y_i} - p_i)^T in the first
+    k columns, the padding up to q = _msdca.block_width(k) zero."""
     data, n = problem.data, problem.n_samples
     A = -P.copy()
     A[np.arange(n), problem.y] += 1.0
     if problem.sample_weight is not None:
         A *= problem.sample_weight[:, None]
-    V = np.empty((data.n_weights, P.shape[1]))
-    V[: data.n_features] = np.asarray(data.X.T @ A)
+    k = P.shape[1]
+    V = np.zeros((data.n_weights, _msdca.block_width(k)))
+    V[: data.n_features, :k] = np.asarray(data.X.T @ A)
     if data.bias:
-        V[-1] = data.bias * A.sum(axis=0)
+        V[-1, :k] = data.bias * A.sum(axis=0)
     return V / lam_n
 
 
@@ -93,8 +95,9 @@ class _MSDCA:
         self.sqnorm = data.row_sqnorms()
         self.R2 = radius_sq(self.sqnorm, c)
         self.P = _initial_dual(problem, start, k)
+        # V and W (D, q) with zero padding columns (csrc/_msdca.pyx: block_width)
         self.v = _dual_sum(problem, self.P, self.lam_n) if start is not None \
-            else np.zeros((data.n_weights, k))
+            else np.zeros((data.n_weights, _msdca.block_width(k)))
         self.W = self.v if self.kappa == 0.0 \
             else np.sign(self.v) * np.maximum(np.abs(self.v) - self.kappa, 0.0)
         self.row_loss, self.row_dual, self.sums = np.zeros(n), np.empty(n), np.zeros(4)
@@ -162,7 +165,7 @@ class _MSDCA:
     def exact_sums(self):
         """(sum c_i phi(W x_i, y_i), sum of the dual terms) in one pass; ``sums`` resynced."""
         W = self.W
-        loss_sum = _msdca.primal_loss_sum(*self.rows, W, self.y, self.c_arg, self.loss,
+        loss_sum = _msdca.primal_loss_sum(*self.rows, W, self.k, self.y, self.c_arg, self.loss,
                                           self.row_loss, self.n_threads)
         self.sums[:] = (loss_sum, _msdca.dual_terms(self.P, self.y, self.c_arg, self.loss,
                                                     self.row_dual),
@@ -176,8 +179,8 @@ class _MSDCA:
         return ((self.output(self.W), P_now) if P_now <= best[1] else best), D_now
 
     def output(self, V):
-        """V (D, k) feature-major as the Result's class-major w."""
-        return np.ascontiguousarray(V.T).ravel()
+        """V (D, q) feature-major as the Result's class-major w (the k classes)."""
+        return np.ascontiguousarray(V[:, : self.k].T).ravel()
 
     def dual(self):
         return self.P
