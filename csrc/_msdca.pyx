@@ -49,6 +49,9 @@ cdef enum:
     NEWTON_MAX_ITER = 100
     JOINT_MAX_ITER = 12
 
+# the largest |t| for which exp_small(t) rounds like exp(t)
+cdef double EXP_SMALL = 1e-3
+
 
 def block_width(Py_ssize_t k):
     """Columns of V and W for k classes: k rounded up to a multiple of 4 when the
@@ -124,21 +127,30 @@ cdef double lambert_w_exp(double L, double w) noexcept nogil:
     return w
 
 
+cdef inline double exp_small(double t) noexcept nogil:
+    """e^t for |t| <= EXP_SMALL by its Taylor polynomial of degree 4: the remainder,
+    below |t|^5 / 120 <= 1e-17, is under half a unit in the last place."""
+    return 1.0 + t * (1.0 + t * (0.5 + t * (1.0 / 6.0 + t * (1.0 / 24.0))))
+
+
 cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, double* z,
                        double* e) noexcept nogil:
     """Newton in (z = log p, nu) on z_c + a e^{z_c} = r_c - nu, sum e^{z_c} = 1, from
-    the given (z, nu); True when the residuals reach rounding level within
-    JOINT_MAX_ITER iterations (z then holds log p, e = e^z).
+    the given (z, nu) with e = e^z (the caller has it without exponentials); True when
+    the residuals reach rounding level within JOINT_MAX_ITER iterations (z then holds
+    log p, e = e^z).
 
     Eliminating dz: with h_c = p_c / (1 + a p_c), F_c the residuals and
     G = sum p - 1, dnu = (G - sum h_c F_c) / sum h_c and
     dz_c = -(F_c + dnu) / (1 + a p_c).  Cheap (k exponentials an iteration) and
     quadratically convergent near the solution; from far away (large a, where
-    p stays near p_old) it can crawl, hence the bounded iteration count.
+    p stays near p_old) it can crawl, hence the bounded iteration count.  Near the
+    solution the steps dz_c are tiny and e^{z + dz} = e^z e^{dz} takes e^{dz} from its
+    Taylor polynomial (exp_small) instead of an exponential.
     """
     cdef Py_ssize_t c
     cdef int it
-    cdef double G, sh, shf, F, res, tol = 0.0, dnu
+    cdef double G, sh, shf, F, res, tol = 0.0, dnu, dz
     for c in range(k):
         tol = max(tol, fabs(r[c]))
     tol = 4e-16 * (1.0 + tol + a + fabs(nu))
@@ -148,7 +160,6 @@ cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, doubl
         shf = 0.0
         res = 0.0
         for c in range(k):
-            e[c] = exp(z[c])
             G += e[c]
             F = z[c] + a * e[c] - r[c] + nu
             res = max(res, fabs(F))
@@ -159,14 +170,17 @@ cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, doubl
         dnu = (G - shf) / sh
         for c in range(k):
             F = z[c] + a * e[c] - r[c] + nu
-            z[c] -= (F + dnu) / (1.0 + a * e[c])
+            dz = -(F + dnu) / (1.0 + a * e[c])
+            z[c] += dz
+            e[c] = e[c] * exp_small(dz) if fabs(dz) <= EXP_SMALL else exp(z[c])
         nu += dnu
     return False
 
 
-cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, double a,
-                         double* p, double* r, double* z) noexcept nogil:
-    """p <- the softmax dual step (module docstring); returns H(p).
+cdef double softmax_step(const double* s, const double* p_old, double* logp, Py_ssize_t k,
+                         double a, double* p, double* r, double* z) noexcept nogil:
+    """p <- the softmax dual step (module docstring); returns H(p).  ``logp`` holds
+    log p_old (the step's own output at the row's last visit) and gets log p.
 
     With r = s + a p_old - 1: first the cheap joint Newton (joint_newton), from
     p_old when it lies inside the simplex (z = log p_old, nu = the p_old-weighted
@@ -199,16 +213,19 @@ cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, dou
         pmin = min(pmin, p_old[c])
     if a > 0.0 and pmin > 0.0:
         for c in range(k):
-            z[c] = log(p_old[c])
+            z[c] = logp[c]
+            p[c] = p_old[c]
             nu += p_old[c] * (r[c] - z[c] - a * p_old[c])
         joint = joint_newton(r, nu, k, a, z, p)  # p = e^z when it converged
     if not joint:
         tot = 0.0
         for c in range(k):
-            tot += exp(r[c] - mx)
+            p[c] = exp(r[c] - mx)
+            tot += p[c]
         nu = mx + log(tot)
         for c in range(k):
             z[c] = r[c] - nu
+            p[c] = p[c] / tot
         joint = a > 0.0 and joint_newton(r, nu, k, a, z, p)
     if not joint and a > 0.0:
         loga = log(a)
@@ -233,14 +250,17 @@ cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, dou
     H = 0.0
     if joint:
         # z = log p: H(p / tot) = -(1/tot) sum_c p_c z_c + log tot, no logarithm per class
+        loga = log(tot)
         for c in range(k):
             H -= p[c] * z[c]
             p[c] = p[c] / tot
-        return H / tot + log(tot)
+            logp[c] = z[c] - loga
+        return H / tot + loga
     for c in range(k):
         p[c] = p[c] / tot
+        logp[c] = log(p[c]) if p[c] > 0.0 else -INFINITY
         if p[c] > 0.0:
-            H -= p[c] * log(p[c])
+            H -= p[c] * logp[c]
     return H
 
 
@@ -322,7 +342,8 @@ cdef inline void row_scores_classes(const floating* val, const index_t* idx, Py_
 def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                 bint dense, double bias, const int64_t[::1] y, const double[::1] sample_weight,
                 const double[::1] sqnorm, const int64_t[::1] order, int loss, double lam_n,
-                double kappa, double[:, ::1] P, double[:, ::1] V, double[:, ::1] W,
+                double kappa, double[:, ::1] P, double[:, ::1] logP, double[:, ::1] V,
+                double[:, ::1] W,
                 double[::1] row_loss, double[::1] row_dual, double[::1] sums,
                 unsigned char[::1] shrink, int[:, ::1] classes, int[::1] n_classes,
                 bint shrinking, double omega):
@@ -342,7 +363,9 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
     hinge step is over-relaxed, the projection of p_old + omega (s + 1 - e_y)/a
     (msdca.py's ``relaxation``; 1 is the exact step).
 
-    ``P`` (n, k) holds the dual points, ``V`` and ``W`` (D, q) the dual sum and
+    ``P`` (n, k) holds the dual points and, for softmax, ``logP`` (n, k) their
+    logarithms (-inf at 0; kept by the steps: a step starts from log p_old without a
+    logarithm; a (0, 0) array for the hinge), ``V`` and ``W`` (D, q) the dual sum and
     the primal iterate (the same array when kappa = 0), q = block_width(k) with zero
     padding columns.  ``row_loss[i]`` gets
     c_i phi_i at the scores before the step (over the active classes), ``row_dual[i]``
@@ -368,6 +391,8 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
     if q != block_width(k) or W.shape[0] != D or W.shape[1] != q or (kappa != 0.0 and same):
         raise ValueError("V and W must be distinct (D, block_width(k)) arrays unless "
                          "kappa = 0")
+    if (not hinge and (logP.shape[0] != P.shape[0] or logP.shape[1] != k)):
+        raise ValueError("logP must have the shape of P for softmax")
     if shrink.shape[0] != P.shape[0] or row_loss.shape[0] != P.shape[0] \
             or row_dual.shape[0] != P.shape[0] or y.shape[0] != P.shape[0] \
             or n_classes.shape[0] != P.shape[0] or classes.shape[0] != P.shape[0] \
@@ -439,7 +464,7 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                     pn[cls[u]] = z[u]
                 new = ci * (1.0 - pn[yi])
             else:
-                new = ci * softmax_step(s, &P[i, 0], k, a, pn, z, z + q)
+                new = ci * softmax_step(s, &P[i, 0], &logP[i, 0], k, a, pn, z, z + q)
             sums[1] += new - row_dual[i]
             row_dual[i] = new
             # A changes by p_old - p_new: V += c_i x_i (p_old - p_new)^T / (lambda n)

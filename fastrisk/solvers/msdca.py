@@ -95,6 +95,9 @@ class _MSDCA:
         self.sqnorm = data.row_sqnorms()
         self.R2 = radius_sq(self.sqnorm, c)
         self.P = _initial_dual(problem, start, k)
+        # log P for the softmax steps (csrc/_msdca.pyx: softmax_step); -inf at 0
+        with np.errstate(divide="ignore"):
+            self.logP = np.log(self.P) if self.loss == LOSS_IDS["softmax"] else np.empty((0, 0))
         # V and W (D, q) with zero padding columns (csrc/_msdca.pyx: block_width)
         self.v = _dual_sum(problem, self.P, self.lam_n) if start is not None \
             else np.zeros((data.n_weights, _msdca.block_width(k)))
@@ -149,7 +152,8 @@ class _MSDCA:
         self.row_visits += len(order)
         self.class_visits += int(self.n_classes[order].sum())
         _msdca.msdca_epoch(*self.rows, self.y, self.c_arg, self.sqnorm, order, self.loss,
-                           self.lam_n, self.kappa, self.P, self.v, self.W, self.row_loss,
+                           self.lam_n, self.kappa, self.P, self.logP, self.v, self.W,
+                           self.row_loss,
                            self.row_dual, self.sums, self.shrunk, self.classes,
                            self.n_classes, self.shrinking, self.relaxation())
         if self.shrinking:
