@@ -25,9 +25,9 @@ with s = W^T x_i and ``a = c_i ||x_i||^2 / (lambda n)``,
 h the row's dual term.  For the hinge, h(p) = <1 - e_y, p> + const is linear
 and the step is the Euclidean projection of ``p_old + (s + 1 - e_y)/a`` onto
 the simplex (the sub-problem of Keerthi et al. 2008, solved exactly by
-sorting), taken over the row's active classes only (Keerthi et al. 2008, Sec. 4)
-and over-relaxed (curvature a / omega, Mangasarian & Musicant 1999).  For
-softmax the optimality conditions are
+sorting), taken over the row's active classes only (Keerthi et al. 2008, Sec. 4).
+Both steps are over-relaxed: a is replaced by a / omega (Mangasarian & Musicant
+1999; msdca.py's ``relaxation``).  For softmax the optimality conditions are
 ``log p_c + a p_c = s_c + a p_old,c - 1 - nu`` with nu the multiplier of
 sum p = 1; Newton's method solves them to machine precision (in (log p, nu),
 or, where that crawls, in nu alone with ``p_c = W0(a e^{r_c - nu}) / a``,
@@ -361,7 +361,8 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
     leave it there, so the solver may skip it; 0 otherwise.  Softmax rows use all k
     classes (``classes`` and ``n_classes`` are not read).  ``omega`` in (0, 2): the
     hinge step is over-relaxed, the projection of p_old + omega (s + 1 - e_y)/a
-    (msdca.py's ``relaxation``; 1 is the exact step).
+    (msdca.py's ``relaxation``; 1 is the exact step), and the softmax step is the
+    same sub-problem with curvature a / omega.
 
     ``P`` (n, k) holds the dual points and, for softmax, ``logP`` (n, k) their
     logarithms (-inf at 0; kept by the steps: a step starts from log p_old without a
@@ -464,7 +465,7 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                     pn[cls[u]] = z[u]
                 new = ci * (1.0 - pn[yi])
             else:
-                new = ci * softmax_step(s, &P[i, 0], &logP[i, 0], k, a, pn, z, z + q)
+                new = ci * softmax_step(s, &P[i, 0], &logP[i, 0], k, a / omega, pn, z, z + q)
             sums[1] += new - row_dual[i]
             row_dual[i] = new
             # A changes by p_old - p_new: V += c_i x_i (p_old - p_new)^T / (lambda n)
