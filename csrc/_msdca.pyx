@@ -51,6 +51,8 @@ cdef enum:
 
 # the largest |t| for which exp_small(t) rounds like exp(t)
 cdef double EXP_SMALL = 1e-3
+# W (or V) larger than this (a typical L2) has the blocks of the next row prefetched
+cdef Py_ssize_t W_PREFETCH_BYTES = 1 << 20
 
 
 def block_width(Py_ssize_t k):
@@ -387,6 +389,9 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
     cdef int* active
     cdef int* cls
     cdef bint same = &V[0, 0] == &W[0, 0], hinge = loss == FR_VEC_MULTICLASS_HINGE
+    # W's blocks are prefetched only when W is larger than W_PREFETCH_BYTES: else they
+    # stay in cache, and the prefetch loop's index loads are pure cost
+    cdef bint far = D * q * sizeof(double) > W_PREFETCH_BYTES
     if loss not in (FR_VEC_SOFTMAX, FR_VEC_MULTICLASS_HINGE):
         raise ValueError("msdca_epoch supports the softmax and multiclass_hinge losses")
     if q != block_width(k) or W.shape[0] != D or W.shape[1] != q or (kappa != 0.0 and same):
@@ -412,10 +417,10 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
             # the rows come in random order, so the hardware cannot guess the next one:
             # two rows ahead, its first stored entries and its dual point are fetched;
             # one row ahead, the weight blocks of those entries (row_scores prefetches
-            # the rest of a row from within)
+            # the rest of a row from within), when W is ``far``
             if t + 2 < order.shape[0]:
                 prefetch_row_start(data, indices, indptr, dense, order[t + 2], &P[0, 0], k)
-            if t + 1 < order.shape[0]:
+            if far and t + 1 < order.shape[0]:
                 prefetch_row_blocks(data, indices, indptr, dense, order[t + 1], &W[0, 0], q)
             i = order[t]
             yi = y[i]
@@ -424,7 +429,7 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
             cls = &classes[i, 0]
             m = n_classes[i] if hinge else k
             if m == k:
-                row_scores(val, idx, nnz, nnz, bias, d, &W[0, 0], q, q, s)
+                row_scores(val, idx, nnz, nnz if far else 0, bias, d, &W[0, 0], q, q, s)
             else:
                 row_scores_classes(val, idx, nnz, bias, d, &W[0, 0], k, q, cls, m, s)
             old = row_loss[i]
