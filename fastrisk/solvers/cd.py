@@ -400,7 +400,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         _cd.column_combination(*cols.arrays, working, wpd_w - w_w, xtd)
         return passes
 
-    def complete_model(working, n_working, stop, passes):
+    def complete_model(working, n_working, stop, passes, used_gram):
         """Extend the inner solve of a tight step to the kept columns that violate the
         model's optimality at w + d; returns (|W|, passes).
 
@@ -408,8 +408,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         column, and a column left out of W by the outer shrinking (zero, and inside
         (-lam1, lam1) by more than M / m at w) can violate at w + d: such columns,
         |x_j^T (g + h X d)| > lam1 (one pass over the kept columns outside W), join W at
-        0 and the column passes go on toward the tight tolerance (at most as many passes
-        again, at least 2).
+        0 and the inner solve goes on toward the tight tolerance from the point reached:
+        on the Gram matrix of the larger W if it ran on one, else for at most as many
+        column passes again (at least 2).
         """
         outside = np.ones(n_weights, dtype=bool)
         outside[working] = False
@@ -421,9 +422,11 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         buffer[n_working:n_working + add.shape[0]] = add
         n_working += add.shape[0]
         wpd[add] = 0.0
+        tight = CERT_TIGHT * stop
+        if used_gram:
+            return n_working, gram_inner(buffer[:n_working], tight, tight)
         more, _ = _cd.inner_cd(*cols.arrays, h, buffer[:n_working], n_working, grad, hdiag, w,
-                               wpd, xtd, lam1, lam2, NU, CERT_TIGHT * stop, max(passes, 2),
-                               inv_m, rng)
+                               wpd, xtd, lam1, lam2, NU, tight, max(passes, 2), inv_m, rng)
         return n_working, more
 
     def polish(H, grad_w, w_w, wpd_w):
@@ -542,7 +545,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                                             CERT_TIGHT * stop if tight_step else stop)
             n_gram += used_gram
             if tight_step:
-                n_working, more = complete_model(working, n_working, stop, passes)
+                n_working, more = complete_model(working, n_working, stop, passes, used_gram)
                 working = buffer[:n_working]
                 passes += more
             n_passes += passes
