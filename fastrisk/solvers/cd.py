@@ -410,7 +410,10 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         |x_j^T (g + h X d)| > lam1 (one pass over the kept columns outside W), join W at
         0 and the inner solve goes on toward the tight tolerance from the point reached:
         on the Gram matrix of the larger W if it ran on one, else for at most as many
-        column passes again (at least 2).
+        column passes again (at least 2).  Only when needed: when the rescaling that
+        their largest violation v would set costs (1 - lam1 / v) lam1 ||w + d||_1 in D
+        (module docstring) above half the tolerance (with lam2 > 0, s = 1: whenever one
+        violates).
         """
         outside = np.ones(n_weights, dtype=bool)
         outside[working] = False
@@ -419,6 +422,11 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         add = rest[np.abs(dots[rest]) > lam1]
         if add.shape[0] == 0:
             return n_working, 0
+        if lam2 == 0.0:
+            top = float(np.abs(dots[add]).max())
+            cost = (1.0 - lam1 / top) * lam1 * float(np.abs(wpd[working]).sum())
+            if cost <= 0.5 * max(mon.tol * abs(P), mon.abs_tol):
+                return n_working, 0
         buffer[n_working:n_working + add.shape[0]] = add
         n_working += add.shape[0]
         wpd[add] = 0.0
