@@ -27,10 +27,11 @@ Each epoch (one random permutation, shuffled in the kernel by a splitmix64
 stream seeded from ``random_state``) the kernel updates the dual sum and the
 loss at the scores it visited, a cheap estimate of the primal P(w).  When
 that estimated gap says ``tol`` is reached (also every max(10, epoch/4)
-epochs, every ``check_every`` epochs, and at the end), one more parallel pass
-computes the exact P(w) and the certified duality gap P(w) - D(u) >= J(w) - J*,
-which the run stops on; w is the best primal iterate of the exact checks (any
-dual-feasible u certifies it).  Epochs without that pass are logged in the
+epochs, at the epoch where the linear rate between the last two certified
+gaps predicts ``tol``, every ``check_every`` epochs, and at the end), one
+more parallel pass computes the exact P(w) and the certified duality gap
+P(w) - D(u) >= J(w) - J*, which the run stops on; w is the best primal iterate
+of the exact checks (any dual-feasible u certifies it).  Epochs without that pass are logged in the
 history with the estimated objective, ``exact=False`` and a NaN bound; their
 estimated gaps are in ``extra``.  The estimate costs O(1) per epoch:
 the kernels keep the sums of the per-row loss and dual terms and ||w||^2,
@@ -439,7 +440,7 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
         or a weight vector w (dual u_i = -l'(<w, x_i>, y_i)).
     check_every: also compute the exact duality gap every k epochs (0: only when
         the running estimate says converged, every max(10, epoch / 4) epochs,
-        and at the end).
+        at the epoch the last two certified gaps predict, and at the end).
     shrinking: skip rows whose dual sits at a bound of its box and is pushed
         outward (LIBLINEAR's rule; b = 1 and box-constrained duals only: hinge,
         squared/smoothed hinge, absolute, epsilon-insensitive); all rows come
