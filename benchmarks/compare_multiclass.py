@@ -73,8 +73,8 @@ ONE_THREAD = {"news20-hinge-1e-6"}
 # bmrm, the other certified solver of the hinge, stays above 1e-2 relative suboptimality
 # within the budget on both 20 Newsgroups hinge cases: left out
 FASTRISK_SOLVERS = {"softmax": ("msdca", "lbfgs"), "multiclass_hinge": ("msdca",)}
-# msdca-acc (msdca with accelerated=True, fastrisk/solvers/_catalyst.py) only where its
-# "auto" rule turns it on: on 20 Newsgroups (more features than rows) it is slower
+# msdca-acc (msdca with accelerated=True, fastrisk/solvers/_catalyst.py) only on MNIST, the
+# case inside _catalyst.AUTO_BAND: on 20 Newsgroups (more features than rows) it is slower
 ACCELERATED_CASES = {"mnist-softmax-1e-4"}
 
 

@@ -11,6 +11,11 @@ dual terms are ``-phi*(-A_i)``:
   log-sum-exp restricted to the simplex);
 * multiclass hinge (Crammer & Singer 2001): ``1 - p_iy``.
 
+V and W have ``q = block_width(k)`` columns: k rounded up to a multiple of 4
+where the register-blocked row kernels of fr_vec.h cover it, the padding
+columns zero, so that a row's scores and its update run in those kernels
+(a block width that is not a multiple of 4 takes the scalar loops).
+
 A coordinate step maximizes the dual in p_i with the other rows fixed, the
 quadratic term of ``lambda g*`` bounded by its smoothness (exact for l2):
 with s = W^T x_i and ``a = c_i ||x_i||^2 / (lambda n)``,
@@ -20,9 +25,9 @@ with s = W^T x_i and ``a = c_i ||x_i||^2 / (lambda n)``,
 h the row's dual term.  For the hinge, h(p) = <1 - e_y, p> + const is linear
 and the step is the Euclidean projection of ``p_old + (s + 1 - e_y)/a`` onto
 the simplex (the sub-problem of Keerthi et al. 2008, solved exactly by
-sorting), taken over the row's active classes only (Keerthi et al. 2008, Sec. 4)
-and over-relaxed (curvature a / omega, Mangasarian & Musicant 1999).  For
-softmax the optimality conditions are
+sorting), taken over the row's active classes only (Keerthi et al. 2008, Sec. 4).
+Both steps are over-relaxed: a is replaced by a / omega (Mangasarian & Musicant
+1999; msdca.py's ``relaxation``).  For softmax the optimality conditions are
 ``log p_c + a p_c = s_c + a p_old,c - 1 - nu`` with nu the multiplier of
 sum p = 1; Newton's method solves them to machine precision (in (log p, nu),
 or, where that crawls, in nu alone with ``p_c = W0(a e^{r_c - nu}) / a``,
@@ -43,6 +48,18 @@ from fr_vec cimport *
 cdef enum:
     NEWTON_MAX_ITER = 100
     JOINT_MAX_ITER = 12
+
+# the largest |t| for which exp_small(t) rounds like exp(t)
+cdef double EXP_SMALL = 1e-3
+# W (or V) larger than this (a typical L2) has the blocks of the next row prefetched
+cdef Py_ssize_t W_PREFETCH_BYTES = 1 << 20
+
+
+def block_width(Py_ssize_t k):
+    """Columns of V and W for k classes: k rounded up to a multiple of 4 when the
+    register-blocked row kernels (fr_vec.h) cover it, else k."""
+    cdef Py_ssize_t q = (k + 3) // 4 * 4
+    return q if q <= 4 * FR_VEC_MAX_NV else k
 
 
 cdef inline double soft(double v, double t) noexcept nogil:
@@ -112,21 +129,30 @@ cdef double lambert_w_exp(double L, double w) noexcept nogil:
     return w
 
 
+cdef inline double exp_small(double t) noexcept nogil:
+    """e^t for |t| <= EXP_SMALL by its Taylor polynomial of degree 4: the remainder,
+    below |t|^5 / 120 <= 1e-17, is under half a unit in the last place."""
+    return 1.0 + t * (1.0 + t * (0.5 + t * (1.0 / 6.0 + t * (1.0 / 24.0))))
+
+
 cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, double* z,
                        double* e) noexcept nogil:
     """Newton in (z = log p, nu) on z_c + a e^{z_c} = r_c - nu, sum e^{z_c} = 1, from
-    the given (z, nu); True when the residuals reach rounding level within
-    JOINT_MAX_ITER iterations (z then holds log p, e = e^z).
+    the given (z, nu) with e = e^z (the caller has it without exponentials); True when
+    the residuals reach rounding level within JOINT_MAX_ITER iterations (z then holds
+    log p, e = e^z).
 
     Eliminating dz: with h_c = p_c / (1 + a p_c), F_c the residuals and
     G = sum p - 1, dnu = (G - sum h_c F_c) / sum h_c and
     dz_c = -(F_c + dnu) / (1 + a p_c).  Cheap (k exponentials an iteration) and
     quadratically convergent near the solution; from far away (large a, where
-    p stays near p_old) it can crawl, hence the bounded iteration count.
+    p stays near p_old) it can crawl, hence the bounded iteration count.  Near the
+    solution the steps dz_c are tiny and e^{z + dz} = e^z e^{dz} takes e^{dz} from its
+    Taylor polynomial (exp_small) instead of an exponential.
     """
     cdef Py_ssize_t c
     cdef int it
-    cdef double G, sh, shf, F, res, tol = 0.0, dnu
+    cdef double G, sh, shf, F, res, tol = 0.0, dnu, dz
     for c in range(k):
         tol = max(tol, fabs(r[c]))
     tol = 4e-16 * (1.0 + tol + a + fabs(nu))
@@ -136,7 +162,6 @@ cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, doubl
         shf = 0.0
         res = 0.0
         for c in range(k):
-            e[c] = exp(z[c])
             G += e[c]
             F = z[c] + a * e[c] - r[c] + nu
             res = max(res, fabs(F))
@@ -147,14 +172,17 @@ cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, doubl
         dnu = (G - shf) / sh
         for c in range(k):
             F = z[c] + a * e[c] - r[c] + nu
-            z[c] -= (F + dnu) / (1.0 + a * e[c])
+            dz = -(F + dnu) / (1.0 + a * e[c])
+            z[c] += dz
+            e[c] = e[c] * exp_small(dz) if fabs(dz) <= EXP_SMALL else exp(z[c])
         nu += dnu
     return False
 
 
-cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, double a,
-                         double* p, double* r, double* z) noexcept nogil:
-    """p <- the softmax dual step (module docstring); returns H(p).
+cdef double softmax_step(const double* s, const double* p_old, double* logp, Py_ssize_t k,
+                         double a, double* p, double* r, double* z) noexcept nogil:
+    """p <- the softmax dual step (module docstring); returns H(p).  ``logp`` holds
+    log p_old (the step's own output at the row's last visit) and gets log p.
 
     With r = s + a p_old - 1: first the cheap joint Newton (joint_newton), from
     p_old when it lies inside the simplex (z = log p_old, nu = the p_old-weighted
@@ -187,16 +215,19 @@ cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, dou
         pmin = min(pmin, p_old[c])
     if a > 0.0 and pmin > 0.0:
         for c in range(k):
-            z[c] = log(p_old[c])
+            z[c] = logp[c]
+            p[c] = p_old[c]
             nu += p_old[c] * (r[c] - z[c] - a * p_old[c])
         joint = joint_newton(r, nu, k, a, z, p)  # p = e^z when it converged
     if not joint:
         tot = 0.0
         for c in range(k):
-            tot += exp(r[c] - mx)
+            p[c] = exp(r[c] - mx)
+            tot += p[c]
         nu = mx + log(tot)
         for c in range(k):
             z[c] = r[c] - nu
+            p[c] = p[c] / tot
         joint = a > 0.0 and joint_newton(r, nu, k, a, z, p)
     if not joint and a > 0.0:
         loga = log(a)
@@ -221,14 +252,17 @@ cdef double softmax_step(const double* s, const double* p_old, Py_ssize_t k, dou
     H = 0.0
     if joint:
         # z = log p: H(p / tot) = -(1/tot) sum_c p_c z_c + log tot, no logarithm per class
+        loga = log(tot)
         for c in range(k):
             H -= p[c] * z[c]
             p[c] = p[c] / tot
-        return H / tot + log(tot)
+            logp[c] = z[c] - loga
+        return H / tot + loga
     for c in range(k):
         p[c] = p[c] / tot
+        logp[c] = log(p[c]) if p[c] > 0.0 else -INFINITY
         if p[c] > 0.0:
-            H -= p[c] * log(p[c])
+            H -= p[c] * logp[c]
     return H
 
 
@@ -269,10 +303,11 @@ cdef inline void prefetch_row_blocks(const floating[::1] data, const index_t[::1
 
 cdef inline void row_scores_classes(const floating* val, const index_t* idx, Py_ssize_t nnz,
                                     double b, Py_ssize_t d, const double* wt, Py_ssize_t k,
-                                    const int* cls, Py_ssize_t m, double* s) noexcept nogil:
+                                    Py_ssize_t q, const int* cls, Py_ssize_t m,
+                                    double* s) noexcept nogil:
     """s[c] = <x, w_c> (+ b w_{c,d}) for the m classes in ``cls`` (ascending), -inf for
-    the others: a shrunk class never attains the row's loss maximum and its coordinate
-    of the projection stays 0.
+    the other of the k classes: a shrunk class never attains the row's loss maximum and
+    its coordinate of the projection stays 0.  Block stride q.
 
     Four classes per pass over the row, their sums in registers (a group short of
     four repeats its last class); the first pass prefetches each entry's block
@@ -290,15 +325,15 @@ cdef inline void row_scores_classes(const floating* val, const index_t* idx, Py_
         t0 = t1 = t2 = t3 = 0.0
         for p in range(nnz):
             if u == 0 and p + FR_VEC_PREFETCH < nnz:
-                fr_prefetch_block(wt + idx[p + FR_VEC_PREFETCH] * k + lo, span)
+                fr_prefetch_block(wt + idx[p + FR_VEC_PREFETCH] * q + lo, span)
             x = val[p]
-            blk = wt + idx[p] * k
+            blk = wt + idx[p] * q
             t0 += x * blk[c0]
             t1 += x * blk[c1]
             t2 += x * blk[c2]
             t3 += x * blk[c3]
         if b != 0.0:
-            blk = wt + d * k
+            blk = wt + d * q
             t0 += b * blk[c0]
             t1 += b * blk[c1]
             t2 += b * blk[c2]
@@ -309,7 +344,8 @@ cdef inline void row_scores_classes(const floating* val, const index_t* idx, Py_
 def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                 bint dense, double bias, const int64_t[::1] y, const double[::1] sample_weight,
                 const double[::1] sqnorm, const int64_t[::1] order, int loss, double lam_n,
-                double kappa, double[:, ::1] P, double[:, ::1] V, double[:, ::1] W,
+                double kappa, double[:, ::1] P, double[:, ::1] logP, double[:, ::1] V,
+                double[:, ::1] W,
                 double[::1] row_loss, double[::1] row_dual, double[::1] sums,
                 unsigned char[::1] shrink, int[:, ::1] classes, int[::1] n_classes,
                 bint shrinking, double omega):
@@ -327,17 +363,21 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
     leave it there, so the solver may skip it; 0 otherwise.  Softmax rows use all k
     classes (``classes`` and ``n_classes`` are not read).  ``omega`` in (0, 2): the
     hinge step is over-relaxed, the projection of p_old + omega (s + 1 - e_y)/a
-    (msdca.py's ``relaxation``; 1 is the exact step).
+    (msdca.py's ``relaxation``; 1 is the exact step), and the softmax step is the
+    same sub-problem with curvature a / omega.
 
-    ``P`` (n, k) holds the dual points, ``V`` and ``W`` (D, k) the dual sum and
-    the primal iterate (the same array when kappa = 0).  ``row_loss[i]`` gets
+    ``P`` (n, k) holds the dual points and, for softmax, ``logP`` (n, k) their
+    logarithms (-inf at 0; kept by the steps: a step starts from log p_old without a
+    logarithm; a (0, 0) array for the hinge), ``V`` and ``W`` (D, q) the dual sum and
+    the primal iterate (the same array when kappa = 0), q = block_width(k) with zero
+    padding columns.  ``row_loss[i]`` gets
     c_i phi_i at the scores before the step (over the active classes), ``row_dual[i]``
     c_i times the new dual term; ``sums`` = [sum row_loss, sum row_dual, ||W||^2,
     ||W||_1] is updated by differences, so the estimated gap costs O(1) (||W||_1 only
     when kappa > 0, the only case that uses it).
     """
-    cdef Py_ssize_t k = P.shape[1], D = V.shape[0], d = D - (bias != 0)
-    cdef Py_ssize_t t, i, c, nnz, n_active, q, j, u, m, kept, yi
+    cdef Py_ssize_t k = P.shape[1], q = V.shape[1], D = V.shape[0], d = D - (bias != 0)
+    cdef Py_ssize_t t, i, c, nnz, n_active, e, j, u, m, kept, yi
     cdef const floating* val
     cdef const index_t* idx
     cdef double ci, a, scale, old, new, xv, min_g
@@ -349,31 +389,39 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
     cdef int* active
     cdef int* cls
     cdef bint same = &V[0, 0] == &W[0, 0], hinge = loss == FR_VEC_MULTICLASS_HINGE
+    # W's blocks are prefetched only when W is larger than W_PREFETCH_BYTES: else they
+    # stay in cache, and the prefetch loop's index loads are pure cost
+    cdef bint far = D * q * sizeof(double) > W_PREFETCH_BYTES
     if loss not in (FR_VEC_SOFTMAX, FR_VEC_MULTICLASS_HINGE):
         raise ValueError("msdca_epoch supports the softmax and multiclass_hinge losses")
-    if V.shape[1] != k or W.shape[0] != D or W.shape[1] != k or (kappa != 0.0 and same):
-        raise ValueError("V and W must be distinct (D, k) arrays unless kappa = 0")
+    if q != block_width(k) or W.shape[0] != D or W.shape[1] != q or (kappa != 0.0 and same):
+        raise ValueError("V and W must be distinct (D, block_width(k)) arrays unless "
+                         "kappa = 0")
+    if (not hinge and (logP.shape[0] != P.shape[0] or logP.shape[1] != k)):
+        raise ValueError("logP must have the shape of P for softmax")
     if shrink.shape[0] != P.shape[0] or row_loss.shape[0] != P.shape[0] \
             or row_dual.shape[0] != P.shape[0] or y.shape[0] != P.shape[0] \
             or n_classes.shape[0] != P.shape[0] or classes.shape[0] != P.shape[0] \
             or classes.shape[1] != k:
         raise ValueError("shrink, row_loss, row_dual, y, n_classes and classes must have one "
                          "entry per row (classes: k)")
-    buf = <double*>malloc(6 * k * sizeof(double))
+    buf = <double*>malloc(6 * q * sizeof(double))
     if buf == NULL:
         raise MemoryError()
-    s, g, pn, z = buf, buf + k, buf + 2 * k, buf + 3 * k  # z: 2k scratch doubles
-    active = <int*>(buf + 5 * k)
+    s, g, pn, z = buf, buf + q, buf + 2 * q, buf + 3 * q  # z: 2q scratch doubles
+    active = <int*>(buf + 5 * q)
+    for c in range(k, q):  # the padding columns' updates: zero
+        g[c] = 0.0
     with nogil:
         for t in range(order.shape[0]):
             # the rows come in random order, so the hardware cannot guess the next one:
             # two rows ahead, its first stored entries and its dual point are fetched;
             # one row ahead, the weight blocks of those entries (row_scores prefetches
-            # the rest of a row from within)
+            # the rest of a row from within), when W is ``far``
             if t + 2 < order.shape[0]:
                 prefetch_row_start(data, indices, indptr, dense, order[t + 2], &P[0, 0], k)
-            if t + 1 < order.shape[0]:
-                prefetch_row_blocks(data, indices, indptr, dense, order[t + 1], &W[0, 0], k)
+            if far and t + 1 < order.shape[0]:
+                prefetch_row_blocks(data, indices, indptr, dense, order[t + 1], &W[0, 0], q)
             i = order[t]
             yi = y[i]
             ci = sample_weight[i] if sample_weight.shape[0] > 0 else 1.0
@@ -381,9 +429,9 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
             cls = &classes[i, 0]
             m = n_classes[i] if hinge else k
             if m == k:
-                row_scores(val, idx, nnz, nnz, bias, d, &W[0, 0], k, k, s)
+                row_scores(val, idx, nnz, nnz if far else 0, bias, d, &W[0, 0], q, q, s)
             else:
-                row_scores_classes(val, idx, nnz, bias, d, &W[0, 0], k, cls, m, s)
+                row_scores_classes(val, idx, nnz, bias, d, &W[0, 0], k, q, cls, m, s)
             old = row_loss[i]
             row_loss[i] = vector_loss_row(loss, s, k, yi, NULL, NULL, NULL, ci, g, active,
                                           &n_active)
@@ -417,12 +465,12 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                 for u in range(m):
                     c = cls[u]
                     z[u] = P[i, c] + omega * (s[c] + (c != yi)) / a
-                project_simplex(z, m, z + k)
+                project_simplex(z, m, z + q)
                 for u in range(m):
                     pn[cls[u]] = z[u]
                 new = ci * (1.0 - pn[yi])
             else:
-                new = ci * softmax_step(s, &P[i, 0], k, a, pn, z, z + k)
+                new = ci * softmax_step(s, &P[i, 0], &logP[i, 0], k, a / omega, pn, z, z + q)
             sums[1] += new - row_dual[i]
             row_dual[i] = new
             # A changes by p_old - p_new: V += c_i x_i (p_old - p_new)^T / (lambda n)
@@ -443,12 +491,14 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                 for u in range(n_active):
                     c = active[u]
                     sums[2] += g[c] * (2.0 * s[c] + sqnorm[i] * g[c])
-                # only the classes whose dual moved (a hinge step moves a few of the k)
-                row_scatter(val, idx, nnz, bias, d, g, k, k, active, n_active, &V[0, 0])
+                # only the classes whose dual moved (a hinge step moves a few of the k);
+                # all of them: the whole padded block (the padding's g is 0)
+                row_scatter(val, idx, nnz, bias, d, g, q, q, active,
+                            q if n_active == k else n_active, &V[0, 0])
             else:
-                for q in range(nnz + (bias != 0)):
-                    j = idx[q] if q < nnz else d
-                    xv = val[q] if q < nnz else bias
+                for e in range(nnz + (bias != 0)):
+                    j = idx[e] if e < nnz else d
+                    xv = val[e] if e < nnz else bias
                     for u in range(n_active):
                         c = active[u]
                         V[j, c] += xv * g[c]
@@ -462,19 +512,22 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
 
 def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
                     const index_t[::1] indptr, bint dense, double bias, const double[:, ::1] W,
-                    const int64_t[::1] y, const double[::1] sample_weight, int loss,
-                    double[::1] values, int n_threads):
-    """sum_i c_i phi(W^T x_i, y_i), rows in parallel; the terms go to ``values``
-    and are added in row order (same bits for any thread count)."""
-    cdef Py_ssize_t k = W.shape[1], D = W.shape[0], d = D - (bias != 0), n = y.shape[0]
+                    Py_ssize_t k, const int64_t[::1] y, const double[::1] sample_weight,
+                    int loss, double[::1] values, int n_threads):
+    """sum_i c_i phi(W^T x_i, y_i) over the k classes (W: (D, block_width(k)), zero
+    padding), rows in parallel; the terms go to ``values`` and are added in row order
+    (same bits for any thread count)."""
+    cdef Py_ssize_t q = W.shape[1], D = W.shape[0], d = D - (bias != 0), n = y.shape[0]
     cdef Py_ssize_t i, nnz
     cdef const floating* val
     cdef const index_t* idx
     cdef double total = 0.0
-    cdef double[:, ::1] scratch = np.empty((max(n_threads, 1), 4 * k))
+    cdef double[:, ::1] scratch = np.empty((max(n_threads, 1), 4 * q))
     cdef double* s
     if values.shape[0] != n or indptr.shape[0] != n + 1:
         raise ValueError("values and y must have one entry per row")
+    if q != block_width(k):
+        raise ValueError("W must have block_width(k) columns")
     with nogil:
         for i in prange(n, num_threads=n_threads, schedule="static"):
             s = &scratch[threadid(), 0]
@@ -482,10 +535,10 @@ def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
             val = &data[indptr[i]]
             idx = &indices[0] if dense else &indices[indptr[i]]
             row_scores(val, idx, nnz, nnz if dense else indptr[n] - indptr[i], bias, d,
-                       &W[0, 0], k, k, s)
+                       &W[0, 0], q, q, s)
             values[i] = vector_loss_row(loss, s, k, y[i], NULL, NULL, NULL,
                                         sample_weight[i] if sample_weight.shape[0] > 0 else 1.0,
-                                        s + k, <int*>(s + 2 * k), <Py_ssize_t*>(s + 3 * k))
+                                        s + q, <int*>(s + 2 * q), <Py_ssize_t*>(s + 3 * q))
         for i in range(n):
             total += values[i]
     return total

@@ -14,7 +14,7 @@ multiclass hinge of Crammer & Singer (2001).  An epoch visits the rows in a
 random order and maximizes D over one p_i at a time (csrc/_msdca.pyx: Newton
 on the simplex for softmax, as Yu, Huang & Lin 2011's dual coordinate
 descent for maximum entropy; the exact simplex projection of Keerthi et al.
-2008 / LIBLINEAR ``-s 4`` for the hinge, over-relaxed when the dual is
+2008 / LIBLINEAR ``-s 4`` for the hinge; both over-relaxed when the dual is
 ill-conditioned: ``_MSDCA.relaxation``).  Hinge rows shrink class by class
 (Keerthi et al. 2008, Sec. 4): a row's scores, step and update cover only its
 active classes, and a row whose only active class is y_i leaves the epoch.
@@ -61,16 +61,18 @@ def _initial_dual(problem, start, k):
 
 
 def _dual_sum(problem, P, lam_n):
-    """V (D, k), feature-major: (1/(lambda n)) sum_i c_i x_i (e_{y_i} - p_i)^T."""
+    """V (D, q), feature-major: (1/(lambda n)) sum_i c_i x_i (e_{y_i} - p_i)^T in the first
+    k columns, the padding up to q = _msdca.block_width(k) zero."""
     data, n = problem.data, problem.n_samples
     A = -P.copy()
     A[np.arange(n), problem.y] += 1.0
     if problem.sample_weight is not None:
         A *= problem.sample_weight[:, None]
-    V = np.empty((data.n_weights, P.shape[1]))
-    V[: data.n_features] = np.asarray(data.X.T @ A)
+    k = P.shape[1]
+    V = np.zeros((data.n_weights, _msdca.block_width(k)))
+    V[: data.n_features, :k] = np.asarray(data.X.T @ A)
     if data.bias:
-        V[-1] = data.bias * A.sum(axis=0)
+        V[-1, :k] = data.bias * A.sum(axis=0)
     return V / lam_n
 
 
@@ -93,8 +95,12 @@ class _MSDCA:
         self.sqnorm = data.row_sqnorms()
         self.R2 = radius_sq(self.sqnorm, c)
         self.P = _initial_dual(problem, start, k)
+        # log P for the softmax steps (csrc/_msdca.pyx: softmax_step); -inf at 0
+        with np.errstate(divide="ignore"):
+            self.logP = np.log(self.P) if self.loss == LOSS_IDS["softmax"] else np.empty((0, 0))
+        # V and W (D, q) with zero padding columns (csrc/_msdca.pyx: block_width)
         self.v = _dual_sum(problem, self.P, self.lam_n) if start is not None \
-            else np.zeros((data.n_weights, k))
+            else np.zeros((data.n_weights, _msdca.block_width(k)))
         self.W = self.v if self.kappa == 0.0 \
             else np.sign(self.v) * np.maximum(np.abs(self.v) - self.kappa, 0.0)
         self.row_loss, self.row_dual, self.sums = np.zeros(n), np.empty(n), np.zeros(4)
@@ -106,19 +112,22 @@ class _MSDCA:
         self.epoch, self.row_visits, self.class_visits = 0, 0, 0
 
     def relaxation(self):
-        """The over-relaxation factor omega of the hinge step (1 for softmax).
+        """The over-relaxation factor omega of the steps.
 
         Mangasarian & Musicant (1999) solve the SVM dual by projected successive
-        over-relaxation: each step moves omega in (0, 2) times the exact one (here the
-        projection with curvature a / omega); the dual still rises at every step, by at
-        least a (1/omega - 1/2) ||p_new - p_old||^2, so the dual stays feasible and the
-        gap certified.  Young's optimal omega = 2 / (1 + sqrt(1 - rho^2)), with
+        over-relaxation: each step moves omega in (0, 2) times the exact one.  Here
+        both losses' steps solve their row's sub-problem with the curvature a / omega
+        in place of a (the hinge: the projection of p_old + omega (s + 1 - e_y)/a;
+        softmax: the entropic step of csrc/_msdca.pyx with a / omega).  That
+        sub-problem's objective is (a/omega)-strongly concave and p_old is feasible
+        for it, so the step raises it by at least (a / (2 omega)) ||p_new - p_old||^2,
+        and the dual, whose quadratic term has curvature at most a, rises by at least
+        a (1/omega - 1/2) ||p_new - p_old||^2: it stays feasible (p_new is on the
+        simplex) and the gap certified.  Young's optimal omega = 2 / (1 + sqrt(1 - rho^2)), with
         1 - rho^2 taken as the conditioning lambda n / R^2 of SS&Z 2014's rate, is 1 for
         a well-conditioned dual (lambda n >= R^2) and tends to 2 as lambda n / R^2 -> 0,
         where plain coordinate ascent crawls (small alpha on sparse text).
         """
-        if self.loss != LOSS_IDS["multiclass_hinge"]:
-            return 1.0
         return 2.0 / (1.0 + np.sqrt(min(1.0, self.lam_n / self.R2)))
 
     def set_l2(self, lam):
@@ -146,7 +155,8 @@ class _MSDCA:
         self.row_visits += len(order)
         self.class_visits += int(self.n_classes[order].sum())
         _msdca.msdca_epoch(*self.rows, self.y, self.c_arg, self.sqnorm, order, self.loss,
-                           self.lam_n, self.kappa, self.P, self.v, self.W, self.row_loss,
+                           self.lam_n, self.kappa, self.P, self.logP, self.v, self.W,
+                           self.row_loss,
                            self.row_dual, self.sums, self.shrunk, self.classes,
                            self.n_classes, self.shrinking, self.relaxation())
         if self.shrinking:
@@ -162,7 +172,7 @@ class _MSDCA:
     def exact_sums(self):
         """(sum c_i phi(W x_i, y_i), sum of the dual terms) in one pass; ``sums`` resynced."""
         W = self.W
-        loss_sum = _msdca.primal_loss_sum(*self.rows, W, self.y, self.c_arg, self.loss,
+        loss_sum = _msdca.primal_loss_sum(*self.rows, W, self.k, self.y, self.c_arg, self.loss,
                                           self.row_loss, self.n_threads)
         self.sums[:] = (loss_sum, _msdca.dual_terms(self.P, self.y, self.c_arg, self.loss,
                                                     self.row_dual),
@@ -176,8 +186,8 @@ class _MSDCA:
         return ((self.output(self.W), P_now) if P_now <= best[1] else best), D_now
 
     def output(self, V):
-        """V (D, k) feature-major as the Result's class-major w."""
-        return np.ascontiguousarray(V.T).ravel()
+        """V (D, q) feature-major as the Result's class-major w (the k classes)."""
+        return np.ascontiguousarray(V[:, : self.k].T).ravel()
 
     def dual(self):
         return self.P
@@ -203,8 +213,9 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     always over all rows and classes).
     ``accelerated``: True, False or "auto": run the epochs inside the accelerated outer
     loop of Shalev-Shwartz & Zhang 2014 (fastrisk/solvers/_catalyst.py; l2 penalty
-    only); "auto" (the default) when alpha n / max_i c_i ||x_i||^2 is in
-    ``_catalyst.AUTO_BAND`` and n_features < n_samples.
+    only); "auto" (the default): for the multiclass hinge when
+    alpha n / max_i c_i ||x_i||^2 is in ``_catalyst.AUTO_BAND`` and
+    n_features < n_samples, never for softmax (its over-relaxed plain epochs).
     The Result then also has ``extra["kappa"]`` and ``extra["outer_iterations"]``.
     ``result.extra``: ``dual`` (the dual points p_i, (n, k)), ``dual_objective``
     (D), ``gap_estimates`` (per epoch), ``row_visits``, ``class_visits`` (the sum over
@@ -218,6 +229,11 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     if not isinstance(shrinking, (bool, np.bool_)):
         raise ValueError(f"shrinking must be a bool, got {shrinking!r}")
     accelerated = check_accelerated(accelerated, problem)
+    if accelerated == "auto" and spec.name == "softmax":
+        # the plain over-relaxed epochs (_MSDCA.relaxation) reach 1e-3 and 1e-4 in fewer
+        # epochs than the outer loop on MNIST at alpha 1e-4, the softmax case inside
+        # _catalyst.AUTO_BAND (benchmarks/compare_multiclass.py)
+        accelerated = False
     n_threads = solver_threads(problem, n_threads)
     rng = np.random.default_rng(random_state)
     state = _MSDCA(problem, start, n_threads, shrinking, rng)
