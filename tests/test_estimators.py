@@ -148,7 +148,7 @@ def test_auto_choice_is_visible():
     assert LinearClassifier(loss="hinge").fit(X, y).solver_ == "sdca"
     assert LinearClassifier(loss="logistic").fit(X, y).solver_ == "newton"  # small d
     assert LinearClassifier(loss="logistic", penalty="l1").fit(X, y).solver_ == "cd"
-    assert LinearClassifier(loss="softmax").fit(X, y).solver_ == "lbfgs"
+    assert LinearClassifier(loss="softmax").fit(X, y).solver_ == "msdca"
 
 
 def test_auto_rule_for_smooth_l2_depends_on_shape():

@@ -174,7 +174,8 @@ def test_softmax_over_relaxed_steps_raise_the_dual_and_save_epochs(monkeypatch):
 
 def test_auto_choice():
     """solver='auto' (fastrisk/solvers/auto.py): msdca for the multiclass hinge and for
-    softmax with more features than samples, lbfgs for softmax on fewer features."""
+    softmax with an l2 penalty on more or fewer features than samples, lbfgs where msdca
+    does not apply (no strongly convex penalty), bmrm for l1."""
     from fastrisk.solvers import choose_solver
 
     X, y = data(m=50, d=80, k=3)
@@ -182,8 +183,9 @@ def test_auto_choice():
     assert choose_solver(Problem(X, y, loss="multiclass_hinge")) == "msdca"
     assert choose_solver(Problem(X, y, loss="softmax", penalty="l1")) == "bmrm"
     X, y = data(m=100, d=10, k=3)
-    assert choose_solver(Problem(X, y, loss="softmax")) == "lbfgs"
+    assert choose_solver(Problem(X, y, loss="softmax")) == "msdca"
     assert choose_solver(Problem(X, y, loss="multiclass_hinge")) == "msdca"
+    assert choose_solver(Problem(X, y, loss="softmax", penalty="lp", p=1.5)) == "lbfgs"
 
 
 def test_crammer_singer_shrinking_same_optimum_fewer_visits():

@@ -2,24 +2,22 @@
 
 The rule (first match wins; estimators show the choice in ``solver_``):
 
-1. vector losses (softmax, multiclass_hinge): ``lbfgs`` for softmax with a
-   differentiable penalty on data with fewer features than samples; else
-   ``msdca`` (multiclass SDCA) with a strongly convex penalty on data (X, y);
-   otherwise ``lbfgs`` when the loss is smooth and the penalty differentiable
-   ("l2", "lp"), else ``bmrm``.  Measured by benchmarks/compare_multiclass.py
-   (every method rerun from scratch with a growing budget; time to 1e-3 / 1e-4
-   relative suboptimality as a ratio to the best peer, scikit-learn
-   lbfgs/saga/newton-cg, cyanure, LIBLINEAR Crammer-Singer; 1 thread unless
-   said): 20 Newsgroups (130108 features > 11314 rows) softmax alpha 1e-4,
-   msdca 0.19 / 0.23 (2 threads 0.18 / 0.23), lbfgs 2.8 / 3.7;
-   alpha 1e-6, msdca 0.22 / 0.53 (2 threads 0.19 / 0.50), lbfgs not there
-   within the budget; multiclass hinge alpha 1e-4, msdca 0.42 / 0.20 (2 threads
-   0.30 / 0.69); alpha 1e-6 (six times the budget, 1 thread), msdca 0.46 / 0.49
-   against LIBLINEAR.  MNIST (780 features < 10000 rows) softmax alpha
-   1e-4: lbfgs 0.93 / 1.01 (2 threads 0.55 / 0.60; cyanure the best peer),
-   msdca (accelerated by its own rule) 0.90 / 0.95 (2 threads 0.81 / 0.93):
-   on 1 thread the two are level, on 2 threads lbfgs is ahead by 1.5x, as only
-   lbfgs's oracle gains from a second thread;
+1. vector losses (softmax, multiclass_hinge): ``msdca`` (multiclass SDCA)
+   with a strongly convex penalty on data (X, y); otherwise ``lbfgs`` when the
+   loss is smooth and the penalty differentiable ("l2", "lp"), else ``bmrm``.
+   Measured by benchmarks/compare_multiclass.py (every method rerun from
+   scratch with a growing budget; time to 1e-3 / 1e-4 relative suboptimality
+   as a ratio to the best peer, scikit-learn lbfgs/saga/newton-cg, cyanure,
+   LIBLINEAR Crammer-Singer; 1 thread unless said): 20 Newsgroups (130108
+   features > 11314 rows) softmax alpha 1e-4, msdca 0.19 / 0.23 (2 threads
+   0.18 / 0.23), lbfgs 2.8 / 3.7; alpha 1e-6, msdca 0.21 / 0.37, lbfgs not
+   there within the budget; multiclass hinge alpha 1e-4, msdca 0.42 / 0.20
+   (2 threads 0.30 / 0.69); alpha 1e-6 (six times the budget, 1 thread),
+   msdca 0.46 / 0.49 against LIBLINEAR.  MNIST (780 features < 10000 rows)
+   softmax alpha 1e-4: msdca 0.43 / 0.47 (2 threads 0.46 / 0.45; cyanure the
+   best peer), lbfgs 0.94 / 1.02 (2 threads 0.98 / 1.03): msdca's over-relaxed
+   epochs win on few features as on many, though only lbfgs's oracle uses a
+   second thread;
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
    NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
@@ -162,11 +160,9 @@ def _preferences(problem):
     """Solver names in the order of the rule above (the first that takes the problem wins)."""
     spec, reg, data = problem.loss.spec, problem.regularizer, problem.data
     if spec.vector:
-        order = []
-        if not (spec.smooth and reg.differentiable and data is not None
-                and data.n_features < data.n_samples):
-            order.append("msdca")   # needs rows and a strongly convex penalty (its record)
-        return order + (["lbfgs", "bmrm"] if spec.smooth and reg.differentiable else ["bmrm"])
+        # msdca needs rows and a strongly convex penalty (its record): else the next one
+        return ["msdca"] + (["lbfgs", "bmrm"] if spec.smooth and reg.differentiable
+                            else ["bmrm"])
     order = []
     if spec.task == "binary" and problem.penalty == "l2" and data is not None \
             and _newton_fits(problem):
