@@ -14,7 +14,10 @@ iteration is:
    boundary), preconditioned by a blend of the identity and diag(H) (Hsia,
    Chiang & Lin 2018) and stopped when the quadratic model
    ``Q_i = g.s_i + 0.5 s_i.H s_i`` stalls, ``i (Q_i - Q_{i-1}) >= cg_tol Q_i``
-   (Nash & Sofer 1996; the rule Galli & Lin 2021 use, cg_tol 0.5);
+   (Nash & Sofer 1996; the rule Galli & Lin 2021 use, cg_tol 0.5); with few features
+   (len(w)^2 <= GRAM_SIZE nnz(X)) the products switch to the Gram matrix
+   ``X^T D X`` once they have cost as much as forming it (rent-or-buy: the long
+   systems of the last steps pay O(len(w)^2) per product, the short first ones nothing);
 3. globalization, one of the two Galli & Lin (2021) compare:
    ``line_search`` (default): backtracking from the full step until Armijo's
    sufficient decrease holds; ``trust_region``: the 2008 paper's Algorithm 1,
@@ -84,6 +87,13 @@ PRECONDITION = 0.01  # weight of diag(H) in the CG preconditioner (Hsia, Chiang 
 # about as much as it saves below this size (csrc/_hessian.pyx passes; the oracle pass
 # keeps the problem's thread count)
 PASS_GRAIN = 250_000
+# conjugate gradient forms G = X^T D X once its products have touched GRAM times the
+# stored entries that forming G touches (csrc/_hessian.pyx ``cg``; the two cost about the
+# same per entry): the rent-or-buy rule, at most twice the cheaper of passes and G for
+# any iteration count, with no extra work on the short systems of the first steps.
+# Only where len(w)^2 <= GRAM_SIZE nnz(X): a product G d then costs a fraction of a
+# pass and the n_threads squares of the build stay at most 2 bytes per stored entry each
+GRAM, GRAM_SIZE = 1.0, 0.25
 GLOBALIZATIONS = ("line_search", "trust_region")
 # the 1-D minimization stops when |dJ/dt| falls to EXACT_TOL |dJ/dt(0)| (on a piecewise
 # quadratic it lands on the root once t is in the root's piece) or after MAX_EXACT steps
@@ -101,6 +111,8 @@ class _Hessian:
         self.D = np.empty(problem.n_samples)
         self.c = np.empty(0) if problem.sample_weight is None else problem.sample_weight
         self.n_threads = max(1, min(oracle.n_threads, data.nnz // PASS_GRAIN))
+        n_w = problem.n_weights
+        self.gram_cost = GRAM if n_w * n_w <= GRAM_SIZE * data.nnz else math.inf
         # the oracle's per-thread buffers have the same shape; calls never overlap
         self.workspace = oracle._workspace
         self.diag = None  # diag(X^T D X) at the current D, when a scatter pass gave it
@@ -170,7 +182,7 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     n_cg = _hessian.cg(*hess.rows, hess.D, hess.problem.alpha, g,
                        np.empty(0) if M is None else M, delta, cg_tol, max_cg,
                        finish[0], finish[1], FINISH_CG, s, r, xs, hess.workspace,
-                       hess.n_threads)
+                       hess.n_threads, hess.gram_cost)
     hess.n_products += n_cg
     return s, r, n_cg, xs
 
