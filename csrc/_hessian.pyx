@@ -542,6 +542,12 @@ def along(int loss, double loss_param, const double[::1] f, const double[::1] z,
     return value, d1, d2
 
 
+# halvings of the segment in ``step_dual``: the point found is within 2^-BISECT of its
+# length from the domain's boundary
+cdef enum:
+    BISECT = 40
+
+
 def step_dual(int loss, double loss_param, const double[::1] a_old, const double[::1] h_old,
               const double[::1] df, const double[::1] a_new, const double[::1] y,
               double[::1] conj, double[::1] shift):
@@ -549,10 +555,13 @@ def step_dual(int loss, double loss_param, const double[::1] a_old, const double
     by row, from a_old = l'(f_old), h_old = l''(f_old), df = f_new - f_old and
     a_new = l'(f_new): a_i = a_old,i + h_old,i df_i linearizes l' along the step;
     conj_i = l*(a_i), or where that is not finite (a_i outside the domain of l*)
-    l*(a_new,i) with shift_i = a_new,i - a_i (0 on the other rows).  Returns the number
-    of rows replaced."""
-    cdef Py_ssize_t i, n = a_old.shape[0], replaced = 0
-    cdef double a, cj
+    l*(b_i) with shift_i = b_i - a_i (0 on the other rows), b_i the point of the segment
+    from a_new,i (inside the domain: l*(l'(f)) is finite) to a_i nearest to a_i inside
+    the domain, to BISECT halvings of the segment: the dual point moves by the least
+    shift, and v with it (by X^T shift / (lambda m), divided by the small lambda).
+    Returns the number of rows replaced."""
+    cdef Py_ssize_t i, k, n = a_old.shape[0], replaced = 0
+    cdef double a, b, cj, lo, hi, mid
     if not 0 <= loss < FR_N_LOSSES:
         raise ValueError(f"loss id must be in [0, {FR_N_LOSSES}), got {loss}")
     if h_old.shape[0] != n or df.shape[0] != n or a_new.shape[0] != n or y.shape[0] != n \
@@ -565,8 +574,20 @@ def step_dual(int loss, double loss_param, const double[::1] a_old, const double
             fr_loss_conj_batch(loss, loss_param, 1, &a, &y[i], &cj)
             shift[i] = 0.0
             if not isfinite(cj):
-                fr_loss_conj_batch(loss, loss_param, 1, &a_new[i], &y[i], &cj)
-                shift[i] = a_new[i] - a
+                # the domain is an interval: bisect on the finiteness of l* along the
+                # segment, lo the largest fraction towards a known to be inside
+                lo, hi = 0.0, 1.0
+                for k in range(BISECT):
+                    mid = 0.5 * (lo + hi)
+                    b = a_new[i] + mid * (a - a_new[i])
+                    fr_loss_conj_batch(loss, loss_param, 1, &b, &y[i], &cj)
+                    if isfinite(cj):
+                        lo = mid
+                    else:
+                        hi = mid
+                b = a_new[i] + lo * (a - a_new[i])
+                fr_loss_conj_batch(loss, loss_param, 1, &b, &y[i], &cj)
+                shift[i] = b - a
                 replaced += 1
             conj[i] = cj
     return replaced
