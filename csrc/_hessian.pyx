@@ -543,9 +543,10 @@ def along(int loss, double loss_param, const double[::1] f, const double[::1] z,
 
 
 # halvings of the segment in ``step_dual``: the point found is within 2^-BISECT of its
-# length from the domain's boundary
+# length from the domain's boundary, so |shift| exceeds the least by at most that
+# fraction of |a_new - a|, a relative change of the same order in the gap's v term
 cdef enum:
-    BISECT = 40
+    BISECT = 10
 
 
 def step_dual(int loss, double loss_param, const double[::1] a_old, const double[::1] h_old,
