@@ -277,7 +277,7 @@ def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] 
        const double[::1] M, double delta, double cg_tol, Py_ssize_t max_cg,
        double finish_decrease, double finish_residual, Py_ssize_t finish_cg,
        double[::1] s, double[::1] r, double[::1] xs, double[:, ::1] workspace,
-       int n_threads, double gram_cost=INFINITY):
+       int n_threads, double gram_cost=INFINITY, double expected=0.0):
     """Conjugate gradient on the Newton system H s = -g with
     ``H = alpha I + (1/m) X^T D X``, all iterations in one call (fastrisk/solvers/newton.py
     ``_steihaug_cg`` states the rules: Steihaug's boundary ||s|| <= delta, the diagonal
@@ -289,7 +289,10 @@ def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] 
     the entries that forming G = X^T D X touches (nnz_i (nnz_i + 1) / 2 per row) plus the
     gather pass it costs at the end (X s on the rows with curvature, which the products
     G d no longer give), G is formed and the further products are G d, O(len(g)^2) each
-    (inf: never; 0: from the second product on).
+    (inf: never; 0: from the second product on).  ``expected``: the products the caller
+    expects this system to take (the last system's count); G is also formed, at any
+    iteration, once the products still expected would touch twice the entries of
+    forming it (``expected`` 0: no forecast).
 
     Writes s, the residual r = -g - H s and xs = X s on the rows with D_ii != 0 (0 on
     the others); returns the number of conjugate-gradient iterations (Hessian-vector
@@ -345,8 +348,9 @@ def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] 
                 if sqrt(rr) <= finish_residual or it > n_stop or -Q > finish_decrease:
                     n_done = it - 1
                     break
-            if pairs > 0.0 and not use_gram and (it - 1) * entries >= gram_cost * pairs \
-                    + 0.5 * entries:
+            if pairs > 0.0 and not use_gram and gram_cost < INFINITY and (
+                    (it - 1) * entries >= gram_cost * pairs + 0.5 * entries
+                    or (expected - it + 1) * entries >= 2.0 * (pairs + 0.5 * entries)):
                 use_gram = True
                 gram(&data[0], &indices[0], &indptr[0], dense, bias, &D[0], &rv[0], bounds,
                      G_blocks, G)

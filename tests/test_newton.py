@@ -117,7 +117,8 @@ def test_kernel_cg_against_a_direct_solve(dense, dtype, itype, bias, gram_cost):
 def test_gram_products_equal_the_row_passes(dense, dtype, itype, bias):
     """A fixed number of conjugate-gradient iterations (5, no stop before) gives the same
     s, r and X s whether the products pass over the rows or use the Gram matrix from the
-    second product on or after the rent-or-buy switch (gram_cost 1): each product is the
+    second product on, after the rent-or-buy switch (gram_cost 1) or at once on a forecast
+    of 50 products (``expected``): each product is the
     same H d up to the order of the sums, so the iterates agree to 1e-10 relative (5
     iterations, cond(H) below 1e3, 200 x 12 with 40% of the entries stored and a quarter
     of the rows without curvature); 2 threads give the 1-thread result up to rounding."""
@@ -136,14 +137,19 @@ def test_gram_products_equal_the_row_passes(dense, dtype, itype, bias):
     n_w = d + (bias != 0)
     g = rng.normal(size=n_w)
     out = {}
-    for gram_cost in (np.inf, 0.0, 1.0):
+    for gram_cost, expected in ((np.inf, 0), (np.inf, 50), (0.0, 0), (1.0, 0), (1.0, 50)):
         for n_threads in (1, 2):
             s, r, xs = np.empty(n_w), np.empty(n_w), np.empty(m)
             n = _hessian.cg(*rows, D, 1e-2, g, np.empty(0), np.inf, 1e-300, 5, np.inf, 0.0,
-                            1, s, r, xs, np.empty((n_threads, 2 * n_w)), n_threads, gram_cost)
+                            1, s, r, xs, np.empty((n_threads, 2 * n_w)), n_threads, gram_cost,
+                            expected)
             assert n == 5
-            out[gram_cost, n_threads] = (s, r, xs)
-    ref_s, ref_r, ref_xs = out[np.inf, 1]
+            out[gram_cost, expected, n_threads] = (s, r, xs)
+    ref_s, ref_r, ref_xs = out[np.inf, 0, 1]
+    # inf never forms G, whatever the forecast: the same bits as without one
+    assert all(np.array_equal(a, b) for a, b in zip(out[np.inf, 50, 1], out[np.inf, 0, 1]))
+    # a forecast of 50 products forms G before the first: other bits than the row passes
+    assert not np.array_equal(out[1.0, 50, 1][0], ref_s)
     for key, (s, r, xs) in out.items():
         np.testing.assert_allclose(s, ref_s, rtol=0, atol=1e-10 * np.abs(ref_s).max())
         np.testing.assert_allclose(r, ref_r, rtol=0, atol=1e-10 * np.abs(ref_r).max())

@@ -16,8 +16,9 @@ iteration is:
    ``Q_i = g.s_i + 0.5 s_i.H s_i`` stalls, ``i (Q_i - Q_{i-1}) >= cg_tol Q_i``
    (Nash & Sofer 1996; the rule Galli & Lin 2021 use, cg_tol 0.5); with few features
    (len(w)^2 <= GRAM_SIZE nnz(X)) the products switch to the Gram matrix
-   ``X^T D X`` once they have cost as much as forming it (rent-or-buy: the long
-   systems of the last steps pay O(len(w)^2) per product, the short first ones nothing);
+   ``X^T D X`` once they have cost as much as forming it (rent-or-buy), or at
+   once when the last system's length forecasts it: the long systems of the last steps
+   pay O(len(w)^2) per product, the short first ones nothing;
 3. globalization, one of the two Galli & Lin (2021) compare:
    ``line_search`` (default): backtracking from the full step until Armijo's
    sufficient decrease holds; ``trust_region``: the 2008 paper's Algorithm 1,
@@ -89,10 +90,12 @@ PRECONDITION = 0.01  # weight of diag(H) in the CG preconditioner (Hsia, Chiang 
 PASS_GRAIN = 250_000
 # conjugate gradient forms G = X^T D X once its products have touched GRAM times the
 # stored entries that forming G touches (csrc/_hessian.pyx ``cg``; the two cost about the
-# same per entry): the rent-or-buy rule, at most twice the cheaper of passes and G for
-# any iteration count, with no extra work on the short systems of the first steps.
-# Only where len(w)^2 <= GRAM_SIZE nnz(X): a product G d then costs a fraction of a
-# pass and the n_threads squares of the build stay at most 2 bytes per stored entry each
+# same per entry), or at once when the last system's product count, taken as the
+# forecast, would touch twice that: the systems grow longer towards the optimum, and
+# the short systems of the first steps (which a late switch would make dearer) pay
+# nothing.  Only where len(w)^2 <= GRAM_SIZE nnz(X): a product G d then costs a fraction
+# of a pass and the n_threads squares of the build stay at most 2 bytes per stored entry
+# each
 GRAM, GRAM_SIZE = 1.0, 0.25
 GLOBALIZATIONS = ("line_search", "trust_region")
 # the 1-D minimization stops when |dJ/dt| falls to EXACT_TOL |dJ/dt(0)| (on a piecewise
@@ -117,6 +120,7 @@ class _Hessian:
         self.workspace = oracle._workspace
         self.diag = None  # diag(X^T D X) at the current D, when a scatter pass gave it
         self.n_products = 0
+        self.last_products = 0  # of the last system: the forecast for the next
 
     def update(self, scores=None, D=None):
         """D_ii = c_i l''(f_i) from the scores, or the given D; returns the number of rows
@@ -182,8 +186,9 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     n_cg = _hessian.cg(*hess.rows, hess.D, hess.problem.alpha, g,
                        np.empty(0) if M is None else M, delta, cg_tol, max_cg,
                        finish[0], finish[1], FINISH_CG, s, r, xs, hess.workspace,
-                       hess.n_threads, hess.gram_cost)
+                       hess.n_threads, hess.gram_cost, hess.last_products)
     hess.n_products += n_cg
+    hess.last_products = n_cg
     return s, r, n_cg, xs
 
 
