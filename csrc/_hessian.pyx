@@ -282,7 +282,9 @@ def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] 
     ``H = alpha I + (1/m) X^T D X``, all iterations in one call (fastrisk/solvers/newton.py
     ``_steihaug_cg`` states the rules: Steihaug's boundary ||s|| <= delta, the diagonal
     preconditioner M (empty: none), the quadratic-model stop with cg_tol, the finishing
-    residual for at most finish_cg times the iterations of that stop).
+    residual for at most finish_cg times the cost of that stop, counted in passes over the
+    rows with curvature: with G below, a product G d costs len(g)^2 / (their entries
+    touched) of a pass, and the finishing runs that much longer).
 
     The products X^T (D (X d)) pass over the rows with curvature, touching their stored
     entries twice; ``gram_cost``: once the products so far have touched gram_cost times
@@ -298,9 +300,9 @@ def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] 
     the others); returns the number of conjugate-gradient iterations (Hessian-vector
     products).  Vector sums run in index order: the same bits on every run for a fixed
     thread count."""
-    cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = g.shape[0], i, j, k, it, n_stop, n_done
+    cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = g.shape[0], i, j, k, it, n_done
     cdef bint pre = M.shape[0] > 0, boundary, use_gram = False
-    cdef double entries = 0.0, pairs = 0.0, nnz_i
+    cdef double entries = 0.0, pairs = 0.0, nnz_i, spent = 0.0, budget = INFINITY
     cdef double inv_m, rz, rz_new, rr, gs, Q, Q_prev, dHd, step, ss, sd, dd, rad, beta
     if s.shape[0] != Dn or r.shape[0] != Dn or (pre and M.shape[0] != Dn):
         raise ValueError("s, r (and M) must have len(g) entries")
@@ -338,14 +340,14 @@ def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] 
             dvec[j] = z[j]
             rz += r[j] * z[j]
             rr += r[j] * r[j]
-        n_stop = n_done = max_cg
+        n_done = max_cg
         Q = 0.0
         for it in range(1, max_cg + 1):
             # the model at the iterate: g.s + 0.5 s.H s = 0.5 g.s (r is orthogonal to s)
             Q_prev, Q = Q, 0.5 * gs
             if rr == 0.0 or (it > 1 and (it - 1) * (Q - Q_prev) >= cg_tol * Q):
-                n_stop = min(n_stop, finish_cg * (it - 1) + 1)
-                if sqrt(rr) <= finish_residual or it > n_stop or -Q > finish_decrease:
+                budget = min(budget, finish_cg * spent)
+                if sqrt(rr) <= finish_residual or spent > budget or -Q > finish_decrease:
                     n_done = it - 1
                     break
             if pairs > 0.0 and not use_gram and gram_cost < INFINITY and (
@@ -354,13 +356,17 @@ def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] 
                 use_gram = True
                 gram(&data[0], &indices[0], &indptr[0], dense, bias, &D[0], &rv[0], bounds,
                      G_blocks, G)
+                spent += (pairs + 0.5 * entries) / entries
             if use_gram:
                 gram_product(G, &dvec[0], Hd, <int>(bounds.shape[0] - 1))
+                spent += <double>Dn * Dn / entries
             elif n_runs > 0:
                 product(&data[0], &indices[0], &indptr[0], dense, bias, &D[0], &rv[0],
                         bounds, &dvec[0], Hd, workspace, &xv[0])
+                spent += 1.0
             else:
                 Hd[:] = 0.0
+                spent += 1.0
             dHd = 0.0
             for j in range(Dn):
                 Hd[j] = Hd[j] * inv_m + alpha * dvec[j]

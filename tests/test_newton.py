@@ -156,6 +156,32 @@ def test_gram_products_equal_the_row_passes(dense, dtype, itype, bias):
         np.testing.assert_allclose(xs, ref_xs, rtol=0, atol=1e-10 * np.abs(ref_xs).max())
 
 
+def test_finishing_budget_counts_gram_products_at_their_cost():
+    """The finishing conjugate gradient may spend finish_cg times the cost of the cg_tol
+    stop, counted in passes over the rows: with finish_cg = 2 the row passes stop at twice
+    the iterations of the cg_tol stop, short of the finishing residual, while products by
+    the Gram matrix (400 x 20: a product G d costs 400 / (2 nnz) ~ 0.05 of a pass) go on
+    within the same budget until the residual is met."""
+    rng = np.random.default_rng(2)
+    m, d = 400, 20
+    X = sp.random(m, d, density=0.5, random_state=6, format="csr")
+    X = X @ sp.diags(np.logspace(0, 3, d))  # ill-conditioned: many iterations to converge
+    X = sp.csr_matrix(X)
+    X.sort_indices()
+    rows = (X.data, X.indices, X.indptr, False, 0.0)
+    D = rng.uniform(0.5, 1, m)
+    g = rng.normal(size=d)
+    target = 1e-11 * np.linalg.norm(g)
+    out = {}
+    for gram_cost in (np.inf, 0.0):
+        s, r, xs = np.empty(d), np.empty(d), np.empty(m)
+        n = _hessian.cg(*rows, D, 1e-6, g, np.empty(0), np.inf, 0.5, 500, np.inf, target, 2,
+                        s, r, xs, np.empty((1, 2 * d)), 1, gram_cost)
+        out[gram_cost] = (n, np.linalg.norm(r))
+    assert out[np.inf][1] > target
+    assert out[0.0][1] <= target and out[0.0][0] > out[np.inf][0]
+
+
 def test_newton_takes_the_gram_products_on_low_dimensional_data():
     """On 2000 x 20 (d^2 <= GRAM_SIZE nnz) the solver's products switch to the Gram
     matrix and the optimum is that of the run with row passes only (GRAM = inf) to 1e-9

@@ -76,7 +76,7 @@ SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 ARMIJO = 0.01  # sufficient-decrease constant of the line search (LIBLINEAR's newton)
 # a Newton step whose decrement is within FINISH times the target is solved to the
 # residual the step certificate needs (_steihaug_cg's finish), in at most FINISH_CG times
-# the conjugate-gradient iterations of the cg_tol stop: the step certificate needs
+# the cost of the cg_tol stop (in passes over the rows): the step certificate needs
 # ||r|| <= sqrt(2 alpha tol J), which at small alpha is several times below where cg_tol
 # stops, and each further CG iteration costs less than the Newton step that would
 # otherwise follow (its scatter pass, line search and certificate)
@@ -176,8 +176,8 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     finish = (decrease, residual): a step whose model decrease -Q (the Newton decrement,
     about J(w) - J* near w*) is at most ``decrease`` is taken to be the last one, and CG
     goes on until ||r|| <= ``residual`` (the step certificate's ||r||^2 / (2 alpha) term,
-    ``GapCertificate.step_gap``), for at most FINISH_CG times the iterations the cg_tol
-    stop took.  The whole loop runs in one kernel call (csrc/_hessian.pyx ``cg``).
+    ``GapCertificate.step_gap``), for at most FINISH_CG times the cost of the cg_tol stop
+    (in passes over the rows: products by the Gram matrix cost a fraction of one).  The whole loop runs in one kernel call (csrc/_hessian.pyx ``cg``).
     Returns (s, r, n_cg, xs) with r = -g - H s the final residual and xs = X s on the rows
     with curvature (the sum of the products X d the kernel computes anyway).
     """
