@@ -9,12 +9,13 @@ descent minimizes the quadratic model
     G = X^T g + lam2 w,
 
 over a working set W of columns, keeping X d in ``xtd`` (``inner_cd``) or, on
-the Gram matrix X_W^T diag(h) X_W of a small working set, H d (``gram``,
-``inner_cd_gram``); a backtracking line search along d then gives the next w.
+the Gram matrix X_W^T diag(h) X_W of a small working set, H d (``gram_rows`` or
+``gram_columns``, ``inner_cd_gram``); a backtracking line search along d then gives
+the next w.
 X is read by columns: ``(data, indices, indptr, dense)`` is the CSC view made
 once by the solver (for a dense matrix: the column-major copy, ``indices =
 arange(m)`` shared by every column, ``indptr[j] = j m``), the intercept's
-constant column included; ``gram`` reads the rows (the Dataset's row view).
+constant column included; ``gram_rows`` reads the rows (the Dataset's row view).
 Every function runs without the GIL; status codes of fr_loss.h are returned.
 """
 
@@ -391,10 +392,11 @@ def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t
     return p, done
 
 
-def gram(const floating[::1] data, const index_t[::1] indices, const int64_t[::1] indptr,
-         bint dense, double bias, const int64_t[::1] pos, const double[::1] h,
-         double[:, ::1] H, double[::1] vbuf, int64_t[::1] pbuf):
-    """H = X_W^T diag(h) X_W, the model's Hessian on the working set W, from the rows of X.
+def gram_rows(const floating[::1] data, const index_t[::1] indices,
+              const int64_t[::1] indptr, bint dense, double bias, const int64_t[::1] pos,
+              const double[::1] h, double[:, ::1] H, double[::1] vbuf, int64_t[::1] pbuf):
+    """H = X_W^T diag(h) X_W, the model's Hessian on the working set W, from the rows of X
+    (``gram_columns`` reads W's columns instead: the cheaper one is used).
 
     ``(data, indices, indptr, dense)`` is the row view of X (a Dataset's), without the
     intercept column; ``pos[j]`` is column j's position in W or -1, ``pos`` has one
@@ -442,6 +444,74 @@ def gram(const floating[::1] data, const index_t[::1] indices, const int64_t[::1
             for b in range(a):
                 H[a, b] += H[b, a]
                 H[b, a] = H[a, b]
+
+
+def gram_columns(const floating[::1] data, const index_t[::1] indices,
+                 const int64_t[::1] indptr, bint dense, const int64_t[::1] working,
+                 const double[::1] h, double[:, ::1] H, int64_t[::1] row_end,
+                 int64_t[::1] entry_pos, double[::1] entry_val):
+    """H = X_W^T diag(h) X_W, the model's Hessian on the working set W, from W's columns.
+
+    Sparse X: the entries of X_W in rows with h_i != 0 are sorted into rows (a counting
+    sort: ``row_end`` has m + 1 entries, ``entry_pos`` and ``entry_val`` nnz(X_W);
+    within a row the entries come in the order of W), then each row adds h_i x_ia x_ib
+    to H[a, b] for its pairs of positions a <= b (the upper triangle), summed over the
+    rows in row order, and the lower triangle is copied from it.  Only W's columns are
+    read: the cost is 2 nnz(X_W) + m + sum_i r_i^2 / 2, r_i the row's nonzeros in W.
+    Dense X: each pair of columns a <= b is summed over the rows in row order
+    (m |W|^2 / 2; the buffers are not used and may be empty).
+    """
+    cdef Py_ssize_t i, k, a, b, r, lo, hi, pa, nnz, n = H.shape[0]
+    cdef Py_ssize_t m = row_end.shape[0] - 1
+    cdef const floating* val
+    cdef const floating* other
+    cdef const index_t* idx
+    cdef double hv
+    with nogil:
+        if dense:
+            m = indptr[1] - indptr[0] if indptr.shape[0] > 1 else 0
+            for a in range(n):
+                val = &data[0] + indptr[working[a]]
+                for b in range(a, n):
+                    other = &data[0] + indptr[working[b]]
+                    hv = 0.0
+                    for i in range(m):
+                        hv += h[i] * val[i] * other[i]
+                    H[a, b] = hv
+                    H[b, a] = hv
+        else:
+            for a in range(n):
+                for b in range(a, n):
+                    H[a, b] = 0.0
+            for i in range(m + 1):
+                row_end[i] = 0
+            for a in range(n):  # row_end[i + 1] = entries of row i in W
+                column(&data[0], &indices[0], &indptr[0], dense, working[a], &val, &idx, &nnz)
+                for k in range(nnz):
+                    if h[idx[k]] != 0.0 and val[k] != 0.0:
+                        row_end[idx[k] + 1] += 1
+            for i in range(m):  # row_end[i + 1] = first slot of row i + 1
+                row_end[i + 1] += row_end[i]
+            for a in range(n):  # row_end[i]: next free slot of row i, its end once filled
+                column(&data[0], &indices[0], &indptr[0], dense, working[a], &val, &idx, &nnz)
+                for k in range(nnz):
+                    if h[idx[k]] != 0.0 and val[k] != 0.0:
+                        r = row_end[idx[k]]
+                        entry_pos[r] = a
+                        entry_val[r] = val[k]
+                        row_end[idx[k]] = r + 1
+            lo = 0
+            for i in range(m):
+                hi = row_end[i]
+                for r in range(lo, hi):
+                    hv = h[i] * entry_val[r]
+                    pa = entry_pos[r]
+                    for k in range(r, hi):
+                        H[pa, entry_pos[k]] += hv * entry_val[k]
+                lo = hi
+            for a in range(n):
+                for b in range(a):
+                    H[a, b] = H[b, a]
 
 
 def inner_cd_gram(const double[:, ::1] H, int64_t[::1] active, const double[::1] grad,

@@ -378,6 +378,37 @@ def test_csr_transpose_any_row_blocks_and_unsorted_rows(itype, blocks):
     np.testing.assert_array_equal(values, C.data)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+@pytest.mark.parametrize("layout", ["csr", "dense"])
+@pytest.mark.parametrize("kernel", ["rows", "columns"])
+def test_gram_kernels_match_numpy(dtype, itype, layout, kernel):
+    # reference: X_W^T diag(h) X_W in NumPy, W in a shuffled order with the intercept column,
+    # h with zeros (rows skipped); the kernels sum each entry over the rows in another order
+    # than NumPy's matmul: equal to round-off (1e-12 relative)
+    X = _sparse_with_empty_rows_and_columns(dtype, itype, seed=3)
+    data = Dataset(X if layout == "csr" else X.toarray(), intercept_scaling=1.5)
+    cols = column_view(data)
+    A = np.hstack([X.toarray().astype(np.float64), np.full((40, 1), 1.5)])
+    rng = np.random.default_rng(4)
+    h = rng.random(40) * (rng.random(40) > 0.3)
+    working = rng.permutation(A.shape[1])[:12].astype(np.int64)
+    working[0] = A.shape[1] - 1
+    H = np.full((12, 12), np.nan)
+    if kernel == "columns":
+        nnz_w = int((cols.indptr[working + 1] - cols.indptr[working]).sum())
+        _cd.gram_columns(*cols.arrays, working, h, H, np.empty(41, dtype=np.int64),
+                         np.empty(nnz_w, dtype=np.int64), np.empty(nnz_w))
+    else:
+        pos = np.full(31, -1, dtype=np.int64)
+        pos[working] = np.arange(12)
+        _cd.gram_rows(data.data, data.indices, data.indptr.astype(np.int64), data.dense, 1.5,
+                      pos, h, H, np.empty(12), np.empty(12, dtype=np.int64))
+    ref = A[:, working].T @ (h[:, None] * A[:, working])
+    np.testing.assert_allclose(H, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    np.testing.assert_array_equal(H, H.T)
+
+
 def test_same_bits_for_the_same_seed_and_any_thread_count():
     X, y = _classification(n=400, d=60)
     prob = fr.Problem(sp.csr_matrix(X), y, loss="logistic", penalty="l1", alpha=1e-3)

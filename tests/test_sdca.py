@@ -271,6 +271,28 @@ def test_stopping_certifies_the_best_primal_iterate_with_the_current_dual():
     assert 0 <= conv.objective - J_star <= conv.gap + 1e-9
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_certified_stop_comes_at_most_one_epoch_after_the_gap_meets_tol(seed):
+    # the squared loss has a closed-form step and no box (no shrinking), so the iterates do
+    # not depend on when the exact checks run: a run checking every epoch shows the first
+    # epoch whose certified gap meets tol; the default schedule (the estimate, and the
+    # epoch predicted from the last two certified gaps' linear rate) stops by the next one,
+    # with exact checks (each one pass, cheaper than an epoch) on at most half the epochs
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((3000, 30))
+    y = X @ rng.standard_normal(30) + rng.standard_normal(3000)
+    prob = fr.Problem(X, y, loss="squared", alpha=1e-2)
+    tol = 1e-6
+    res = fr.solve(prob, solver="sdca", tol=tol, random_state=0, accelerated=False)
+    every = fr.solve(prob, solver="sdca", tol=tol, random_state=0, accelerated=False,
+                     check_every=1, max_iter=res.n_iter)
+    met = np.array(every.history.bound) <= tol * np.array(every.history.objective)
+    assert res.status == "converged" and met.any()
+    first = int(np.argmax(met)) + 1
+    assert first <= res.n_iter <= first + 1
+    assert sum(res.history.exact) <= res.n_iter / 2
+
+
 # ---------------------------------------------------------------- mini-batch variants
 
 def _two_identical_points():

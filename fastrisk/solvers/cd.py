@@ -60,7 +60,9 @@ derivatives of the model at w + d, whose X^T (c u / m) meets the model's optimal
 conditions on the working set up to the inner solve's tolerance (exactly, on the
 support, after a Newton step on it; on those iterations the inner solve goes on
 past its stopping rule toward CERT_TIGHT times it, for at most the cost of the
-passes already made or of the Gram matrix's build); it is rescaled as above, and its rows outside
+passes already made or of the Gram matrix's build, and W takes in the kept columns
+that the outer shrinking left out but that violate the model's optimality at w + d,
+which would otherwise set the rescaling); it is rescaled as above, and its rows outside
 the domain of l* take l'(X(w + t d)) instead.  Its D differs from J* by the model's
 error, of second order in d: it certifies the iterate that the rescaled residual
 certifies one outer iteration later.
@@ -78,7 +80,10 @@ CSC copy, i.e. the values and row indices of X again (nnz * (itemsize + index
 size) bytes) plus m entries for the intercept column, 8 (n_weights + 1) bytes of
 column pointers and 8 n_weights bytes of column norms; while it is made, a
 counting sort holds 8 n_features bytes of counters per thread.  For dense input a
-column-major copy of X.  Pass ``columns=`` to reuse one copy across solves
+column-major copy of X.  The Gram matrix of a working set is built from the rows of
+X or, when cheaper (W's columns hold few of X's entries), from W's columns sorted
+into rows: 16 nnz(X_W) + 8 (m + 1) bytes while it is built.  Pass ``columns=`` to
+reuse one copy across solves
 (regularization paths).  The inner passes are sequential; ``n_threads`` splits
 the copy (by rows) and the column pass of step 1 (each column summed in row order:
 the bits do not depend on the thread count).
@@ -116,6 +121,8 @@ TIGHT_PASSES = 1.0 + math.log(CERT_TIGHT) / math.log(FORCING)
 GRAM_MAX_COLUMNS = 2000           # largest working set of the Gram inner solve (32 MB)
 GRAM_READ = 3.0                   # cost of the Gram build's read of an entry of X (a lookup
                                   # of its column's position and a branch) in multiply-adds
+GRAM_SORT = 6.0                   # the same for an entry of X_W sorted into rows (two
+                                  # passes with scattered writes)
 
 
 class Columns(NamedTuple):
@@ -290,17 +297,26 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     row_sq = float(np.square(np.diff(data.indptr).astype(np.float64)).sum()) \
         if not data.dense else float(m) * data.n_features ** 2  # sum_i nnz(x_i)^2
 
-    def gram_costs(working):
-        """(cost of building the Gram matrix of W, of one Gram pass, of one column pass).
+    def nnz_of(working):
+        """nnz(X_W)."""
+        return int((cols.indptr[working + 1] - cols.indptr[working]).sum())
 
-        Column passes cost 2 nnz(X_W) each; the Gram matrix costs GRAM_READ nnz(X) plus
-        sum_i r_i^2 / 2 once (r_i the row's nonzeros in W, estimated as the row's
-        nonzeros in X times nnz(X_W) / nnz(X)) and X d afterwards, then |W|^2 per pass.
+    def gram_costs(working):
+        """(cost of building the Gram matrix of W, of one Gram pass, of one column pass,
+        whether the build reads W's columns rather than the rows of X).
+
+        Column passes cost 2 nnz(X_W) each; the Gram matrix costs sum_i r_i^2 / 2 (r_i
+        the row's nonzeros in W, estimated as the row's nonzeros in X times nnz(X_W) /
+        nnz(X)) plus GRAM_READ nnz(X) from the rows (``_cd.gram_rows``) or GRAM_SORT
+        nnz(X_W) + m from W's columns (``_cd.gram_columns``), whichever is less, once, and
+        X d afterwards; then |W|^2 per pass.
         """
         n_w = working.shape[0]
-        nnz_w = float((cols.indptr[working + 1] - cols.indptr[working]).sum())
+        nnz_w = float(nnz_of(working))
         pairs = row_sq * (nnz_w / max(data.nnz, 1)) ** 2  # rows' nonzeros thinned evenly
-        return GRAM_READ * data.nnz + pairs / 2.0 + nnz_w, float(n_w * n_w), 2.0 * nnz_w
+        from_rows, from_columns = GRAM_READ * data.nnz, GRAM_SORT * nnz_w + m
+        return (min(from_rows, from_columns) + pairs / 2.0 + nnz_w, float(n_w * n_w),
+                2.0 * nnz_w, from_columns < from_rows)
 
     def inner_solve(working, stop, passes_before, tight):
         """newGLMNET's inner solve on W (``inner``); sets wpd and X d, returns (passes,
@@ -317,7 +333,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         gram_ok = inner == "gram" or (inner == "auto" and n_w <= GRAM_MAX_COLUMNS)
         cap = MAX_INNER_PASSES
         if gram_ok and inner == "auto":
-            build, gram_pass, column_pass = gram_costs(working)
+            build, gram_pass, column_pass, _ = gram_costs(working)
             expected = passes_before * (TIGHT_PASSES if tight < stop else 1.0)
             if build + expected * gram_pass < expected * column_pass:
                 return gram_inner(working, stop, tight), True
@@ -349,14 +365,20 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         most as many passes as cost the Gram matrix's build, starting with a polish.
         """
         nonlocal rows, pos
-        if rows is None:
-            rows = (data.data, data.indices, data.indptr.astype(np.int64), data.dense)
-            pos = np.full(data.n_features + 1, -1, dtype=np.int64)
         n_w = working.shape[0]
-        pos[working] = np.arange(n_w)
         H = np.empty((n_w, n_w))
-        _cd.gram(*rows, data.bias, pos, h, H, np.empty(n_w), np.empty(n_w, dtype=np.int64))
-        pos[working] = -1
+        if gram_costs(working)[3]:
+            nnz_w = nnz_of(working)
+            _cd.gram_columns(*cols.arrays, working, h, H, np.empty(m + 1, dtype=np.int64),
+                             np.empty(nnz_w, dtype=np.int64), np.empty(nnz_w))
+        else:
+            if rows is None:
+                rows = (data.data, data.indices, data.indptr.astype(np.int64), data.dense)
+                pos = np.full(data.n_features + 1, -1, dtype=np.int64)
+            pos[working] = np.arange(n_w)
+            _cd.gram_rows(*rows, data.bias, pos, h, H, np.empty(n_w),
+                          np.empty(n_w, dtype=np.int64))
+            pos[working] = -1
         w_w, grad_w = w[working], grad[working]
         wpd_w = wpd[working]  # w + d on entry: d = 0, or where the column passes stopped
         q = H @ (wpd_w - w_w)
@@ -369,7 +391,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             if done:
                 if stop <= tight:
                     break
-                build, gram_pass, _ = gram_costs(working)
+                build, gram_pass, _, _ = gram_costs(working)
                 stop = tight
                 last = min(last, passes + max(POLISH_EVERY, int(build / max(gram_pass, 1.0))))
             if polish(H, grad_w, w_w, wpd_w):
@@ -377,6 +399,43 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         wpd[working] = wpd_w
         _cd.column_combination(*cols.arrays, working, wpd_w - w_w, xtd)
         return passes
+
+    def complete_model(working, n_working, stop, passes, used_gram):
+        """Extend the inner solve of a tight step to the kept columns that violate the
+        model's optimality at w + d; returns (|W|, passes).
+
+        The model's dual point is rescaled by its largest violation over every kept
+        column, and a column left out of W by the outer shrinking (zero, and inside
+        (-lam1, lam1) by more than M / m at w) can violate at w + d: such columns,
+        |x_j^T (g + h X d)| > lam1 (one pass over the kept columns outside W), join W at
+        0 and the inner solve goes on toward the tight tolerance from the point reached:
+        on the Gram matrix of the larger W if it ran on one, else for at most as many
+        column passes again (at least 2).  Only when needed: when the rescaling that
+        their largest violation v would set costs (1 - lam1 / v) lam1 ||w + d||_1 in D
+        (module docstring) above half the tolerance (with lam2 > 0, s = 1: whenever one
+        violates).
+        """
+        outside = np.ones(n_weights, dtype=bool)
+        outside[working] = False
+        rest = columns_now[outside[columns_now]]
+        _cd.column_stats(*cols.arrays, g + h * xtd, np.empty(0), rest, dots, dots, threads)
+        add = rest[np.abs(dots[rest]) > lam1]
+        if add.shape[0] == 0:
+            return n_working, 0
+        if lam2 == 0.0:
+            top = float(np.abs(dots[add]).max())
+            cost = (1.0 - lam1 / top) * lam1 * float(np.abs(wpd[working]).sum())
+            if cost <= 0.5 * max(mon.tol * abs(P), mon.abs_tol):
+                return n_working, 0
+        buffer[n_working:n_working + add.shape[0]] = add
+        n_working += add.shape[0]
+        wpd[add] = 0.0
+        tight = CERT_TIGHT * stop
+        if used_gram:
+            return n_working, gram_inner(buffer[:n_working], tight, tight)
+        more, _ = _cd.inner_cd(*cols.arrays, h, buffer[:n_working], n_working, grad, hdiag, w,
+                               wpd, xtd, lam1, lam2, NU, tight, max(passes, 2), inv_m, rng)
+        return n_working, more
 
     def polish(H, grad_w, w_w, wpd_w):
         """Move wpd toward the minimizer of the model on its orthant face; False if none.
@@ -493,6 +552,10 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             passes, used_gram = inner_solve(working, stop, passes,
                                             CERT_TIGHT * stop if tight_step else stop)
             n_gram += used_gram
+            if tight_step:
+                n_working, more = complete_model(working, n_working, stop, passes, used_gram)
+                working = buffer[:n_working]
+                passes += more
             n_passes += passes
             if passes == 1:
                 inner_eps *= 0.25
