@@ -10,7 +10,9 @@ matrix.  For losses with a kink in l'
 (squared hinge, Huber, smoothed hinge) D is the generalized Hessian of
 Mangasarian (2002), as in LIBLINEAR's primal Newton solver: the products
 read only the rows with D_ii != 0, found once per system as runs of
-consecutive rows.
+consecutive rows.  With few features the long systems form
+``G = X^T D X`` once (``gram``, nnz_i (nnz_i + 1) / 2 updates per row) and
+multiply by G instead, O(d^2) per product (``cg``'s gram_cost).
 
 The line search of Galli & Lin (2021) keeps ``X s`` for the
 Newton direction s: ``cg`` adds up the ``X d`` its products compute on the
@@ -189,24 +191,118 @@ cdef void sum_blocks(double[:, ::1] workspace, int n_blocks, double[::1] out,
         out[j] = s
 
 
+cdef void gram_runs(const floating* data, const index_t* indices, const index_t* indptr,
+                    bint dense, double b, Py_ssize_t d, const double* D,
+                    const Py_ssize_t* runs, Py_ssize_t lo, Py_ssize_t hi,
+                    double* G) noexcept nogil:
+    """The runs lo..hi-1 of ``active_runs``: G[j, k] += D_ii x_ij x_ik for j <= k (the
+    upper triangle of the (d + b != 0) square G, row-major) over their rows.  Column
+    indices are sorted within a row (fastrisk/data.py), so k >= j is the pair's order."""
+    cdef Py_ssize_t i, k, p, q, nnz, Dn = d + (b != 0.0)
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double a
+    cdef double* Gj
+    for k in range(lo, hi):
+        for i in range(runs[2 * k], runs[2 * k + 1]):
+            nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
+            for p in range(nnz):
+                a = D[i] * val[p]
+                Gj = G + idx[p] * Dn
+                for q in range(p, nnz):
+                    Gj[idx[q]] += a * val[q]
+                if b != 0.0:
+                    Gj[d] += a * b
+            if b != 0.0:
+                G[d * Dn + d] += D[i] * b * b
+
+
+cdef void gram(const floating* data, const index_t* indices, const index_t* indptr,
+               bint dense, double b, const double* D, const Py_ssize_t* runs,
+               const Py_ssize_t[::1] bounds, double[:, :, ::1] blocks,
+               double[:, ::1] G) noexcept nogil:
+    """G = X^T D X (both triangles) over the blocks of ``active_runs``: each thread
+    accumulates its block's rows in its own square, added in block order (the same bits
+    for any scheduling)."""
+    cdef Py_ssize_t Dn = G.shape[0], d = Dn - (b != 0.0), j, k
+    cdef int t, n_blocks = <int>(bounds.shape[0] - 1)
+    cdef double acc
+    cdef double* gt
+    for t in prange(n_blocks, num_threads=n_blocks, schedule="static", chunksize=1):
+        gt = &blocks[t, 0, 0]
+        for k in range(Dn * Dn):
+            gt[k] = 0.0
+        gram_runs(data, indices, indptr, dense, b, d, D, runs, bounds[t], bounds[t + 1], gt)
+    for j in prange(Dn, num_threads=n_blocks, schedule="static"):
+        for k in range(j, Dn):
+            acc = blocks[0, j, k]
+            for t in range(1, n_blocks):
+                acc = acc + blocks[t, j, k]
+            G[j, k] = acc
+            G[k, j] = acc
+
+
+cdef void gram_product(const double[:, ::1] G, const double* v, double[::1] out,
+                       int n_threads) noexcept nogil:
+    """out = G v, each entry one thread's dot product in index order."""
+    cdef Py_ssize_t j, k, Dn = G.shape[0]
+    cdef double acc
+    for j in prange(Dn, num_threads=n_threads, schedule="static"):
+        acc = 0.0
+        for k in range(Dn):
+            acc = acc + G[j, k] * v[k]
+        out[j] = acc
+
+
+cdef void active_dots(const floating* data, const index_t* indices, const index_t* indptr,
+                      bint dense, double b, Py_ssize_t d, const Py_ssize_t* runs,
+                      const Py_ssize_t[::1] bounds, const double* v,
+                      double* out) noexcept nogil:
+    """out_i = <x_i, v> (+ b v_d) on the rows of the runs of ``active_runs``."""
+    cdef Py_ssize_t i, k, nnz, end
+    cdef int t, n_blocks = <int>(bounds.shape[0] - 1)
+    cdef const floating* val
+    cdef const index_t* idx
+    for t in prange(n_blocks, num_threads=n_blocks, schedule="static", chunksize=1):
+        for k in range(bounds[t], bounds[t + 1]):
+            end = indptr[runs[2 * k + 1]]
+            for i in range(runs[2 * k], runs[2 * k + 1]):
+                nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
+                out[i] = row_dot_ahead(val, idx, nnz, nnz if dense else end - indptr[i], v,
+                                       1) + (b * v[d] if b != 0.0 else 0.0)
+
+
 def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
        bint dense, double bias, const double[::1] D, double alpha, const double[::1] g,
        const double[::1] M, double delta, double cg_tol, Py_ssize_t max_cg,
        double finish_decrease, double finish_residual, Py_ssize_t finish_cg,
        double[::1] s, double[::1] r, double[::1] xs, double[:, ::1] workspace,
-       int n_threads):
+       int n_threads, double gram_cost=INFINITY, double expected=0.0):
     """Conjugate gradient on the Newton system H s = -g with
     ``H = alpha I + (1/m) X^T D X``, all iterations in one call (fastrisk/solvers/newton.py
     ``_steihaug_cg`` states the rules: Steihaug's boundary ||s|| <= delta, the diagonal
     preconditioner M (empty: none), the quadratic-model stop with cg_tol, the finishing
-    residual for at most finish_cg times the iterations of that stop).
+    residual for at most finish_cg times the cost of that stop, counted in passes over the
+    rows with curvature: with G below, a product G d costs len(g)^2 / (their entries
+    touched) of a pass, and the finishing runs that much longer).
+
+    The products X^T (D (X d)) pass over the rows with curvature, touching their stored
+    entries twice; ``gram_cost``: once the products so far have touched gram_cost times
+    the entries that forming G = X^T D X touches (nnz_i (nnz_i + 1) / 2 per row) plus the
+    gather pass it costs at the end (X s on the rows with curvature, which the products
+    G d no longer give), G is formed and the further products are G d, O(len(g)^2) each
+    (inf: never; 0: from the second product on).  ``expected``: the products the caller
+    expects this system to take (the last system's count); G is also formed, at any
+    iteration, once the products still expected would touch twice the entries of
+    forming it (``expected`` 0: no forecast).
 
     Writes s, the residual r = -g - H s and xs = X s on the rows with D_ii != 0 (0 on
     the others); returns the number of conjugate-gradient iterations (Hessian-vector
     products).  Vector sums run in index order: the same bits on every run for a fixed
     thread count."""
-    cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = g.shape[0], i, j, k, it, n_stop, n_done
-    cdef bint pre = M.shape[0] > 0, boundary
+    cdef Py_ssize_t n = indptr.shape[0] - 1, Dn = g.shape[0], i, j, k, it, n_done
+    cdef bint pre = M.shape[0] > 0, boundary, use_gram = False
+    cdef double entries = 0.0, pairs = 0.0, nnz_i, spent = 0.0, budget = INFINITY
     cdef double inv_m, rz, rz_new, rr, gs, Q, Q_prev, dHd, step, ss, sd, dd, rad, beta
     if s.shape[0] != Dn or r.shape[0] != Dn or (pre and M.shape[0] != Dn):
         raise ValueError("s, r (and M) must have len(g) entries")
@@ -223,7 +319,17 @@ def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] 
     cdef double[:, ::1] vecs = np.empty((3, Dn))
     cdef double[::1] z = vecs[0], dvec = vecs[1], Hd = vecs[2]
     cdef double[::1] xv = np.empty(n)
+    cdef double[:, ::1] G
+    cdef double[:, :, ::1] G_blocks
     inv_m = 1.0 / n
+    if gram_cost < INFINITY and n_runs > 0:
+        for k in range(n_runs):
+            for i in range(rv[2 * k], rv[2 * k + 1]):
+                nnz_i = indptr[i + 1] - indptr[i] + (bias != 0.0)
+                entries += 2.0 * nnz_i
+                pairs += 0.5 * nnz_i * (nnz_i + 1.0)
+        G = np.empty((Dn, Dn))
+        G_blocks = np.empty((bounds.shape[0] - 1, Dn, Dn))
     with nogil:
         xs[:] = 0.0
         rz = rr = gs = 0.0
@@ -234,21 +340,33 @@ def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] 
             dvec[j] = z[j]
             rz += r[j] * z[j]
             rr += r[j] * r[j]
-        n_stop = n_done = max_cg
+        n_done = max_cg
         Q = 0.0
         for it in range(1, max_cg + 1):
             # the model at the iterate: g.s + 0.5 s.H s = 0.5 g.s (r is orthogonal to s)
             Q_prev, Q = Q, 0.5 * gs
             if rr == 0.0 or (it > 1 and (it - 1) * (Q - Q_prev) >= cg_tol * Q):
-                n_stop = min(n_stop, finish_cg * (it - 1) + 1)
-                if sqrt(rr) <= finish_residual or it > n_stop or -Q > finish_decrease:
+                budget = min(budget, finish_cg * spent)
+                if sqrt(rr) <= finish_residual or spent > budget or -Q > finish_decrease:
                     n_done = it - 1
                     break
-            if n_runs > 0:
+            if pairs > 0.0 and not use_gram and gram_cost < INFINITY and (
+                    (it - 1) * entries >= gram_cost * pairs + 0.5 * entries
+                    or (expected - it + 1) * entries >= 2.0 * (pairs + 0.5 * entries)):
+                use_gram = True
+                gram(&data[0], &indices[0], &indptr[0], dense, bias, &D[0], &rv[0], bounds,
+                     G_blocks, G)
+                spent += (pairs + 0.5 * entries) / entries
+            if use_gram:
+                gram_product(G, &dvec[0], Hd, <int>(bounds.shape[0] - 1))
+                spent += <double>Dn * Dn / entries
+            elif n_runs > 0:
                 product(&data[0], &indices[0], &indptr[0], dense, bias, &D[0], &rv[0],
                         bounds, &dvec[0], Hd, workspace, &xv[0])
+                spent += 1.0
             else:
                 Hd[:] = 0.0
+                spent += 1.0
             dHd = 0.0
             for j in range(Dn):
                 Hd[j] = Hd[j] * inv_m + alpha * dvec[j]
@@ -274,9 +392,10 @@ def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] 
                 rz_new += r[j] * z[j]
                 rr += r[j] * r[j]
                 gs += g[j] * s[j]
-            for k in range(n_runs):
-                for i in range(rv[2 * k], rv[2 * k + 1]):
-                    xs[i] += step * xv[i]
+            if not use_gram:
+                for k in range(n_runs):
+                    for i in range(rv[2 * k], rv[2 * k + 1]):
+                        xs[i] += step * xv[i]
             if boundary:
                 n_done = it
                 break
@@ -284,6 +403,9 @@ def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] 
             for j in range(Dn):
                 dvec[j] = z[j] + beta * dvec[j]
             rz = rz_new
+        if use_gram:
+            active_dots(&data[0], &indices[0], &indptr[0], dense, bias, Dn - (bias != 0.0),
+                        &rv[0], bounds, &s[0], &xs[0])
     return n_done
 
 
@@ -430,6 +552,13 @@ def along(int loss, double loss_param, const double[::1] f, const double[::1] z,
     return value, d1, d2
 
 
+# halvings of the segment in ``step_dual``: the point found is within 2^-BISECT of its
+# length from the domain's boundary, so |shift| exceeds the least by at most that
+# fraction of |a_new - a|, a relative change of the same order in the gap's v term
+cdef enum:
+    BISECT = 10
+
+
 def step_dual(int loss, double loss_param, const double[::1] a_old, const double[::1] h_old,
               const double[::1] df, const double[::1] a_new, const double[::1] y,
               double[::1] conj, double[::1] shift):
@@ -437,10 +566,13 @@ def step_dual(int loss, double loss_param, const double[::1] a_old, const double
     by row, from a_old = l'(f_old), h_old = l''(f_old), df = f_new - f_old and
     a_new = l'(f_new): a_i = a_old,i + h_old,i df_i linearizes l' along the step;
     conj_i = l*(a_i), or where that is not finite (a_i outside the domain of l*)
-    l*(a_new,i) with shift_i = a_new,i - a_i (0 on the other rows).  Returns the number
-    of rows replaced."""
-    cdef Py_ssize_t i, n = a_old.shape[0], replaced = 0
-    cdef double a, cj
+    l*(b_i) with shift_i = b_i - a_i (0 on the other rows), b_i the point of the segment
+    from a_new,i (inside the domain: l*(l'(f)) is finite) to a_i nearest to a_i inside
+    the domain, to BISECT halvings of the segment: the dual point moves by the least
+    shift, and v with it (by X^T shift / (lambda m), divided by the small lambda).
+    Returns the number of rows replaced."""
+    cdef Py_ssize_t i, k, n = a_old.shape[0], replaced = 0
+    cdef double a, b, cj, lo, hi, mid
     if not 0 <= loss < FR_N_LOSSES:
         raise ValueError(f"loss id must be in [0, {FR_N_LOSSES}), got {loss}")
     if h_old.shape[0] != n or df.shape[0] != n or a_new.shape[0] != n or y.shape[0] != n \
@@ -453,8 +585,20 @@ def step_dual(int loss, double loss_param, const double[::1] a_old, const double
             fr_loss_conj_batch(loss, loss_param, 1, &a, &y[i], &cj)
             shift[i] = 0.0
             if not isfinite(cj):
-                fr_loss_conj_batch(loss, loss_param, 1, &a_new[i], &y[i], &cj)
-                shift[i] = a_new[i] - a
+                # the domain is an interval: bisect on the finiteness of l* along the
+                # segment, lo the largest fraction towards a known to be inside
+                lo, hi = 0.0, 1.0
+                for k in range(BISECT):
+                    mid = 0.5 * (lo + hi)
+                    b = a_new[i] + mid * (a - a_new[i])
+                    fr_loss_conj_batch(loss, loss_param, 1, &b, &y[i], &cj)
+                    if isfinite(cj):
+                        lo = mid
+                    else:
+                        hi = mid
+                b = a_new[i] + lo * (a - a_new[i])
+                fr_loss_conj_batch(loss, loss_param, 1, &b, &y[i], &cj)
+                shift[i] = b - a
                 replaced += 1
             conj[i] = cj
     return replaced

@@ -50,9 +50,11 @@ def hess_times(hess, v):
 @pytest.mark.parametrize("dense", [False, True])
 @pytest.mark.parametrize("dtype,itype", [(np.float64, np.int32), (np.float32, np.int64)])
 @pytest.mark.parametrize("bias", [0.0, 1.5])
-def test_kernel_cg_against_a_direct_solve(dense, dtype, itype, bias):
+@pytest.mark.parametrize("gram_cost", [np.inf, 0.0])
+def test_kernel_cg_against_a_direct_solve(dense, dtype, itype, bias, gram_cost):
     """The conjugate-gradient kernel (_hessian.cg) on H s = -g with H = alpha I +
-    X^T D X / m (60 x 9, a third of the rows without curvature, preconditioned) against
+    X^T D X / m (60 x 9, a third of the rows without curvature, preconditioned; products
+    by passes over the rows, or by the Gram matrix X^T D X from the second on) against
     numpy.linalg.solve of the dense H: run to a residual of 1e-12 ||g|| it returns s
     within 1e-9 of the direct solve (cond(H) is below 1e3: rounding of m-term sums times
     the condition number), r = -g - H s and xs = X s on the rows with curvature (0 on the
@@ -88,7 +90,7 @@ def test_kernel_cg_against_a_direct_solve(dense, dtype, itype, bias):
         for _ in range(2):
             s, r, xs = np.empty(n_w), np.empty(n_w), np.empty(m)
             n = _hessian.cg(*rows, D, alpha, g, M, np.inf, 0.5, 100, np.inf, 1e-12 * gnorm,
-                            1000, s, r, xs, work, n_threads)
+                            1000, s, r, xs, work, n_threads, gram_cost)
             outs.append((n, s, r, xs))
         n, s, r, xs = outs[0]
         assert n == outs[1][0] and np.array_equal(s, outs[1][1])
@@ -102,9 +104,105 @@ def test_kernel_cg_against_a_direct_solve(dense, dtype, itype, bias):
         # the boundary of a trust region half as wide as the solution (no preconditioner)
         delta = 0.5 * np.linalg.norm(direct)
         _hessian.cg(*rows, D, alpha, g, np.empty(0), delta, 0.5, 100, np.inf, 0.0, 1000,
-                    s, r, xs, work, n_threads)
+                    s, r, xs, work, n_threads, gram_cost)
         assert np.linalg.norm(s) == pytest.approx(delta, rel=1e-12)
         np.testing.assert_allclose(r, -g - H @ s, rtol=0, atol=1e-9 * gnorm)
+        np.testing.assert_allclose(xs, np.where(D != 0, Xb @ s, 0.0), rtol=0,
+                                   atol=1e-9 * np.abs(Xb @ s).max())
+
+
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize("dtype,itype", [(np.float64, np.int32), (np.float32, np.int64)])
+@pytest.mark.parametrize("bias", [0.0, 0.7])
+def test_gram_products_equal_the_row_passes(dense, dtype, itype, bias):
+    """A fixed number of conjugate-gradient iterations (5, no stop before) gives the same
+    s, r and X s whether the products pass over the rows or use the Gram matrix from the
+    second product on, after the rent-or-buy switch (gram_cost 1) or at once on a forecast
+    of 50 products (``expected``): each product is the
+    same H d up to the order of the sums, so the iterates agree to 1e-10 relative (5
+    iterations, cond(H) below 1e3, 200 x 12 with 40% of the entries stored and a quarter
+    of the rows without curvature); 2 threads give the 1-thread result up to rounding."""
+    rng = np.random.default_rng(11)
+    m, d = 200, 12
+    X = sp.random(m, d, density=0.4, random_state=4, format="csr").astype(dtype)
+    X.indices = X.indices.astype(itype)
+    X.indptr = X.indptr.astype(itype)
+    D = rng.uniform(0.2, 1, m) * (rng.uniform(size=m) > 0.25)
+    if dense:
+        A = np.ascontiguousarray(X.toarray())
+        rows = (A.ravel(), np.arange(d, dtype=itype), (np.arange(m + 1) * d).astype(itype),
+                True, bias)
+    else:
+        rows = (X.data, X.indices, X.indptr, False, bias)
+    n_w = d + (bias != 0)
+    g = rng.normal(size=n_w)
+    out = {}
+    for gram_cost, expected in ((np.inf, 0), (np.inf, 50), (0.0, 0), (1.0, 0), (1.0, 50)):
+        for n_threads in (1, 2):
+            s, r, xs = np.empty(n_w), np.empty(n_w), np.empty(m)
+            n = _hessian.cg(*rows, D, 1e-2, g, np.empty(0), np.inf, 1e-300, 5, np.inf, 0.0,
+                            1, s, r, xs, np.empty((n_threads, 2 * n_w)), n_threads, gram_cost,
+                            expected)
+            assert n == 5
+            out[gram_cost, expected, n_threads] = (s, r, xs)
+    ref_s, ref_r, ref_xs = out[np.inf, 0, 1]
+    # inf never forms G, whatever the forecast: the same bits as without one
+    assert all(np.array_equal(a, b) for a, b in zip(out[np.inf, 50, 1], out[np.inf, 0, 1]))
+    # a forecast of 50 products forms G before the first: other bits than the row passes
+    assert not np.array_equal(out[1.0, 50, 1][0], ref_s)
+    for key, (s, r, xs) in out.items():
+        np.testing.assert_allclose(s, ref_s, rtol=0, atol=1e-10 * np.abs(ref_s).max())
+        np.testing.assert_allclose(r, ref_r, rtol=0, atol=1e-10 * np.abs(ref_r).max())
+        np.testing.assert_allclose(xs, ref_xs, rtol=0, atol=1e-10 * np.abs(ref_xs).max())
+
+
+def test_finishing_budget_counts_gram_products_at_their_cost():
+    """The finishing conjugate gradient may spend finish_cg times the cost of the cg_tol
+    stop, counted in passes over the rows: with finish_cg = 2 the row passes stop at twice
+    the iterations of the cg_tol stop, short of the finishing residual, while products by
+    the Gram matrix (400 x 20: a product G d costs 400 / (2 nnz) ~ 0.05 of a pass) go on
+    within the same budget until the residual is met."""
+    rng = np.random.default_rng(2)
+    m, d = 400, 20
+    X = sp.random(m, d, density=0.5, random_state=6, format="csr")
+    X = X @ sp.diags(np.logspace(0, 3, d))  # ill-conditioned: many iterations to converge
+    X = sp.csr_matrix(X)
+    X.sort_indices()
+    rows = (X.data, X.indices, X.indptr, False, 0.0)
+    D = rng.uniform(0.5, 1, m)
+    g = rng.normal(size=d)
+    target = 1e-11 * np.linalg.norm(g)
+    out = {}
+    for gram_cost in (np.inf, 0.0):
+        s, r, xs = np.empty(d), np.empty(d), np.empty(m)
+        n = _hessian.cg(*rows, D, 1e-6, g, np.empty(0), np.inf, 0.5, 500, np.inf, target, 2,
+                        s, r, xs, np.empty((1, 2 * d)), 1, gram_cost)
+        out[gram_cost] = (n, np.linalg.norm(r))
+    assert out[np.inf][1] > target
+    assert out[0.0][1] <= target and out[0.0][0] > out[np.inf][0]
+
+
+def test_newton_takes_the_gram_products_on_low_dimensional_data():
+    """On 2000 x 20 (d^2 <= GRAM_SIZE nnz) the solver's products switch to the Gram
+    matrix and the optimum is that of the run with row passes only (GRAM = inf) to 1e-9
+    relative in J, with the same number of Newton steps and products (the two differ
+    only in the rounding of each H d, so the bits of w differ: the Gram path was taken);
+    the certificate stays above the true gap."""
+    X, y = sp.random(2000, 20, density=0.5, random_state=3, format="csr"), None
+    rng = np.random.default_rng(3)
+    y = np.sign(X @ rng.normal(size=20) + 0.3 * rng.normal(size=2000))
+    problem = Problem(X, y, loss="logistic", alpha=1e-5)
+    assert problem.n_weights ** 2 <= newton.GRAM_SIZE * problem.data.nnz
+    ref = solve_newton(problem, tol=1e-12, max_iter=100)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(newton, "GRAM", np.inf)
+        rows = solve_newton(problem, tol=1e-6)
+    gram = solve_newton(problem, tol=1e-6)
+    assert gram.objective == pytest.approx(rows.objective, rel=1e-9)
+    assert (gram.n_iter, gram.extra["n_cg"]) == (rows.n_iter, rows.extra["n_cg"])
+    assert not np.array_equal(gram.w, rows.w)  # the Gram products were taken: other bits
+    J_star = ref.objective - ref.gap
+    assert gram.objective - J_star <= gram.gap * (1 + SLACK) + SLACK * J_star
 
 
 def test_kernel_cg_checks_its_arguments():

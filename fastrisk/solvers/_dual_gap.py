@@ -38,8 +38,9 @@ the rows' Fenchel-Young residuals, of the order of l'''^2 (X s)^4 / l'', and
 ``lambda/2 ||w_new - v||^2 = ||t r - (1 - t) g||^2 / (2 lambda)``: the
 gradient of w_new is not divided by lambda as for the single point, only
 the residual that conjugate gradient left.  Rows where the linearized u
-leaves the domain of l* take -l'(f_new) instead, with v corrected on those
-rows (a pass over them alone).
+leaves the domain of l* take the domain point nearest to it on the segment
+towards -l'(f_new) instead, with v corrected on those rows (a pass over them
+alone): the least correction, since v moves by it divided by lambda.
 """
 
 import math

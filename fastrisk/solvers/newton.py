@@ -14,7 +14,11 @@ iteration is:
    boundary), preconditioned by a blend of the identity and diag(H) (Hsia,
    Chiang & Lin 2018) and stopped when the quadratic model
    ``Q_i = g.s_i + 0.5 s_i.H s_i`` stalls, ``i (Q_i - Q_{i-1}) >= cg_tol Q_i``
-   (Nash & Sofer 1996; the rule Galli & Lin 2021 use, cg_tol 0.5);
+   (Nash & Sofer 1996; the rule Galli & Lin 2021 use, cg_tol 0.5); with few features
+   (len(w)^2 <= GRAM_SIZE nnz(X)) the products switch to the Gram matrix
+   ``X^T D X`` once they have cost as much as forming it (rent-or-buy), or at
+   once when the last system's length forecasts it: the long systems of the last steps
+   pay O(len(w)^2) per product, the short first ones nothing;
 3. globalization, one of the two Galli & Lin (2021) compare:
    ``line_search`` (default): backtracking from the full step until Armijo's
    sufficient decrease holds; ``trust_region``: the 2008 paper's Algorithm 1,
@@ -72,7 +76,7 @@ SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 ARMIJO = 0.01  # sufficient-decrease constant of the line search (LIBLINEAR's newton)
 # a Newton step whose decrement is within FINISH times the target is solved to the
 # residual the step certificate needs (_steihaug_cg's finish), in at most FINISH_CG times
-# the conjugate-gradient iterations of the cg_tol stop: the step certificate needs
+# the cost of the cg_tol stop (in passes over the rows): the step certificate needs
 # ||r|| <= sqrt(2 alpha tol J), which at small alpha is several times below where cg_tol
 # stops, and each further CG iteration costs less than the Newton step that would
 # otherwise follow (its scatter pass, line search and certificate)
@@ -84,6 +88,15 @@ PRECONDITION = 0.01  # weight of diag(H) in the CG preconditioner (Hsia, Chiang 
 # about as much as it saves below this size (csrc/_hessian.pyx passes; the oracle pass
 # keeps the problem's thread count)
 PASS_GRAIN = 250_000
+# conjugate gradient forms G = X^T D X once its products have touched GRAM times the
+# stored entries that forming G touches (csrc/_hessian.pyx ``cg``; the two cost about the
+# same per entry), or at once when the last system's product count, taken as the
+# forecast, would touch twice that: the systems grow longer towards the optimum, and
+# the short systems of the first steps (which a late switch would make dearer) pay
+# nothing.  Only where len(w)^2 <= GRAM_SIZE nnz(X): a product G d then costs a fraction
+# of a pass and the n_threads squares of the build stay at most 2 bytes per stored entry
+# each
+GRAM, GRAM_SIZE = 1.0, 0.25
 GLOBALIZATIONS = ("line_search", "trust_region")
 # the 1-D minimization stops when |dJ/dt| falls to EXACT_TOL |dJ/dt(0)| (on a piecewise
 # quadratic it lands on the root once t is in the root's piece) or after MAX_EXACT steps
@@ -101,10 +114,13 @@ class _Hessian:
         self.D = np.empty(problem.n_samples)
         self.c = np.empty(0) if problem.sample_weight is None else problem.sample_weight
         self.n_threads = max(1, min(oracle.n_threads, data.nnz // PASS_GRAIN))
+        n_w = problem.n_weights
+        self.gram_cost = GRAM if n_w * n_w <= GRAM_SIZE * data.nnz else math.inf
         # the oracle's per-thread buffers have the same shape; calls never overlap
         self.workspace = oracle._workspace
         self.diag = None  # diag(X^T D X) at the current D, when a scatter pass gave it
         self.n_products = 0
+        self.last_products = 0  # of the last system: the forecast for the next
 
     def update(self, scores=None, D=None):
         """D_ii = c_i l''(f_i) from the scores, or the given D; returns the number of rows
@@ -160,8 +176,8 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     finish = (decrease, residual): a step whose model decrease -Q (the Newton decrement,
     about J(w) - J* near w*) is at most ``decrease`` is taken to be the last one, and CG
     goes on until ||r|| <= ``residual`` (the step certificate's ||r||^2 / (2 alpha) term,
-    ``GapCertificate.step_gap``), for at most FINISH_CG times the iterations the cg_tol
-    stop took.  The whole loop runs in one kernel call (csrc/_hessian.pyx ``cg``).
+    ``GapCertificate.step_gap``), for at most FINISH_CG times the cost of the cg_tol stop
+    (in passes over the rows: products by the Gram matrix cost a fraction of one).  The whole loop runs in one kernel call (csrc/_hessian.pyx ``cg``).
     Returns (s, r, n_cg, xs) with r = -g - H s the final residual and xs = X s on the rows
     with curvature (the sum of the products X d the kernel computes anyway).
     """
@@ -170,8 +186,9 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     n_cg = _hessian.cg(*hess.rows, hess.D, hess.problem.alpha, g,
                        np.empty(0) if M is None else M, delta, cg_tol, max_cg,
                        finish[0], finish[1], FINISH_CG, s, r, xs, hess.workspace,
-                       hess.n_threads)
+                       hess.n_threads, hess.gram_cost, hess.last_products)
     hess.n_products += n_cg
+    hess.last_products = n_cg
     return s, r, n_cg, xs
 
 
