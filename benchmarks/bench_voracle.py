@@ -2,7 +2,7 @@
 
 One value-and-gradient call at a fixed random W, for softmax and the multiclass hinge
 on 20 Newsgroups (W 20 x 130108) and softmax on MNIST (W 10 x 780), interleaved, best
-of ``--repeats``:
+of ``--repeats`` after compare_threads.WARMUP seconds of calls:
 
 * numpy: the NumPy/scipy oracle (tests/reference/vector.py, the computation
   oracle.VectorOracle did before the kernel), W in scikit-learn's (k, d) layout;
@@ -23,7 +23,6 @@ writes benchmarks/results/bench_voracle.md (regenerated) and prints it.
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from compare_threads import best_times  # noqa: E402
 from conftest import load_20news, load_libsvm  # noqa: E402
 from fastrisk.problem import Problem  # noqa: E402
 from reference.vector import numpy_oracle  # noqa: E402
@@ -47,15 +47,7 @@ def measure(dataset, loss, repeats):
     v = fm1.from_class_major(w)
     calls = {"numpy": lambda: numpy_oracle(X, p1.y, W, loss), "(k, d)": lambda: p1.oracle(w),
              "1 thread": lambda: fm1(v), "2 threads": lambda: fm2(v)}
-    wall = dict.fromkeys(calls, np.inf)
-    cpu = dict.fromkeys(calls, np.inf)
-    for _ in range(repeats):
-        for name, call in calls.items():
-            t, c = time.perf_counter(), time.thread_time()
-            call()
-            wall[name] = min(wall[name], time.perf_counter() - t)
-            cpu[name] = min(cpu[name], time.thread_time() - c)
-    return wall, cpu
+    return best_times(calls, repeats)
 
 
 def main():

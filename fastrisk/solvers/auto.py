@@ -9,15 +9,15 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    scratch with a growing budget; time to 1e-3 / 1e-4 relative suboptimality
    as a ratio to the best peer, scikit-learn lbfgs/saga/newton-cg, cyanure,
    LIBLINEAR Crammer-Singer; 1 thread unless said): 20 Newsgroups (130108
-   features > 11314 rows) softmax alpha 1e-4, msdca 0.19 / 0.23 (2 threads
-   0.18 / 0.23), lbfgs 2.8 / 3.7; alpha 1e-6, msdca 0.21 / 0.37, lbfgs not
-   there within the budget; multiclass hinge alpha 1e-4, msdca 0.42 / 0.20
-   (2 threads 0.30 / 0.69); alpha 1e-6 (six times the budget, 1 thread),
-   msdca 0.46 / 0.49 against LIBLINEAR.  MNIST (780 features < 10000 rows)
-   softmax alpha 1e-4: msdca 0.43 / 0.47 (2 threads 0.46 / 0.45; cyanure the
-   best peer), lbfgs 0.94 / 1.02 (2 threads 0.98 / 1.03): msdca's over-relaxed
-   epochs win on few features as on many, though only lbfgs's oracle uses a
-   second thread;
+   features > 11314 rows) softmax alpha 1e-4, msdca 0.18 / 0.22 (2 threads
+   0.18 / 0.23), lbfgs 2.5 / 3.3; alpha 1e-6, msdca 0.21 / 0.37 (2 threads
+   0.22 / 0.38), lbfgs not there within the budget; multiclass hinge alpha
+   1e-4, msdca 0.29 / 0.20 (2 threads 0.28 / 0.74); alpha 1e-6 (six times the
+   budget, 1 thread), msdca 0.49 / 0.68 against LIBLINEAR.  MNIST (780
+   features < 10000 rows) softmax alpha 1e-4: msdca 0.45 / 0.47 (2 threads
+   0.42 / 0.45; cyanure the best peer), lbfgs 0.88 / 0.93 (2 threads 0.54 /
+   0.58): msdca's over-relaxed epochs win on few features as on many, though
+   only lbfgs's oracle uses a second thread;
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
    NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
@@ -49,27 +49,29 @@ intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha
 SDCA (with its defaults: the inexact logistic step, acceleration by its own
 rule) / Newton; differences below about 1.5x are within run-to-run noise).
 Logistic: at alpha 1e-4 (alpha m 0.8 to 5.0) SDCA is first everywhere (a9a
-0.016 / 0.026, w8a 0.014 / 0.039, ijcnn1 0.016 / 0.022, Reuters 0.004 / 0.009,
-phishing 0.004 / 0.008, mushrooms 0.005 / 0.010); at 1e-6 (alpha m 0.008 to
-0.05) Newton is first or tied (a9a 0.057 / 0.028, w8a 0.47 / 0.073, ijcnn1
-0.066 / 0.030, Reuters 0.058 / 0.025, phishing 0.024 / 0.019, mushrooms
-0.014 / 0.015).  Between them, at alpha 1e-5 (alpha m
+0.016 / 0.020, w8a 0.015 / 0.040, ijcnn1 0.011 / 0.024, Reuters 0.004 / 0.009,
+phishing 0.004 / 0.008, mushrooms 0.004 / 0.011); at 1e-6 (alpha m 0.008 to
+0.05) Newton is first or tied (a9a 0.059 / 0.018, w8a 0.44 / 0.058, ijcnn1
+0.051 / 0.023, Reuters 0.056 / 0.025, phishing 0.024 / 0.017, mushrooms
+0.012 / 0.015).  Between them, at alpha 1e-5 (alpha m
 0.08 to 0.5), SDCA wins on five of six and loses on a9a (alpha m 0.33), so no
 threshold on alpha m separates every row and SDCA_ALPHA_M is the one of
 squared hinge.  On 2 threads (Newton's oracle threaded, SDCA's epochs not)
 SDCA stays first at alpha 1e-4.
-Squared hinge: SDCA at alpha 1e-4 (a9a 0.013 / 0.029, w8a 0.016 / 0.019,
-Reuters 0.004 / 0.008, phishing 0.004 / 0.008); at 1e-6 no quantity known
+Squared hinge: SDCA at alpha 1e-4 (a9a 0.014 / 0.015, w8a 0.016 / 0.019,
+Reuters 0.004 / 0.008, phishing 0.004 / 0.007); at 1e-6 no quantity known
 before solving separates the separable mushrooms (J* ~ 1e-5; plain SDCA
-0.011 s, Newton 0.042) from the rows where Newton wins (w8a 0.62 / 0.042,
-Reuters 0.066 / 0.035): alpha m is 0.008 there and on Reuters, 0.011 on
+0.011 s, Newton 0.030) from the rows where Newton wins (w8a 0.61 / 0.030,
+Reuters 0.065 / 0.034): alpha m is 0.008 there and on Reuters, 0.011 on
 phishing; d is 112 against a9a's 123 and phishing's 68.  Hence the probe.
 With it (benchmarks/compare_binary.py, 1 thread, time of "auto" / the best
-peer): mushrooms squared hinge 1e-6 1.47 (plain SDCA after the probe; Newton
-from w = 0 takes 3.8x as long), w8a 0.99 and Reuters 0.65 (Newton after the
-probe, 0.74x and 0.77x the time of Newton from w = 0), a9a squared hinge 1e-4
-0.92 (sdca's own probe runs the accelerated loop; plain SDCA takes about 1.5x
-as long).
+peer): mushrooms squared hinge 1e-6 1.21 (plain SDCA after the probe; Newton
+from w = 0 takes 3.3x as long), w8a 0.80 and Reuters 0.63 (Newton after the
+probe, 0.83x and 0.79x the time of Newton from w = 0), a9a squared hinge 1e-4
+0.93 (sdca's own probe runs the accelerated loop; plain SDCA takes about 1.3x
+as long).  Inside the band Newton (Gram-matrix products on few features) is
+ahead of the accelerated loop on a9a squared hinge 1e-6 (0.018 against
+0.022 s) and behind on ijcnn1 (0.021 against 0.016), level on phishing.
 
 The probe (rule 2, a closed-form dual step on a box, alpha m < SDCA_ALPHA_M;
 deterministic for a given ``random_state``; fastrisk/solvers/_catalyst.py's

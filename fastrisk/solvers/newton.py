@@ -177,7 +177,8 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     about J(w) - J* near w*) is at most ``decrease`` is taken to be the last one, and CG
     goes on until ||r|| <= ``residual`` (the step certificate's ||r||^2 / (2 alpha) term,
     ``GapCertificate.step_gap``), for at most FINISH_CG times the cost of the cg_tol stop
-    (in passes over the rows: products by the Gram matrix cost a fraction of one).  The whole loop runs in one kernel call (csrc/_hessian.pyx ``cg``).
+    (in passes over the rows: products by the Gram matrix cost a fraction of one).  The
+    whole loop runs in one kernel call (csrc/_hessian.pyx ``cg``).
     Returns (s, r, n_cg, xs) with r = -g - H s the final residual and xs = X s on the rows
     with curvature (the sum of the products X d the kernel computes anyway).
     """
