@@ -49,29 +49,27 @@ intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha
 SDCA (with its defaults: the inexact logistic step, acceleration by its own
 rule) / Newton; differences below about 1.5x are within run-to-run noise).
 Logistic: at alpha 1e-4 (alpha m 0.8 to 5.0) SDCA is first everywhere (a9a
-0.016 / 0.020, w8a 0.015 / 0.040, ijcnn1 0.011 / 0.024, Reuters 0.004 / 0.009,
-phishing 0.004 / 0.008, mushrooms 0.004 / 0.011); at 1e-6 (alpha m 0.008 to
-0.05) Newton is first or tied (a9a 0.059 / 0.018, w8a 0.44 / 0.058, ijcnn1
-0.051 / 0.023, Reuters 0.056 / 0.025, phishing 0.024 / 0.017, mushrooms
+0.015 / 0.027, w8a 0.016 / 0.040, ijcnn1 0.011 / 0.023, Reuters 0.004 / 0.009,
+phishing 0.004 / 0.008, mushrooms 0.004 / 0.010); at 1e-6 (alpha m 0.008 to
+0.05) Newton is first or tied (a9a 0.057 / 0.030, w8a 0.46 / 0.076, ijcnn1
+0.054 / 0.023, Reuters 0.055 / 0.025, phishing 0.024 / 0.019, mushrooms
 0.012 / 0.015).  Between them, at alpha 1e-5 (alpha m
 0.08 to 0.5), SDCA wins on five of six and loses on a9a (alpha m 0.33), so no
 threshold on alpha m separates every row and SDCA_ALPHA_M is the one of
 squared hinge.  On 2 threads (Newton's oracle threaded, SDCA's epochs not)
 SDCA stays first at alpha 1e-4.
-Squared hinge: SDCA at alpha 1e-4 (a9a 0.014 / 0.015, w8a 0.016 / 0.019,
+Squared hinge: SDCA at alpha 1e-4 (a9a 0.014 / 0.030, w8a 0.017 / 0.020,
 Reuters 0.004 / 0.008, phishing 0.004 / 0.007); at 1e-6 no quantity known
 before solving separates the separable mushrooms (J* ~ 1e-5; plain SDCA
-0.011 s, Newton 0.030) from the rows where Newton wins (w8a 0.61 / 0.030,
-Reuters 0.065 / 0.034): alpha m is 0.008 there and on Reuters, 0.011 on
+0.011 s, Newton 0.041) from the rows where Newton wins (w8a 0.61 / 0.038,
+Reuters 0.064 / 0.034): alpha m is 0.008 there and on Reuters, 0.011 on
 phishing; d is 112 against a9a's 123 and phishing's 68.  Hence the probe.
 With it (benchmarks/compare_binary.py, 1 thread, time of "auto" / the best
-peer): mushrooms squared hinge 1e-6 1.21 (plain SDCA after the probe; Newton
-from w = 0 takes 3.3x as long), w8a 0.80 and Reuters 0.63 (Newton after the
-probe, 0.83x and 0.79x the time of Newton from w = 0), a9a squared hinge 1e-4
-0.93 (sdca's own probe runs the accelerated loop; plain SDCA takes about 1.3x
-as long).  Inside the band Newton (Gram-matrix products on few features) is
-ahead of the accelerated loop on a9a squared hinge 1e-6 (0.018 against
-0.022 s) and behind on ijcnn1 (0.021 against 0.016), level on phishing.
+peer): mushrooms squared hinge 1e-6 1.35 (plain SDCA after the probe; Newton
+from w = 0 takes 4.6x as long), w8a 1.03 and Reuters 0.63 (Newton after the
+probe, 0.82x and 0.76x the time of Newton from w = 0), a9a squared hinge 1e-4
+0.89 (sdca's own probe runs the accelerated loop; plain SDCA takes about 1.3x
+as long).
 
 The probe (rule 2, a closed-form dual step on a box, alpha m < SDCA_ALPHA_M;
 deterministic for a given ``random_state``; fastrisk/solvers/_catalyst.py's
