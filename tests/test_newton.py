@@ -47,6 +47,17 @@ def hess_times(hess, v):
     return X.T @ (hess.D * (X @ v)) / p.n_samples + p.alpha * v
 
 
+def _cg_system(m, d, density, dtype, itype, seeds, low, flat):
+    """(X, D, rng): a random CSR X (m x d, the given value and index types, seeds[0]) and
+    curvatures D_ii uniform in [low, 1), zero on about a fraction ``flat`` of the rows,
+    drawn from rng = default_rng(seeds[1]) (returned for the test's further draws)."""
+    X = sp.random(m, d, density=density, random_state=seeds[0], format="csr").astype(dtype)
+    X.indices = X.indices.astype(itype)
+    X.indptr = X.indptr.astype(itype)
+    rng = np.random.default_rng(seeds[1])
+    return X, rng.uniform(low, 1, m) * (rng.uniform(size=m) > flat), rng
+
+
 @pytest.mark.parametrize("dense", [False, True])
 @pytest.mark.parametrize("dtype,itype", [(np.float64, np.int32), (np.float32, np.int64)])
 @pytest.mark.parametrize("bias", [0.0, 1.5])
@@ -62,12 +73,8 @@ def test_kernel_cg_against_a_direct_solve(dense, dtype, itype, bias, gram_cost):
     with a trust region of half the solution's norm it stops on the boundary (||s|| =
     delta to 1e-12) with the same residual identity; the same bits on a repeated call for
     1 and 3 threads."""
-    rng = np.random.default_rng(5)
     m, d = 60, 9
-    X = sp.random(m, d, density=0.5, random_state=2, format="csr").astype(dtype)
-    X.indices = X.indices.astype(itype)
-    X.indptr = X.indptr.astype(itype)
-    D = rng.uniform(0.1, 1, m) * (rng.uniform(size=m) > 0.33)
+    X, D, rng = _cg_system(m, d, 0.5, dtype, itype, seeds=(2, 5), low=0.1, flat=0.33)
     alpha = 1e-2
     Xb = X.toarray().astype(np.float64)
     if bias:
@@ -122,12 +129,8 @@ def test_gram_products_equal_the_row_passes(dense, dtype, itype, bias):
     same H d up to the order of the sums, so the iterates agree to 1e-10 relative (5
     iterations, cond(H) below 1e3, 200 x 12 with 40% of the entries stored and a quarter
     of the rows without curvature); 2 threads give the 1-thread result up to rounding."""
-    rng = np.random.default_rng(11)
     m, d = 200, 12
-    X = sp.random(m, d, density=0.4, random_state=4, format="csr").astype(dtype)
-    X.indices = X.indices.astype(itype)
-    X.indptr = X.indptr.astype(itype)
-    D = rng.uniform(0.2, 1, m) * (rng.uniform(size=m) > 0.25)
+    X, D, rng = _cg_system(m, d, 0.4, dtype, itype, seeds=(4, 11), low=0.2, flat=0.25)
     if dense:
         A = np.ascontiguousarray(X.toarray())
         rows = (A.ravel(), np.arange(d, dtype=itype), (np.arange(m + 1) * d).astype(itype),
