@@ -160,6 +160,91 @@ cdef enum:
     ROW_AHEAD = 8
 
 
+cdef inline Py_ssize_t sdca_pass(
+        const floating* data, const index_t* indices, const index_t* indptr, bint dense,
+        double bias, Py_ssize_t d, const double* y, const double* c, const double* sqnorm,
+        int64_t* index, Py_ssize_t n_active, fr_sdca_visit_fn visit, double loss_param,
+        double lam_n, double kappa, double sigma, bint local, double* u, double* v,
+        double* row_loss, double* row_dual, bint shrink, double pg_max_old, double pg_min_old,
+        double step_tol, double* acc) noexcept nogil:
+    """Single-coordinate SDCA over the rows ``index[:n_active]`` in that order; returns the
+    new n_active (shrunk rows swapped behind the active ones).
+
+    ``local`` False: v is the shared iterate (w = soft(v, kappa)), sigma = 1.  ``local``
+    True (CoCoA+, Ma et al. 2015, the local subproblem with sigma'): v is the block's
+    private copy w + sigma' dv_k of the round-start w plus its scaled increments, kappa = 0;
+    the curvature is sigma' q_i and the increment is added times sigma'.
+    ``acc`` = [loss sum, dual sum, ||w||^2, ||w||_1, pg_max, pg_min] updated by differences
+    (the norms only when not ``local``).
+    """
+    cdef Py_ssize_t t = 0, i, j, nnz
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double ci, f, q, unew, a, G, pg, lv, dv
+    cdef double loss_total = acc[0], dual_total = acc[1], wsq = acc[2], wl1 = acc[3]
+    cdef double pg_max = acc[4], pg_min = acc[5]
+    cdef int bound
+    cdef int64_t tmp
+    while t < n_active:
+        if t + STATE_AHEAD < n_active:
+            prefetch_row_state(index[t + STATE_AHEAD], indptr, y, c, sqnorm, u, row_loss,
+                               row_dual)
+        if t + ROW_AHEAD < n_active:
+            j = index[t + ROW_AHEAD]
+            fr_prefetch(&data[indptr[j]])
+            if not dense:
+                fr_prefetch(&indices[indptr[j]])
+        i = index[t]
+        ci = c[i] if c != NULL else 1.0
+        if ci == 0.0:
+            t += 1
+            continue
+        nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
+        f = score(val, idx, nnz, v, d, bias, kappa)
+        q = sigma * ci * sqnorm[i] / lam_n
+        unew = visit(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN,
+                     step_tol, &lv, &dv, &G, &bound)
+        lv = ci * lv
+        loss_total += lv - row_loss[i]
+        row_loss[i] = lv
+        if shrink:
+            pg = G
+            if (bound < 0 and G < pg_min_old) or (bound > 0 and G > pg_max_old):
+                n_active -= 1
+                tmp = index[t]
+                index[t] = index[n_active]
+                index[n_active] = tmp
+                continue
+            if bound < 0:
+                pg = G if G > 0.0 else 0.0
+            elif bound > 0:
+                pg = G if G < 0.0 else 0.0
+            pg_max = pg if pg > pg_max else pg_max
+            pg_min = pg if pg < pg_min else pg_min
+        dv = ci * dv
+        dual_total += dv - row_dual[i]
+        row_dual[i] = dv
+        a = ci * (unew - u[i]) / lam_n
+        u[i] = unew
+        if a != 0.0:
+            if local:
+                a = sigma * a
+                row_axpy(a, val, idx, nnz, v)
+                if bias != 0.0:
+                    v[d] += a * bias
+            elif kappa == 0.0:
+                wsq += a * (2.0 * f + a * sqnorm[i])
+                row_axpy(a, val, idx, nnz, v)
+                if bias != 0.0:
+                    v[d] += a * bias
+            else:
+                axpy_tracked(a, val, idx, nnz, v, bias, d, kappa, &wsq, &wl1)
+        t += 1
+    acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = (loss_total, dual_total, wsq, wl1,
+                                                      pg_max, pg_min)
+    return n_active
+
+
 def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                bint dense, double bias, const double[::1] y, const double[::1] sample_weight,
                const double[::1] sqnorm, int64_t[::1] index, Py_ssize_t n_active,
@@ -189,16 +274,9 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
     status) with pg_max / pg_min the extreme projected gradients of this pass;
     ``index`` stays a permutation of its entries.
     """
-    cdef Py_ssize_t t, i, j, nnz
     cdef Py_ssize_t d = v.shape[0] - (bias != 0.0)
-    cdef const floating* val
-    cdef const index_t* idx
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
-    cdef double ci, f, q, unew, a, G, pg, lv, dv
-    cdef double loss_total = sums[0], dual_total = sums[1], wsq = sums[2], wl1 = sums[3]
-    cdef double pg_max = -INFINITY, pg_min = INFINITY
-    cdef int bound
-    cdef int64_t tmp
+    cdef double acc[6]
     cdef fr_sdca_visit_fn visit = fr_sdca_visit_for(loss)
     cdef bint shrink = shrinking and fr_sdca_grad_for(loss) != NULL
     if visit == NULL:
@@ -208,64 +286,152 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
         raise ValueError("u, y, sqnorm, row_loss and row_dual must have one entry per row")
     if n_active < 0 or n_active > index.shape[0] or sums.shape[0] != 4:
         raise ValueError("n_active must be in [0, len(index)] and sums must have 4 entries")
+    acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = sums[0], sums[1], sums[2], sums[3], \
+        -INFINITY, INFINITY
     with nogil:
         if rng.shape[0] > 0:
             fr_shuffle(&index[0], n_active, &rng[0])
-        t = 0
-        while t < n_active:
-            if t + STATE_AHEAD < n_active:
-                prefetch_row_state(index[t + STATE_AHEAD], &indptr[0], &y[0], c, &sqnorm[0],
-                                   &u[0], &row_loss[0], &row_dual[0])
-            if t + ROW_AHEAD < n_active:
-                j = index[t + ROW_AHEAD]
-                fr_prefetch(&data[indptr[j]])
-                if not dense:
-                    fr_prefetch(&indices[indptr[j]])
-            i = index[t]
-            ci = c[i] if c != NULL else 1.0
-            if ci == 0.0:
-                t += 1
+        n_active = sdca_pass(&data[0], &indices[0], &indptr[0], dense, bias, d, &y[0], c,
+                             &sqnorm[0], &index[0], n_active, visit, loss_param, lam_n, kappa,
+                             1.0, False, &u[0], &v[0], &row_loss[0], &row_dual[0], shrink,
+                             pg_max_old, pg_min_old, step_tol, acc)
+    sums[0], sums[1], sums[2], sums[3] = acc[0], acc[1], acc[2], acc[3]
+    if not (isfinite(acc[0]) and isfinite(acc[1]) and isfinite(acc[2])):
+        return n_active, acc[4], acc[5], FR_ERR_OVERFLOW
+    return n_active, acc[4], acc[5], FR_OK
+
+
+cdef inline Py_ssize_t cocoa_block(
+        const floating* data, const index_t* indices, const index_t* indptr, bint dense,
+        double bias, Py_ssize_t d, const double* y, const double* c, const double* sqnorm,
+        int64_t* index, Py_ssize_t size, Py_ssize_t n_active, uint64_t* rng,
+        fr_sdca_visit_fn visit, double loss_param, double lam_n, double sigma, double* u,
+        double* local, double* row_loss, double* row_dual, bint shrink, double* pg,
+        double step_tol, double* acc) noexcept nogil:
+    """Block k's local solver: shuffled SDCA passes over its active rows until they add up
+    to ``size`` row visits, with LIBLINEAR's shrinking bookkeeping between passes as in
+    ``fastrisk.solvers.sdca._SDCA._single_epoch`` (all rows back when a pass's
+    projected-gradient range is below pg[2], which then drops tenfold; NaN: not set yet);
+    pg = [pg_max_old, pg_min_old, eps] of this block.  Returns the new n_active; acc[6]
+    counts the row visits."""
+    cdef Py_ssize_t visits = 0
+    while True:
+        visits += n_active
+        fr_shuffle(index, n_active, rng)
+        acc[4] = -INFINITY
+        acc[5] = INFINITY
+        n_active = sdca_pass(data, indices, indptr, dense, bias, d, y, c, sqnorm, index,
+                             n_active, visit, loss_param, lam_n, 0.0, sigma, True, u, local,
+                             row_loss, row_dual, shrink, pg[0], pg[1], step_tol, acc)
+        if not shrink:
+            break
+        if pg[2] != pg[2]:
+            pg[2] = 0.1 * (acc[4] - acc[5])
+        if acc[4] - acc[5] <= pg[2] and n_active < size:
+            n_active = size
+            pg[0] = INFINITY
+            pg[1] = -INFINITY
+            pg[2] = 0.1 * pg[2]
+            break
+        pg[0] = acc[4] if acc[4] > 0.0 else INFINITY
+        pg[1] = acc[5] if acc[5] < 0.0 else -INFINITY
+        if visits >= size:
+            break
+    acc[6] = visits
+    return n_active
+
+
+def sdca_cocoa_round(const floating[::1] data, const index_t[::1] indices,
+                     const index_t[::1] indptr, bint dense, double bias, const double[::1] y,
+                     const double[::1] sample_weight, const double[::1] sqnorm,
+                     int64_t[::1] index, const int64_t[::1] block_bounds,
+                     int64_t[::1] n_active, uint64_t[::1] rng, double[:, ::1] pg, int loss,
+                     double loss_param, double lam_n, double[::1] u, double[:, ::1] local,
+                     double[::1] row_loss, double[::1] row_dual, double[::1] sums,
+                     bint shrinking, double step_tol, int n_threads):
+    """One round of CoCoA+ (Ma, Smith, Jaggi, Jordan, Richtarik & Takac 2015, Algorithm 1
+    with gamma = 1, sigma' = K) over K = len(block_bounds) - 1 row blocks, l2 penalty
+    (w = v), in ONE parallel region.
+
+    Block k is ``index[block_bounds[k]:block_bounds[k + 1]]``, its active rows first
+    (``n_active[k]``); it belongs to thread k mod (threads), shuffles with its own state
+    ``rng[k]`` and keeps its own shrinking state ``pg[k]`` (see ``cocoa_block``).  Its
+    local solver is single-coordinate SDCA on the local subproblem G_k^sigma' (the paper's
+    (10)): scores <w + sigma' dw_k, x_i> and curvature sigma' q_i, on the private row
+    ``local[k]``, which holds w on entry and w + sigma' dw_k after the block's passes.
+    After one barrier every thread merges fixed ranges of coordinates: the new
+    w_j = w_j + sum_k dw_k,j = (sum_k local[k, j]) / K (k in order), written back to every
+    row, so ``local[0]`` is the solver's v.  The bits depend on K only, not on the
+    threads that run the blocks.
+
+    With sigma' = K the sum of the local objectives bounds the dual from below (the
+    paper's Lemma 3), so a round that raises them raises D(u).  ``sums`` as in
+    ``sdca_epoch``: [0], [1] updated by the blocks' differences (in block order), [2]
+    (||w||^2) recomputed in the merge.  Returns (row visits, status).
+    """
+    cdef Py_ssize_t K = block_bounds.shape[0] - 1, D = local.shape[1], d = D - (bias != 0.0)
+    cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
+    cdef fr_sdca_visit_fn visit = fr_sdca_visit_for(loss)
+    cdef bint shrink = shrinking and fr_sdca_grad_for(loss) != NULL
+    cdef Py_ssize_t blk, k, j, lo, hi
+    cdef int tid, nt
+    cdef double s, sq, total_sq = 0.0, visits = 0.0, sigma = <double>K, inv_k = 1.0 / K
+    if visit == NULL:
+        return 0, FR_ERR_BAD_LOSS
+    if (u.shape[0] != y.shape[0] or sqnorm.shape[0] != y.shape[0]
+            or row_loss.shape[0] != y.shape[0] or row_dual.shape[0] != y.shape[0]):
+        raise ValueError("u, y, sqnorm, row_loss and row_dual must have one entry per row")
+    if (K < 1 or block_bounds[0] != 0 or block_bounds[K] != index.shape[0]
+            or n_active.shape[0] != K or rng.shape[0] != K or pg.shape[0] != K
+            or pg.shape[1] != 3 or local.shape[0] != K or sums.shape[0] != 4
+            or n_threads < 1):
+        raise ValueError("block_bounds, n_active, rng, pg, local, sums and n_threads are "
+                         "inconsistent")
+    for blk in range(K):
+        if not 0 < block_bounds[blk + 1] - block_bounds[blk] >= n_active[blk] >= 0:
+            raise ValueError("blocks must not be empty and n_active[k] in [0, size of block k]")
+    acc_ = np.zeros((K, 7))
+    norms_ = np.zeros(K)
+    cdef double[:, ::1] acc = acc_
+    cdef double[::1] norms = norms_
+    with nogil, parallel(num_threads=n_threads):
+        tid = threadid()
+        nt = fr_num_threads()
+        for blk in range(K):
+            if blk % nt != tid:  # block blk belongs to thread blk mod nt
                 continue
-            nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
-            f = score(val, idx, nnz, &v[0], d, bias, kappa)
-            q = ci * sqnorm[i] / lam_n
-            unew = visit(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN,
-                         step_tol, &lv, &dv, &G, &bound)
-            lv = ci * lv
-            loss_total += lv - row_loss[i]
-            row_loss[i] = lv
-            if shrink:
-                pg = G
-                if (bound < 0 and G < pg_min_old) or (bound > 0 and G > pg_max_old):
-                    n_active -= 1
-                    tmp = index[t]
-                    index[t] = index[n_active]
-                    index[n_active] = tmp
-                    continue
-                if bound < 0:
-                    pg = G if G > 0.0 else 0.0
-                elif bound > 0:
-                    pg = G if G < 0.0 else 0.0
-                pg_max = pg if pg > pg_max else pg_max
-                pg_min = pg if pg < pg_min else pg_min
-            dv = ci * dv
-            dual_total += dv - row_dual[i]
-            row_dual[i] = dv
-            a = ci * (unew - u[i]) / lam_n
-            u[i] = unew
-            if a != 0.0:
-                if kappa == 0.0:
-                    wsq += a * (2.0 * f + a * sqnorm[i])
-                    row_axpy(a, val, idx, nnz, &v[0])
-                    if bias != 0.0:
-                        v[d] += a * bias
-                else:
-                    axpy_tracked(a, val, idx, nnz, &v[0], bias, d, kappa, &wsq, &wl1)
-            t += 1
-    sums[0], sums[1], sums[2], sums[3] = loss_total, dual_total, wsq, wl1
-    if not (isfinite(loss_total) and isfinite(dual_total) and isfinite(wsq)):
-        return n_active, pg_max, pg_min, FR_ERR_OVERFLOW
-    return n_active, pg_max, pg_min, FR_OK
+            lo = block_bounds[blk]
+            n_active[blk] = cocoa_block(
+                &data[0], &indices[0], &indptr[0], dense, bias, d, &y[0], c, &sqnorm[0],
+                &index[lo], block_bounds[blk + 1] - lo, n_active[blk], &rng[blk], visit,
+                loss_param, lam_n, sigma, &u[0], &local[blk, 0], &row_loss[0], &row_dual[0],
+                shrink, &pg[blk, 0], step_tol, &acc[blk, 0])
+        fr_barrier()
+        # the merge, coordinate range blk of K (fixed ranges: the same bits on any threads)
+        for blk in range(K):
+            if blk % nt != tid:
+                continue
+            lo = blk * D // K
+            hi = (blk + 1) * D // K
+            sq = 0.0
+            for j in range(lo, hi):
+                s = local[0, j]
+                for k in range(1, K):
+                    s = s + local[k, j]
+                s = s * inv_k
+                for k in range(K):
+                    local[k, j] = s
+                sq = sq + s * s
+            norms[blk] = sq
+    for blk in range(K):
+        sums[0] += acc[blk, 0]
+        sums[1] += acc[blk, 1]
+        total_sq += norms[blk]
+        visits += acc[blk, 6]
+    sums[2] = total_sq
+    if not (isfinite(sums[0]) and isfinite(sums[1]) and isfinite(sums[2])):
+        return <Py_ssize_t>visits, FR_ERR_OVERFLOW
+    return <Py_ssize_t>visits, FR_OK
 
 
 def dual_terms(const double[::1] y, const double[::1] sample_weight, const double[::1] u,

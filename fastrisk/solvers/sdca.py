@@ -48,6 +48,15 @@ bound of its box and pushed outward; it is what makes single-coordinate SDCA
 competitive with LIBLINEAR on hinge-type losses.  Shrunk rows are swapped behind the active
 ones in the kernel's index array (no Python work per epoch beyond O(1)).
 
+With ``blocks`` > 1 (the default on several threads for smooth losses on large data,
+``cocoa_blocks``) an epoch is a round of CoCoA+ (Ma, Smith, Jaggi, Jordan, Richtarik &
+Takac 2015; adding, gamma = 1, sigma' = K): the rows, in a seeded order, form K fixed
+blocks; each thread runs the single-coordinate method above over its block on the local
+subproblem (scores and curvature with sigma'), on a private copy of w, and the blocks' w
+increments are then added in block order (``_sdca.sdca_cocoa_round``), so the bits depend
+on K, not on the threads.  The local objectives bound the dual from below, so D(u) rises
+every round and the exact checks certify as before.
+
 Mini-batch epochs run in one OpenMP region: each thread owns blocks of
 coordinates, computes the batch's partial scores on them, and after one
 barrier per batch (two for aggressive) every thread forms the same deltas and
@@ -70,6 +79,8 @@ VARIANTS = ("naive", "safe", "aggressive")
 # nonzeros per thread below which a parallel region costs more than it saves (a region
 # costs microseconds, far more when the cores are shared): exact pass, mini-batch update
 PASS_GRAIN, BATCH_GRAIN = 50_000, 4_000
+# nonzeros per row block below which CoCoA+ does not pay (see cocoa_blocks)
+COCOA_GRAIN = 500_000
 AGGRESSIVE_OMEGA = 0.25  # weight of rho in the geometric decrease of beta
 # The logistic step is inexact (csrc/fr_sdca.h; Yu, Huang & Lin 2011, Algorithm 3): it stops
 # at |t - t*| <= eps in t = logit(y u).  A row's coordinate dual then falls short of its
@@ -145,6 +156,19 @@ def _column_bounds(data, n_threads):
     return np.concatenate([[0], cuts, [D]]).astype(np.int64)
 
 
+def cocoa_blocks(problem, n_threads, batch_size):
+    """Row blocks of CoCoA+ for ``blocks=None``, the one size rule: with n_threads > 1, a
+    smooth loss and single-coordinate steps, min(n_threads, nnz // COCOA_GRAIN); else 1
+    (the sequential epoch).  On IMDB bigrams (8.8M nonzeros) and 20 Newsgroups (1.8M) the
+    rounds of 2 blocks progress about as fast per round as sequential epochs with the
+    logistic and squared hinge losses but several times slower with the hinge loss, whose
+    tail is the strongly coupled support vectors (benchmarks/bench_cocoa.py)."""
+    if (n_threads < 2 or batch_size > 1 or not problem.loss.spec.smooth
+            or _penalty_split(problem)[1] != 0.0):
+        return 1
+    return max(1, min(n_threads, problem.n_samples, problem.data.nnz // COCOA_GRAIN))
+
+
 def _dual_from_weights(problem, w):
     """u_i = -l'(<w, x_i>, y_i): a dual-feasible point (-u_i is a subgradient of the loss, so
     l*(-u_i) is finite) that is optimal when w is (the primal-dual link of docs/math.md §7)."""
@@ -184,7 +208,8 @@ class _SDCA:
     (one parallel pass) resynchronise the sums and certify.
     """
 
-    def __init__(self, problem, *, batch_size, variant, n_threads, start, shrinking, seed):
+    def __init__(self, problem, *, batch_size, variant, n_threads, start, shrinking, seed,
+                 blocks=1):
         spec, data, n = problem.loss.spec, problem.data, problem.n_samples
         self.problem, self.n, self.variant = problem, n, variant
         self.lam, self.kappa = _penalty_split(problem)
@@ -208,13 +233,17 @@ class _SDCA:
         self.index = np.arange(n, dtype=np.int64)  # active rows first (shrinking)
         self.n_active = n
         self.order_state = np.array([seed], dtype=np.uint64)  # the kernels' shuffle
+        self.blocks = min(blocks, n)
+        if self.blocks > 1:
+            self._setup_cocoa(data, seed, n_threads)
         self.pg_max_old, self.pg_min_old = np.inf, -np.inf
         self.pg_eps = None  # unshrink when the projected-gradient range falls below it
         self.gap_estimates, self.row_visits, self.epoch = [], 0, 0
         # no exact pass at the start (but a warm start of an inexact step, _start_gap):
         # the first epoch visits every row and sets its terms
         w = self.weights()
-        self.sums[:] = (0.0, self._dual_terms(), float(w @ w), float(np.abs(w).sum()))
+        self.sums[:] = (0.0, self._dual_terms(), float(w @ w),
+                        float(np.abs(w).sum()) if self.kappa else 0.0)
         self.best, self.D = (w, np.inf), self.sums[1] / n - 0.5 * self.lam * self.sums[2]
         c = problem.sample_weight
         self.mean_c, self.step_tol = (1.0 if c is None else float(np.mean(c))), 0.0
@@ -267,6 +296,30 @@ class _SDCA:
         self.workspace = _minibatch_workspace(data, b, len(self.col_bounds) - 1,
                                               self.variant == "aggressive")
 
+    def _setup_cocoa(self, data, seed, n_threads):
+        """CoCoA+ (Ma et al. 2015): the rows, in a seeded random order, cut into K blocks of
+        about equal nonzeros (none empty), one shuffle state per block, and the blocks'
+        private rows w + sigma' dw_k (sigma' = K, the paper's safe choice for gamma = 1),
+        which after each round all hold w: v becomes the first of them (K copies of w in
+        all, not K + 1)."""
+        K, n = self.blocks, self.n
+        rng = np.random.default_rng(seed)
+        self.index = rng.permutation(n).astype(np.int64)
+        self.order_state = rng.integers(2**63, size=K, dtype=np.uint64)
+        cum = np.cumsum(np.diff(data.indptr)[self.index] if not data.dense else np.ones(n))
+        bounds = np.concatenate([[0], np.searchsorted(cum, cum[-1] * np.arange(1, K) / K,
+                                                      side="right"), [n]]).astype(np.int64)
+        for k in range(1, K):  # every block holds at least one row
+            bounds[k] = min(max(bounds[k], bounds[k - 1] + 1), n - (K - k))
+        self.block_bounds, self.block_active = bounds, np.diff(bounds)
+        # per block: pg_max_old, pg_min_old, the unshrink threshold (NaN: set by the first pass)
+        self.block_pg = np.tile([np.inf, -np.inf, np.nan], (K, 1))
+        self.cocoa_threads = min(n_threads, K)
+        self.local = np.empty((K, len(self.v)))
+        self.local[:] = self.v
+        self.v = self.local[0]
+        self.info.update(variant="cocoa+", blocks=K)
+
     def _dual_terms(self):
         return _sdca.dual_terms(self.problem.y, self.c_arg, self.u, self.kid, self.p,
                                 self.row_dual)
@@ -276,10 +329,20 @@ class _SDCA:
 
     def unshrink(self):
         self.n_active, self.pg_max_old, self.pg_min_old = self.n, np.inf, -np.inf
+        if self.blocks > 1:
+            self.block_active = np.diff(self.block_bounds)
+            self.block_pg[:, :2] = np.inf, -np.inf
 
     def set_l2(self, lam):
-        """The l2 weight the epochs use (fastrisk/solvers/_catalyst.py's inner problems)."""
+        """The l2 weight the epochs use (fastrisk/solvers/_catalyst.py's inner problems).
+
+        The accelerated outer loop moves v between epochs, which CoCoA+'s private rows
+        (copies of w) would not see: its epochs are single-coordinate."""
         self.lam, self.lam_n = lam, lam * self.n
+        if self.blocks > 1:
+            self.unshrink()
+            self.blocks, self.v, self.local = 1, self.v.copy(), None
+            self.order_state = self.order_state[:1].copy()
 
     def exact_sums(self):
         """(sum c_i l(<v, x_i>), sum of the dual terms) in one pass; ``sums`` resynchronised."""
@@ -294,7 +357,9 @@ class _SDCA:
 
     def run_epoch(self):
         self.epoch += 1
-        if self.b == 1:
+        if self.blocks > 1:
+            self._cocoa_epoch()
+        elif self.b == 1:
             self._single_epoch()
         else:
             self.row_visits += self.n
@@ -332,6 +397,19 @@ class _SDCA:
             if gap <= max(self.target[0] * abs(P_est), self.target[1]):
                 break
         self.row_visits += visits
+
+    def _cocoa_epoch(self):
+        """One CoCoA+ round: every block runs SDCA passes over its active rows (n / K row
+        visits, shrinking per block as in ``_single_epoch``) on its local subproblem, then
+        the merge (``_sdca.sdca_cocoa_round``)."""
+        visits, status = _sdca.sdca_cocoa_round(
+            *self.rows, self.problem.y, self.c_arg, self.sqnorm, self.index,
+            self.block_bounds, self.block_active, self.order_state, self.block_pg, self.kid,
+            self.p, self.lam_n, self.u, self.local, self.row_loss, self.row_dual, self.sums,
+            self.shrinking, self.step_tol, self.cocoa_threads)
+        self._check_status(status)
+        self.row_visits += visits
+        self.n_active = int(self.block_active.sum())
 
     def _minibatch_epoch(self):
         aggressive = self.variant == "aggressive"
@@ -373,7 +451,9 @@ class _SDCA:
         total, status = _sdca.primal_loss_sum(*self.rows, w, problem.y, self.c_arg, self.kid,
                                               self.p, self.row_loss, self.pass_threads)
         self._check_status(status)
-        self.sums[:] = (total, self._dual_terms(), float(w @ w), float(np.abs(w).sum()))
+        # ||w||_1 enters the estimate only with kappa > 0 (no temporary array for l2)
+        self.sums[:] = (total, self._dual_terms(), float(w @ w),
+                        float(np.abs(w).sum()) if self.kappa else 0.0)
         P = total / n + problem.alpha * problem.regularizer.value(w)
         return P, self.sums[1] / n - 0.5 * self.lam * self.sums[2]
 
@@ -384,11 +464,13 @@ class _SDCA:
         certificate may pair the best checked primal point with the current dual: with a
         nonsmooth loss P(w(u)) oscillates while D(u) climbs (hinge at small alpha).
         """
-        w_now = self.weights()
+        w_now = self.v if self.kappa == 0.0 else soft_threshold(self.v, self.kappa)
         P_now, self.D = self._resync(w_now)
         self.tighten_steps(P_now - self.D)
         if P_now <= self.best[1]:
-            self.best = (w_now, P_now)
+            # the previous best dropped before the copy: one copy of w at a time
+            self.best = (None, P_now)
+            self.best = (w_now.copy() if w_now is self.v else w_now, P_now)
         w, P = self.best
         self.certified.append((self.epoch, max(P - self.D, 0.0), P))
         return w, P, max(P - self.D, 0.0)
@@ -425,7 +507,8 @@ class _SDCA:
 
 def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
                callback=None, verbose=0, random_state=None, batch_size=1, variant="safe",
-               n_threads=None, start=None, check_every=0, shrinking=True, accelerated="auto"):
+               n_threads=None, start=None, check_every=0, shrinking=True, accelerated="auto",
+               blocks=None):
     """Minimize ``problem`` by SDCA; returns a Result (docs/math.md §7; Shalev-Shwartz &
     Zhang 2013; Takac et al. 2013).
 
@@ -447,6 +530,11 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
         back when the active rows' projected-gradient range is below a
         threshold (0.1 of the first epoch's range, divided by 10 each time)
         and when the estimated gap says converged but the exact one does not.
+    blocks: None or an int k >= 1: single-coordinate SDCA as CoCoA+ rounds (Ma et al.
+        2015, adding with sigma' = k) over k fixed row blocks, one thread per block up to
+        ``n_threads``, the blocks' w increments added in a fixed order (the bits depend on k,
+        not on the threads); l2 penalty, batch_size 1; k copies of w.  1: the sequential
+        epoch; None: ``cocoa_blocks`` (the size rule).  An epoch is then one round.
     accelerated: True, False or "auto": run the epochs inside the accelerated outer
         loop of Shalev-Shwartz & Zhang 2014 (fastrisk/solvers/_catalyst.py; l2 penalty
         only); "auto" (the default), with n_features < n_samples: for a smooth loss where
@@ -472,10 +560,18 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     shrinking = check_bool(shrinking, "shrinking")
     variant = check_choice(variant, "variant", VARIANTS)
     accelerated = check_accelerated(accelerated, problem)
+    n_threads = solver_threads(problem, n_threads)
+    if blocks is None:
+        blocks = cocoa_blocks(problem, n_threads, batch_size)
+    blocks = check_int(blocks, "blocks", low=1)
+    if blocks > 1 and batch_size > 1:
+        raise ValueError(f"blocks={blocks} (CoCoA+) needs batch_size=1, got {batch_size}")
+    if blocks > 1 and _penalty_split(problem)[1] != 0.0:
+        raise ValueError(f"blocks={blocks} (CoCoA+) needs the l2 penalty (an elastic net "
+                         "with l1_ratio 0); use blocks=1")
     rng = np.random.default_rng(random_state)
-    method = _SDCA(problem, batch_size=batch_size, variant=variant,
-                   n_threads=solver_threads(problem, n_threads), start=start, shrinking=shrinking,
-                   seed=rng.integers(2**63))
+    method = _SDCA(problem, batch_size=batch_size, variant=variant, n_threads=n_threads,
+                   start=start, shrinking=shrinking, seed=rng.integers(2**63), blocks=blocks)
     R2 = radius_sq(method.sqnorm, problem.sample_weight)
     if accelerated == "auto" and problem.loss.spec.smooth:
         method = Probe(method, R2) if pays(problem, R2, PROBE_BAND) else method
