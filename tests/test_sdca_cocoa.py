@@ -122,15 +122,23 @@ def test_size_rule_and_sequential_default():
     # small data: the size rule keeps the sequential epoch, on any number of threads
     for loss in LOSSES:
         problem = fr.Problem(X, y, loss=loss, alpha=1e-2, fit_intercept=False, n_threads=2)
-        assert sdca.cocoa_blocks(problem, 2, 1) == 1
-    # a smooth loss with enough nonzeros per block: one block per thread; hinge never
+        assert sdca.cocoa_blocks(problem, 2, 1, 1.0) == 1
+    # enough nonzeros per block: one block per thread for a smooth loss when alpha n / R^2
+    # reaches COCOA_CONDITION (1 without a dual box, 2 with one); the hinge loss never
     big = sp.random(2000, 1000, density=0.6, random_state=0, format="csr")
     yb = np.where(np.arange(2000) % 2 == 0, 1.0, -1.0)
-    for loss, expected in [("logistic", 2), ("squared_hinge", 2), ("hinge", 1)]:
-        problem = fr.Problem(big, yb, loss=loss, alpha=1e-2, fit_intercept=False, n_threads=2)
-        assert sdca.cocoa_blocks(problem, 2, 1) == expected
-        assert sdca.cocoa_blocks(problem, 1, 1) == 1
-        assert sdca.cocoa_blocks(problem, 2, 8) == 1  # mini-batches keep their own path
+    for loss, alpha, expected in [("logistic", 1e-3, 2), ("logistic", 4e-4, 1),
+                                  ("squared_hinge", 1e-3, 2), ("squared_hinge", 8e-4, 1),
+                                  ("hinge", 1e-2, 1)]:
+        problem = fr.Problem(big, yb, loss=loss, alpha=alpha, fit_intercept=False, n_threads=2)
+        R2 = 1.0  # alpha n / R^2 = 2000 alpha
+        assert sdca.cocoa_blocks(problem, 2, 1, R2) == expected
+        assert sdca.cocoa_blocks(problem, 1, 1, R2) == 1
+        assert sdca.cocoa_blocks(problem, 2, 8, R2) == 1  # mini-batches keep their own path
+    # the rule as solve applies it (R^2 from the rows)
+    problem = fr.Problem(big, yb, loss="logistic", alpha=1.0, fit_intercept=False, n_threads=2)
+    res = fr.solve(problem, solver="sdca", tol=1e-2, random_state=0)
+    assert res.extra["variant"] == "cocoa+" and res.extra["blocks"] == 2
     # blocks=1 on 2 threads is the sequential epoch of 1 thread, bit for bit
     a = fit(X, y, "logistic", n_threads=1, blocks=1, tol=1e-6)
     b = fit(X, y, "logistic", n_threads=2, blocks=None, tol=1e-6)
@@ -144,7 +152,7 @@ def test_elastic_net_rejected():
                          l1_ratio=0.3, n_threads=2)
     with pytest.raises(ValueError, match="blocks=2.*l2 penalty"):
         fr.solve(problem, solver="sdca", blocks=2)
-    assert sdca.cocoa_blocks(problem, 2, 1) == 1
+    assert sdca.cocoa_blocks(problem, 2, 1, 1.0) == 1
 
 
 def test_intercept_and_sample_weight():

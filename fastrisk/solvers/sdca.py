@@ -79,8 +79,9 @@ VARIANTS = ("naive", "safe", "aggressive")
 # nonzeros per thread below which a parallel region costs more than it saves (a region
 # costs microseconds, far more when the cores are shared): exact pass, mini-batch update
 PASS_GRAIN, BATCH_GRAIN = 50_000, 4_000
-# nonzeros per row block below which CoCoA+ does not pay (see cocoa_blocks)
-COCOA_GRAIN = 500_000
+# CoCoA+ (see cocoa_blocks): nonzeros per row block below which it does not pay, and the
+# least alpha n / R^2 where it does (losses without, with a box-constrained dual)
+COCOA_GRAIN, COCOA_CONDITION = 500_000, (1.0, 2.0)
 AGGRESSIVE_OMEGA = 0.25  # weight of rho in the geometric decrease of beta
 # The logistic step is inexact (csrc/fr_sdca.h; Yu, Huang & Lin 2011, Algorithm 3): it stops
 # at |t - t*| <= eps in t = logit(y u).  A row's coordinate dual then falls short of its
@@ -156,15 +157,21 @@ def _column_bounds(data, n_threads):
     return np.concatenate([[0], cuts, [D]]).astype(np.int64)
 
 
-def cocoa_blocks(problem, n_threads, batch_size):
-    """Row blocks of CoCoA+ for ``blocks=None``, the one size rule: with n_threads > 1, a
-    smooth loss and single-coordinate steps, min(n_threads, nnz // COCOA_GRAIN); else 1
-    (the sequential epoch).  On IMDB bigrams (8.8M nonzeros) and 20 Newsgroups (1.8M) the
-    rounds of 2 blocks progress about as fast per round as sequential epochs with the
-    logistic and squared hinge losses but several times slower with the hinge loss, whose
-    tail is the strongly coupled support vectors (benchmarks/bench_cocoa.py)."""
+def cocoa_blocks(problem, n_threads, batch_size, R2):
+    """Row blocks of CoCoA+ for ``blocks=None``, the one size rule: min(n_threads,
+    nnz // COCOA_GRAIN) with n_threads > 1, single-coordinate steps, the l2 penalty, a
+    smooth loss and alpha n / R^2 (R^2 = max_i c_i ||x_i||^2) at least COCOA_CONDITION[0],
+    or [1] for a loss with a box-constrained dual (squared hinge); else 1 (the sequential
+    epoch).  The rounds of 2 blocks need about as many rounds as sequential epochs on well
+    conditioned problems (IMDB bigrams, alpha n / R^2 = 2.5: logistic 3 rounds for 3
+    epochs to a certified 1e-3, squared hinge 5 for 4; 20 Newsgroups, 1.1: logistic 3 for
+    4, squared hinge 6 for 4), 2.5 to 15 times as many at alpha 1e-6 and on the hinge loss
+    (benchmarks/bench_cocoa.py)."""
     if (n_threads < 2 or batch_size > 1 or not problem.loss.spec.smooth
             or _penalty_split(problem)[1] != 0.0):
+        return 1
+    ratio = problem.alpha * problem.n_samples / R2 if R2 > 0.0 else np.inf
+    if ratio < COCOA_CONDITION[problem.loss.spec.dual_box]:
         return 1
     return max(1, min(n_threads, problem.n_samples, problem.data.nnz // COCOA_GRAIN))
 
@@ -233,6 +240,9 @@ class _SDCA:
         self.index = np.arange(n, dtype=np.int64)  # active rows first (shrinking)
         self.n_active = n
         self.order_state = np.array([seed], dtype=np.uint64)  # the kernels' shuffle
+        if blocks is None:
+            blocks = cocoa_blocks(problem, n_threads, b,
+                                  radius_sq(self.sqnorm, problem.sample_weight))
         self.blocks = min(blocks, n)
         if self.blocks > 1:
             self._setup_cocoa(data, seed, n_threads)
@@ -561,12 +571,10 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     variant = check_choice(variant, "variant", VARIANTS)
     accelerated = check_accelerated(accelerated, problem)
     n_threads = solver_threads(problem, n_threads)
-    if blocks is None:
-        blocks = cocoa_blocks(problem, n_threads, batch_size)
-    blocks = check_int(blocks, "blocks", low=1)
-    if blocks > 1 and batch_size > 1:
+    blocks = check_int(blocks, "blocks", low=1, allow_none=True)
+    if blocks is not None and blocks > 1 and batch_size > 1:
         raise ValueError(f"blocks={blocks} (CoCoA+) needs batch_size=1, got {batch_size}")
-    if blocks > 1 and _penalty_split(problem)[1] != 0.0:
+    if blocks is not None and blocks > 1 and _penalty_split(problem)[1] != 0.0:
         raise ValueError(f"blocks={blocks} (CoCoA+) needs the l2 penalty (an elastic net "
                          "with l1_ratio 0); use blocks=1")
     rng = np.random.default_rng(random_state)
