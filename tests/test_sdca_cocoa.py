@@ -179,3 +179,14 @@ def test_blocks_with_minibatch_rejected():
     X, y = sparse_problem()
     with pytest.raises(ValueError, match="blocks=2.*batch_size=1"):
         fit(X, y, "logistic", blocks=2, batch_size=4)
+
+
+def test_accelerated_runs_sequential_epochs():
+    # the accelerated outer loop moves v between epochs: its inner epochs are sequential
+    X, y = sparse_problem(m=300, d=40, density=0.3, seed=9)
+    acc = fit(X, y, "logistic", alpha=1e-3, blocks=2, accelerated=True, tol=1e-8)
+    seq = fit(X, y, "logistic", alpha=1e-3, blocks=1, n_threads=1, tol=1e-8)
+    assert acc.status == seq.status == "converged"
+    assert acc.extra["outer_iterations"] >= 1
+    # both certified to 1e-8 J
+    assert abs(acc.objective - seq.objective) <= 2e-8 * seq.objective
