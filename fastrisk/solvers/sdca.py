@@ -559,8 +559,9 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     v = (1/(lambda n)) sum c_i u_i x_i; for binary losses y_i u_i is the
     paper's alpha_i), ``dual_objective`` (D(u)), ``gap_estimates`` (per epoch),
     ``beta`` (final step factor), ``spectral_norm_sq`` and ``beta_b`` (safe), ``n_undone``
-    (aggressive), ``batch_size``, ``variant``, ``row_visits`` (rows read by the
-    epochs), ``n_active`` (rows not shrunk at the end), ``step_tol`` (the final
+    (aggressive), ``batch_size``, ``variant`` ("cocoa+" with ``blocks``: K),
+    ``row_visits`` (rows read by the epochs), ``n_active`` (rows not shrunk at the
+    end), ``step_tol`` (the final
     tolerance of the inexact logistic step on |logit(y u_i) - t*|, t* the coordinate's
     maximiser).
     """
