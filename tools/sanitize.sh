@@ -15,7 +15,7 @@
 # go unseen).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-KERNEL_TESTS=(test_oracle test_sdca test_conj test_qp test_pgs test_rda test_pegasos test_newton
+KERNEL_TESTS=(test_oracle test_sdca test_sdca_cocoa test_conj test_qp test_pgs test_rda test_pegasos test_newton
               test_voracle test_scaled test_losses test_vector_losses test_data test_fuzz test_cd
               test_multiclass)
 only_kernels=0
