@@ -10,7 +10,7 @@ intercept, for the hinge, logistic and squared hinge losses at alpha 1e-4 and
    sequential epoch, 1 thread) and ``blocks=2`` (CoCoA+, 2 threads; one epoch
    is one round);
 2. wall time to a certified relative gap of 1e-3, best of ``--repeat``,
-   interleaved after WARMUP seconds of untimed calls: ``blocks=1`` on 1 thread,
+   interleaved after ``compare_threads.WARMUP`` seconds of untimed rounds of all calls: ``blocks=1`` on 1 thread,
    ``blocks=2`` on 2 threads, and the default ``sdca`` on 2 threads (the size
    rule ``sdca.cocoa_blocks``), with the epochs each took.
 
@@ -32,11 +32,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import fastrisk as fr  # noqa: E402
-from compare_threads import load  # noqa: E402
+from compare_threads import best_times, load  # noqa: E402
 from fastrisk.solvers import solve  # noqa: E402
 
 TOL = 1e-3
-WARMUP = 2.0
 RUNS = {"1 thread, sequential": (1, 1), "2 threads, CoCoA+ 2 blocks": (2, 2),
         "2 threads, default": (2, None)}
 
@@ -58,22 +57,18 @@ def progress(X, y, loss, alpha, epochs):
 
 
 def wall_times(X, y, loss, alpha, repeat, time_limit):
-    """name -> (best seconds, epochs, status)."""
+    """name -> (best seconds, epochs, status, variant), timed by compare_threads.best_times
+    (interleaved, after WARMUP seconds of untimed rounds of every call: an idle second core
+    runs slowly for its first fraction of a second)."""
     calls = {name: (lambda nt=nt, b=b: run(X, y, loss, alpha, nt, b, tol=TOL,
                                            max_iter=10 ** 4, time_limit=time_limit))
              for name, (nt, b) in RUNS.items()}
-    end = time.perf_counter() + WARMUP
-    while time.perf_counter() < end:
-        calls[next(iter(calls))]()
-    best = {}
-    for _ in range(repeat):
-        for name, call in calls.items():
-            t = time.perf_counter()
-            res = call()
-            dt = time.perf_counter() - t
-            if name not in best or dt < best[name][0]:
-                best[name] = (dt, res.n_iter, res.status, res.extra.get("variant"))
-    return best
+    wall, _ = best_times(calls, repeat)
+    out = {}
+    for name, call in calls.items():
+        res = call()  # the same bits as the timed runs: epochs, status, variant
+        out[name] = (wall[name], res.n_iter, res.status, res.extra.get("variant"))
+    return out
 
 
 def render(rows, command, epochs):
