@@ -117,7 +117,7 @@ def test_more_blocks_than_rows():
     assert abs(runs[0].objective - seq.objective) <= 1e-9 * seq.objective
 
 
-def test_size_rule_and_sequential_default():
+def test_size_rule_and_sequential_default(monkeypatch):
     X, y = sparse_problem()
     # small data: the size rule keeps the sequential epoch, on any number of threads
     for loss in LOSSES:
@@ -135,6 +135,12 @@ def test_size_rule_and_sequential_default():
         assert sdca.cocoa_blocks(problem, 2, 1, R2) == expected
         assert sdca.cocoa_blocks(problem, 1, 1, R2) == 1
         assert sdca.cocoa_blocks(problem, 2, 8, R2) == 1  # mini-batches keep their own path
+    # more weights than COCOA_MAX_WEIGHTS: sequential
+    problem = fr.Problem(big, yb, loss="logistic", alpha=1e-3, fit_intercept=False, n_threads=2)
+    monkeypatch.setattr(sdca, "COCOA_MAX_WEIGHTS", 999)
+    assert sdca.cocoa_blocks(problem, 2, 1, 1.0) == 1
+    monkeypatch.setattr(sdca, "COCOA_MAX_WEIGHTS", 1000)
+    assert sdca.cocoa_blocks(problem, 2, 1, 1.0) == 2
     # the rule as solve applies it (R^2 from the rows)
     problem = fr.Problem(big, yb, loss="logistic", alpha=1.0, fit_intercept=False, n_threads=2)
     res = fr.solve(problem, solver="sdca", tol=1e-2, random_state=0)

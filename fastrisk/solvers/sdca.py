@@ -79,9 +79,10 @@ VARIANTS = ("naive", "safe", "aggressive")
 # nonzeros per thread below which a parallel region costs more than it saves (a region
 # costs microseconds, far more when the cores are shared): exact pass, mini-batch update
 PASS_GRAIN, BATCH_GRAIN = 50_000, 4_000
-# CoCoA+ (see cocoa_blocks): nonzeros per row block below which it does not pay, and the
-# least alpha n / R^2 where it does (losses without, with a box-constrained dual)
-COCOA_GRAIN, COCOA_CONDITION = 500_000, (1.0, 2.0)
+# CoCoA+ (see cocoa_blocks): nonzeros per row block below which it does not pay, the
+# least alpha n / R^2 where it does (losses without, with a box-constrained dual), and the
+# most weights (a block's private copy of w, 2 MiB: one core's L2 cache here)
+COCOA_GRAIN, COCOA_CONDITION, COCOA_MAX_WEIGHTS = 500_000, (1.0, 2.0), 2**18
 AGGRESSIVE_OMEGA = 0.25  # weight of rho in the geometric decrease of beta
 # The logistic step is inexact (csrc/fr_sdca.h; Yu, Huang & Lin 2011, Algorithm 3): it stops
 # at |t - t*| <= eps in t = logit(y u).  A row's coordinate dual then falls short of its
@@ -160,15 +161,20 @@ def _column_bounds(data, n_threads):
 def cocoa_blocks(problem, n_threads, batch_size, R2):
     """Row blocks of CoCoA+ for ``blocks=None``, the one size rule: min(n_threads,
     nnz // COCOA_GRAIN) with n_threads > 1, single-coordinate steps, the l2 penalty, a
-    smooth loss and alpha n / R^2 (R^2 = max_i c_i ||x_i||^2) at least COCOA_CONDITION[0],
-    or [1] for a loss with a box-constrained dual (squared hinge); else 1 (the sequential
-    epoch).  The rounds of 2 blocks need about as many rounds as sequential epochs on well
-    conditioned problems (IMDB bigrams, alpha n / R^2 = 2.5: logistic 3 rounds for 3
-    epochs to a certified 1e-3, squared hinge 5 for 4; 20 Newsgroups, 1.1: logistic 3 for
-    4, squared hinge 6 for 4), 2.5 to 15 times as many at alpha 1e-6 and on the hinge loss
-    (benchmarks/bench_cocoa.py)."""
+    smooth loss, at most COCOA_MAX_WEIGHTS weights and alpha n / R^2 (R^2 = max_i c_i
+    ||x_i||^2) at least COCOA_CONDITION[0], or [1] for a loss with a box-constrained dual
+    (squared hinge); else 1 (the sequential epoch).
+
+    Measured with benchmarks/bench_cocoa.py (2 blocks on 2 threads against sequential
+    epochs on 1, certified 1e-3, alpha 1e-4): on 20 Newsgroups (130k weights,
+    alpha n / R^2 = 1.1) logistic needs 3 rounds for 4 epochs and takes 0.85x the time,
+    squared hinge 6 rounds for 4 epochs; on IMDB bigrams (1.5M weights, 2.5) logistic
+    needs 3 rounds for 3 epochs and squared hinge 5 for 4, but two threads scattering
+    into two 12 MB copies of w run their first rounds at half speed, 1.15-1.23x the
+    sequential time.  At alpha 1e-6 and on the hinge loss rounds need 2.5 to 15 times
+    as many passes as sequential epochs."""
     if (n_threads < 2 or batch_size > 1 or not problem.loss.spec.smooth
-            or _penalty_split(problem)[1] != 0.0):
+            or _penalty_split(problem)[1] != 0.0 or problem.n_weights > COCOA_MAX_WEIGHTS):
         return 1
     ratio = problem.alpha * problem.n_samples / R2 if R2 > 0.0 else np.inf
     if ratio < COCOA_CONDITION[problem.loss.spec.dual_box]:
