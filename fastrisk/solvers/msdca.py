@@ -24,6 +24,8 @@ terms, whose difference estimates the gap in O(1) per epoch; when the
 estimate reaches ``tol`` (and at least every ``check_every`` epochs and at
 the end) one parallel pass computes the exact P(W) and the certified gap
 P(W_best) - D(A) >= J(W_best) - J* (weak duality), which the Monitor stops on.
+On the hinge that pass follows a finishing epoch of shorter steps, whose W is
+nearer the optimum than a plain epoch's (``_MSDCA.run_epoch``).
 """
 
 import numpy as np
@@ -218,7 +220,8 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     """Minimize a softmax or multiclass_hinge ``problem`` by multiclass SDCA.
 
     ``max_iter`` counts epochs; ``check_every``: the most epochs between two exact
-    gap computations; ``n_threads``: threads of the exact primal pass (None: the
+    gap computations (on the multiclass hinge each follows a finishing epoch, also
+    when the estimated gap reaches ``tol``: ``_MSDCA.run_epoch``); ``n_threads``: threads of the exact primal pass (None: the
     problem's n_threads; the epochs are sequential); ``start``: a previous Result (its ``extra["dual"]``) or dual points;
     ``shrinking`` (multiclass hinge): drop from a row's active classes a class c with
     p_ic = 0 whose dual gradient s_c + 1 is below that of every class with p_ic' > 0
