@@ -105,7 +105,7 @@ def use_columns(columns, data, n_partitions, buffer_bytes):
     """Whether an oracle computes X^T g from the column copy of X (the rule of the
     module docstring).  ``columns``: the oracle's setting, "auto", True or False;
     ``buffer_bytes``: the size of one thread's gradient buffer on the row path."""
-    if columns not in ("auto", True, False):
+    if not (columns is True or columns is False or columns == "auto"):
         raise ValueError(f"columns must be 'auto', True or False, got {columns!r}")
     if data.dense or n_partitions != 1 or columns is False:
         return False
