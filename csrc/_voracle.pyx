@@ -57,6 +57,11 @@ cdef inline Py_ssize_t padded(Py_ssize_t k) noexcept nogil:
     return kp if kp <= 4 * FR_VEC_MAX_NV else k
 
 
+def padded_classes(Py_ssize_t n_classes):
+    """kp: the classes per weight block of the kernels for k = ``n_classes``."""
+    return padded(n_classes)
+
+
 def workspace_shape(Py_ssize_t n_threads, Py_ssize_t n_weights, Py_ssize_t n_classes):
     """The shape of vector_risk_gradient's workspace for D = ``n_weights`` (features
     and intercept) and k = ``n_classes``: row 0 the feature-major weights, row t + 1
@@ -374,10 +379,14 @@ def vector_risk_gradient_columns(const floating[::1] data, const index_t[::1] in
     return value
 
 
-def column_buffers(Py_ssize_t n_threads, Py_ssize_t n_samples, Py_ssize_t n_weights,
-                   Py_ssize_t n_classes):
-    """(layout, U, scratch) for vector_risk_gradient_columns, uninitialized."""
+def column_buffers(Py_ssize_t n_threads, Py_ssize_t n_samples, Py_ssize_t n_classes):
+    """(U, scratch) for vector_risk_gradient_columns, uninitialized."""
     cdef Py_ssize_t kp = padded(n_classes)
-    return (np.empty((2, n_weights * kp)), np.empty((n_samples, kp)),
-            np.empty((n_threads, 2 * kp)))
+    return np.empty((n_samples, kp)), np.empty((n_threads, 2 * kp))
+
+
+def column_layout(Py_ssize_t n_weights, Py_ssize_t n_classes):
+    """The layout buffer of vector_risk_gradient_columns (needed unless W is feature-major
+    with unpadded blocks), uninitialized."""
+    return np.empty((2, n_weights * padded(n_classes)))
 

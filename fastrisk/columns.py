@@ -47,6 +47,13 @@ class Columns(NamedTuple):
         return sum(a.nbytes for a in (self.values, self.indices, self.indptr, self.norms))
 
 
+def copy_nbytes(data):
+    """Bytes of the column view of a sparse Dataset (``Columns.nbytes``), before it is made."""
+    entries = data.nnz + (data.n_samples if data.bias else 0)
+    return (entries * (data.data.itemsize + data.indices.itemsize)
+            + 8 * (data.n_weights + 1) + 8 * data.n_weights)
+
+
 def column_view(data, n_threads=1):
     """:class:`Columns` of a Dataset (the copy of the module docstring), made on the
     first call and kept on the Dataset for the later ones.

@@ -19,14 +19,17 @@ Two ways to compute ``X^T g`` (csrc/_oracle.pyx, csrc/_voracle.pyx):
   the output has the same bits for every thread count.
 
 The rule (``use_columns``, the one place it is decided): the columns when X is
-sparse, the oracle has one partition and a thread's gradient buffer exceeds
-COLUMN_BYTES.  Past the core's cache the row scatter's writes miss it and set the
-time, and the threads' buffers must be zeroed and added on every call; the
-column sums read g, m doubles, which stay in cache.  Below it the row path is as
-fast and costs no copy.  The copy costs about the size of X (fastrisk/columns.py),
-made on the first call and kept with the Dataset; set the oracle's ``columns``
-attribute to False (``problem.oracle.columns = False``) to keep the row path, or
-True to take the column path whenever X is sparse with one partition.
+sparse, the oracle has one partition, a thread's gradient buffer exceeds
+COLUMN_BYTES, and either several threads run or the column path holds no more
+memory than the row path's buffers on one thread.  Past the core's cache the row scatter's writes miss it
+and set the time, and the threads' buffers must be zeroed and added on every call;
+the column sums read g (or the m x k row gradients), which stay in cache.  Below
+it the row path is as fast and costs no copy.  The copy costs about the size of X
+(fastrisk/columns.py), made on the first call and kept with the Dataset: on one
+thread it is made only where it replaces larger buffers (a vector loss on text
+data: the row path holds 2 n_weights k doubles).  Set the oracle's ``columns`` attribute to False
+(``problem.oracle.columns = False``) to keep the row path, or True to take the
+column path whenever X is sparse with one partition.
 """
 
 import copy
@@ -35,7 +38,7 @@ from typing import Protocol
 import numpy as np
 
 from fastrisk import _oracle, _voracle
-from fastrisk.columns import column_view, nnz_chunks
+from fastrisk.columns import column_view, copy_nbytes, nnz_chunks
 from fastrisk.config import resolve_n_threads
 
 COLUMN_BYTES = 4 << 20  # a thread's gradient buffer above this: the column path
@@ -101,15 +104,21 @@ def _check_rows(data, y, sample_weight, *, classes=None):
             raise ValueError(f"sample_weight must be a float64 vector of length {m} or None")
 
 
-def use_columns(columns, data, n_partitions, buffer_bytes):
+def use_columns(columns, data, n_partitions, n_threads, buffer_bytes, row_bytes=0,
+                extra_bytes=0):
     """Whether an oracle computes X^T g from the column copy of X (the rule of the
     module docstring).  ``columns``: the oracle's setting, "auto", True or False;
-    ``buffer_bytes``: the size of one thread's gradient buffer on the row path."""
+    ``buffer_bytes``: the size of the block of memory a thread's row scatter writes to;
+    ``row_bytes``: the row path's buffers on one thread; ``extra_bytes``: what the
+    column path holds besides the copy."""
     if not (columns is True or columns is False or columns == "auto"):
         raise ValueError(f"columns must be 'auto', True or False, got {columns!r}")
     if data.dense or n_partitions != 1 or columns is False:
         return False
-    return columns is True or buffer_bytes > COLUMN_BYTES
+    if columns is True:
+        return True
+    return buffer_bytes > COLUMN_BYTES and (
+        n_threads > 1 or copy_nbytes(data) + extra_bytes <= row_bytes)
 
 
 class _Multiplexer:
@@ -176,7 +185,7 @@ class LocalOracle(_Multiplexer):
         self.n_threads = resolve_n_threads(n_threads)
         self.partitions = partition_rows(self.n_samples, n_partitions)
         self.columns = columns
-        use_columns(columns, data, 1, 0)
+        use_columns(columns, data, 1, 1, 0)
         self._buffers = {}
         self.multipliers = np.zeros(self.n_samples)
         self.scores = np.zeros(self.n_samples)
@@ -190,8 +199,9 @@ class LocalOracle(_Multiplexer):
 
     def uses_columns(self):
         """Whether a call takes the column path (``use_columns``)."""
-        return use_columns(self.columns, self.data, len(self.partitions),
-                           16 * self.n_weights)
+        buffer = 16 * self.n_weights  # w interleaved with the gradient
+        return use_columns(self.columns, self.data, len(self.partitions), self.n_threads,
+                           buffer, buffer)
 
     def partial(self, w, k, out=None, scores=None):
         """(sum_i c_i l_i, X^T g) over partition k, unnormalized; X^T g written into
@@ -296,14 +306,17 @@ class VectorOracle(_Multiplexer):
         self.n_threads = resolve_n_threads(n_threads)
         self.partitions = partition_rows(self.n_samples, n_partitions)
         self.columns = columns
-        use_columns(columns, data, 1, 0)
+        use_columns(columns, data, 1, 1, 0)
         self._buffers = {}
         self.n_calls = 0
 
     def uses_columns(self):
         """Whether a call takes the column path (``use_columns``)."""
-        width = _voracle.workspace_shape(1, self.data.n_weights, self.n_classes)[1]
-        return use_columns(self.columns, self.data, len(self.partitions), 8 * width)
+        kp = _voracle.padded_classes(self.n_classes)
+        buffer = 8 * self.data.n_weights * kp
+        rows = 8 * np.prod(_voracle.workspace_shape(1, self.data.n_weights, self.n_classes))
+        return use_columns(self.columns, self.data, len(self.partitions), self.n_threads,
+                           buffer, rows, 8 * self.n_samples * kp)
 
     def __call__(self, w):
         if len(self.partitions) > 1:
@@ -318,8 +331,12 @@ class VectorOracle(_Multiplexer):
         grad = np.empty(self.n_weights)
         d, k, D = self.data, self.n_classes, self.data.n_weights
         if self.uses_columns():
-            layout, U, scratch = self._buffer("column buffers", lambda: _voracle.column_buffers(
-                self.n_threads, self.n_samples, D, k))
+            U, scratch = self._buffer("column buffers", lambda: _voracle.column_buffers(
+                self.n_threads, self.n_samples, k))
+            if self.feature_major and _voracle.padded_classes(k) == k:
+                layout = np.empty((0, 0))  # W and its gradient read and written in place
+            else:
+                layout = self._buffer("layout", lambda: _voracle.column_layout(D, k))
             value = _voracle.vector_risk_gradient_columns(
                 d.data, d.indices, d.indptr, d.bias, *self._column_args(), w, k,
                 self.kernel_id, self.y, self._Y, self._P, self._S, self.c, scale, grad,

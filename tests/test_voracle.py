@@ -260,7 +260,8 @@ def test_column_path_same_bits_for_every_thread_count(monkeypatch, k):
     results = []
     for n_threads in (1, 2, 3, 8, 2, 3):
         grad = np.empty(oracle.n_weights)
-        layout, U, scratch = _voracle.column_buffers(n_threads, 200, d.n_weights, k)
+        layout = _voracle.column_layout(d.n_weights, k)
+        U, scratch = _voracle.column_buffers(n_threads, 200, k)
         value = _voracle.vector_risk_gradient_columns(
             d.data, d.indices, d.indptr, d.bias, *oracle._column_args(), w, k, oracle.kernel_id,
             oracle.y, oracle._Y, oracle._P, oracle._S, oracle.c, 1.0, grad, layout, U, scratch,
@@ -276,19 +277,23 @@ def test_column_path_same_bits_for_every_thread_count(monkeypatch, k):
 
 def test_column_rule_and_argument_checks(monkeypatch):
     """use_columns for the vector oracle: a thread's row-path buffer is 8 D kp bytes
-    (kp = k rounded up to a multiple of 4); the kernel checks its arguments."""
+    (kp = k rounded up to a multiple of 4), the column path holds the copy and U
+    (8 m kp bytes); the kernel checks its arguments."""
     from fastrisk import _voracle
 
     X = sp.random(40, oracle_module.COLUMN_BYTES // (8 * 12) + 1, density=1e-3, format="csr",
                   random_state=0)
     y = np.arange(40) % 10
-    assert fr.Problem(X, y, loss="softmax").oracle.uses_columns()          # kp = 12
+    # kp = 12; on one thread too: the copy and U are smaller than the one buffer
+    assert fr.Problem(X, y, loss="softmax", n_threads=1).oracle.uses_columns()
+    assert fr.Problem(X, y, loss="softmax", n_threads=2).oracle.uses_columns()
     assert not fr.Problem(X, y % 2 + 2 * (y % 3 == 0), loss="softmax").oracle.uses_columns()
     assert not fr.Problem(X, y, loss="softmax", n_partitions=2).oracle.uses_columns()
     _, oracle, *_ = column_oracle(monkeypatch, "softmax", 4, np.float64, np.int32, 2)
     d = oracle.data
     values, rows, colptr, rc, cc = oracle._column_args()
-    layout, U, scratch = _voracle.column_buffers(2, 70, 14, 4)
+    layout = _voracle.column_layout(14, 4)
+    U, scratch = _voracle.column_buffers(2, 70, 4)
     good = [d.data, d.indices, d.indptr, d.bias, values, rows, colptr, rc, cc, np.zeros(56), 4,
             0, oracle.y, oracle._Y, oracle._P, oracle._S, oracle.c, 1.0, np.empty(56), layout,
             U, scratch, 2]
