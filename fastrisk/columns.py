@@ -9,14 +9,14 @@ reduction.  ``column_view`` makes the copy once per Dataset and keeps it on the
 Dataset, so that all of them share it.
 
 Memory: for CSR input a CSC copy, i.e. the values and row indices of X again
-(nnz (itemsize + index size) bytes) plus m entries for the intercept column,
-8 (n_weights + 1) bytes of column pointers and 8 n_weights bytes of column norms:
-about the size of X.  While it is made, a counting sort holds 8 n_features bytes
+(nnz (itemsize + index size) bytes) plus m entries for the intercept column and
+8 (n_weights + 1) bytes of column pointers: about the size of X; and 8 n_weights
+bytes of column norms once they are read.  While it is made, a counting sort holds 8 n_features bytes
 of counters per thread.  For dense input a column-major copy of X.  The copy lives
 as long as the Dataset.
 """
 
-from typing import NamedTuple
+import functools
 
 import numpy as np
 
@@ -25,16 +25,23 @@ from fastrisk import _cd
 COPY_GRAIN = 1_000_000            # nonzeros per thread of the column copy (one fork)
 
 
-class Columns(NamedTuple):
+class Columns:
     """The column view of [X, intercept column]: ``values``, row ``indices`` and int64
     column pointers ``indptr`` (for dense X: the column-major values, ``indices =
-    arange(m)`` shared by every column), ``dense``, and ``norms`` = ||x_j||."""
+    arange(m)`` shared by every column), ``dense``, and ``norms`` = ||x_j|| (computed
+    when first read, by ``n_threads`` threads; only coordinate descent reads them)."""
 
-    values: np.ndarray
-    indices: np.ndarray
-    indptr: np.ndarray
-    dense: bool
-    norms: np.ndarray
+    def __init__(self, values, indices, indptr, dense, n_threads=1):
+        self.values, self.indices, self.indptr, self.dense = values, indices, indptr, dense
+        self.n_threads = n_threads
+
+    @functools.cached_property
+    def norms(self):
+        norms = np.empty(self.indptr.shape[0] - 1)
+        _cd.column_norms(self.values, self.indptr, norms,
+                         max(1, min(int(self.n_threads), self.values.shape[0] // COPY_GRAIN)))
+        norms.flags.writeable = False
+        return norms
 
     @property
     def arrays(self):
@@ -43,15 +50,16 @@ class Columns(NamedTuple):
 
     @property
     def nbytes(self):
-        """Bytes held by the copy."""
-        return sum(a.nbytes for a in (self.values, self.indices, self.indptr, self.norms))
+        """Bytes held by the copy (the norms once read)."""
+        held = [self.values, self.indices, self.indptr] + (
+            [self.__dict__["norms"]] if "norms" in self.__dict__ else [])
+        return sum(a.nbytes for a in held)
 
 
 def copy_nbytes(data):
     """Bytes of the column view of a sparse Dataset (``Columns.nbytes``), before it is made."""
     entries = data.nnz + (data.n_samples if data.bias else 0)
-    return (entries * (data.data.itemsize + data.indices.itemsize)
-            + 8 * (data.n_weights + 1) + 8 * data.n_weights)
+    return entries * (data.data.itemsize + data.indices.itemsize) + 8 * (data.n_weights + 1)
 
 
 def column_view(data, n_threads=1):
@@ -89,12 +97,9 @@ def column_view(data, n_threads=1):
             values[nnz:] = bias
             indices[nnz:] = np.arange(m, dtype=indices.dtype)
             indptr[n + 1] = nnz + m
-    norms = np.empty(n_weights)
-    _cd.column_norms(values, indptr, norms, max(1, min(int(n_threads), values.shape[0]
-                                                       // COPY_GRAIN)))
-    for a in (values, indices, indptr, norms):
+    for a in (values, indices, indptr):
         a.flags.writeable = False
-    data._columns = Columns(values, indices, indptr, bool(data.dense), norms)
+    data._columns = Columns(values, indices, indptr, bool(data.dense), n_threads)
     return data._columns
 
 

@@ -135,8 +135,9 @@ class Partition:
             y = np.zeros(m)
         else:
             y = check_targets(y, m)
+        # the row path: the sums of LocalOracle's partitions (its column path adds others)
         self.oracle = LocalOracle(data, loss, y, check_sample_weight(c, m), n_partitions=1,
-                                  n_threads=n_threads)
+                                  n_threads=n_threads, columns=False)
 
     def conjugates_at_zero(self):
         """c_i l*(0, y_i) of the rows (for the risk floor of BMRM's first cut)."""

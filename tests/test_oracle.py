@@ -324,9 +324,12 @@ def test_column_rule_and_shared_copy():
     y = np.r_[np.ones(25), -np.ones(25)]
     prob = fr.Problem(wide, y, loss="logistic", n_threads=2)
     assert prob.oracle.uses_columns()
-    # one thread: the copy (16 bytes per column besides the entries) is larger than the
-    # one buffer it would replace
-    assert not fr.Problem(wide, y, loss="logistic", n_threads=1).oracle.uses_columns()
+    # one thread: only where the copy (8 bytes per column and 12 per entry) is no larger
+    # than the one buffer it replaces (16 bytes per column)
+    assert fr.Problem(wide, y, loss="logistic", n_threads=1).oracle.uses_columns()
+    denser = sp.random(50, wide.shape[1], density=0.03, format="csr", random_state=0)
+    assert not fr.Problem(denser, y, loss="logistic", n_threads=1).oracle.uses_columns()
+    assert fr.Problem(denser, y, loss="logistic", n_threads=2).oracle.uses_columns()
     assert not fr.Problem(wide, y, loss="logistic", n_partitions=2).oracle.uses_columns()
     assert not fr.Problem(wide[:, :1000], y, loss="logistic").oracle.uses_columns()
     assert not fr.Problem(wide[:, :1000].toarray(), y, loss="logistic").oracle.uses_columns()
