@@ -2,12 +2,15 @@
 
 Each solver runs in a fresh process (logistic loss, alpha 1e-4, tol 1e-3,
 ``--threads``, default one; ``--row-path`` sets ``problem.oracle.columns = False``,
-the oracle's row path, which holds no column copy of X); tracemalloc records the peak of the memory that NumPy and
-Python allocate (the kernels allocate through NumPy) while the Problem is
-built and while the solver runs, both above what was allocated before
+the oracle's row path, which holds no column copy of X); tracemalloc records the
+peak of the memory that NumPy and Python allocate (the kernels allocate through
+NumPy) while the Problem is built and while the solver runs, both above what was
+allocated before
 (the CSR matrix: data + indices + indptr).
 
     python benchmarks/memory_binary.py --out benchmarks/results/memory_binary.md
+    python benchmarks/memory_binary.py --threads 2 --solvers lbfgs,newton,bmrm,prox_bundle
+    (the same with --row-path: the oracle without the column copy)
 """
 
 import argparse

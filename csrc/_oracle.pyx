@@ -3,10 +3,13 @@
 
 One call computes, over the rows [start, stop) of one partition,
 ``f = X w``, ``sum_i c_i l(f_i, y_i)``, ``g_i = c_i l'(f_i, y_i)`` and
-``X^T g``, without the GIL.  Rows are split into ``n_threads`` contiguous
-blocks of roughly equal nnz; block t scatters into its own buffer and the
-buffers are added in block order, so a fixed thread count gives identical
-bits on every run.
+``X^T g``, without the GIL.  ``risk_gradient``: rows are split into
+``n_threads`` contiguous blocks of roughly equal nnz; block t scatters into its
+own buffer and the buffers are added in block order, so a fixed thread count
+gives identical bits on every run.  ``risk_gradient_columns``: g from a pass
+over the rows, then ``X^T g`` column by column from the column copy of X
+(fastrisk/columns.py), with the same bits for every thread count; which one an
+oracle calls is decided in fastrisk/oracle.py (``use_columns``).
 """
 
 import numpy as np

@@ -22,6 +22,11 @@ with kp = k the kernel reads w in place and thread 0 scatters straight into
 removed.  The buffers are added in block order either way, so a fixed thread
 count gives identical bits on every run and in both layouts (as
 csrc/_oracle.pyx does).
+
+``vector_risk_gradient_columns`` is the column path (as in csrc/_oracle.pyx): the
+rows' gradients g_i stored as the rows of U (m x kp), then ``G[j, :] = sum_i x_ij
+U[i, :]`` column by column from the column copy of X, with the same bits for every
+thread count.
 """
 
 import numpy as np

@@ -11,9 +11,9 @@ Dataset, so that all of them share it.
 Memory: for CSR input a CSC copy, i.e. the values and row indices of X again
 (nnz (itemsize + index size) bytes) plus m entries for the intercept column and
 8 (n_weights + 1) bytes of column pointers: about the size of X; and 8 n_weights
-bytes of column norms once they are read.  While it is made, a counting sort holds 8 n_features bytes
-of counters per thread.  For dense input a column-major copy of X.  The copy lives
-as long as the Dataset.
+bytes of column norms once they are read.  While it is made, a counting sort holds
+8 n_features bytes of counters per thread.  For dense input a column-major copy of
+X.  The copy lives as long as the Dataset.
 """
 
 import functools

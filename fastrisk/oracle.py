@@ -21,13 +21,14 @@ Two ways to compute ``X^T g`` (csrc/_oracle.pyx, csrc/_voracle.pyx):
 The rule (``use_columns``, the one place it is decided): the columns when X is
 sparse, the oracle has one partition, a thread's gradient buffer exceeds
 COLUMN_BYTES, and either several threads run or the column path holds no more
-memory than the row path's buffers on one thread.  Past the core's cache the row scatter's writes miss it
-and set the time, and the threads' buffers must be zeroed and added on every call;
-the column sums read g (or the m x k row gradients), which stay in cache.  Below
-it the row path is as fast and costs no copy.  The copy costs about the size of X
-(fastrisk/columns.py), made on the first call and kept with the Dataset: on one
-thread it is made only where it replaces larger buffers (a vector loss on text
-data: the row path holds 2 n_weights k doubles).  Set the oracle's ``columns`` attribute to False
+memory than the row path's buffers on one thread.  Past the core's cache the row
+scatter's writes miss it and set the time, and the threads' buffers must be
+zeroed and added on every call; the column sums read g (or the m x k row
+gradients), which stay in cache.  Below it the row path is as fast and costs no
+copy.  The copy costs about the size of X (fastrisk/columns.py), made on the
+first call and kept with the Dataset: on one thread it is made only where it
+replaces larger buffers (a vector loss on text data, where the row path holds
+2 n_weights k doubles).  Set the oracle's ``columns`` attribute to False
 (``problem.oracle.columns = False``) to keep the row path, or True to take the
 column path whenever X is sparse with one partition.
 """
@@ -123,8 +124,6 @@ def use_columns(columns, data, n_partitions, n_threads, buffer_bytes, row_bytes=
 
 class _Multiplexer:
     """Adds the partitions' partial sums in partition order (BMRM Figure 2)."""
-
-    columns = "auto"
 
     def _buffer(self, name, make):
         """The buffer ``name``, made by ``make()`` on first use; kept in ``_buffers``,
@@ -329,23 +328,23 @@ class VectorOracle(_Multiplexer):
         w = self._check_w(w)
         start, stop = self._bounds(k)
         grad = np.empty(self.n_weights)
-        d, k, D = self.data, self.n_classes, self.data.n_weights
+        d, nk, D = self.data, self.n_classes, self.data.n_weights
         if self.uses_columns():
             U, scratch = self._buffer("column buffers", lambda: _voracle.column_buffers(
-                self.n_threads, self.n_samples, k))
-            if self.feature_major and _voracle.padded_classes(k) == k:
+                self.n_threads, self.n_samples, nk))
+            if self.feature_major and _voracle.padded_classes(nk) == nk:
                 layout = np.empty((0, 0))  # W and its gradient read and written in place
             else:
-                layout = self._buffer("layout", lambda: _voracle.column_layout(D, k))
+                layout = self._buffer("layout", lambda: _voracle.column_layout(D, nk))
             value = _voracle.vector_risk_gradient_columns(
-                d.data, d.indices, d.indptr, d.bias, *self._column_args(), w, k,
+                d.data, d.indices, d.indptr, d.bias, *self._column_args(), w, nk,
                 self.kernel_id, self.y, self._Y, self._P, self._S, self.c, scale, grad,
                 layout, U, scratch, self.n_threads, self.feature_major)
         else:
             workspace = self._buffer("rows", lambda: np.empty(
-                _voracle.workspace_shape(self.n_threads, D, k)))
+                _voracle.workspace_shape(self.n_threads, D, nk)))
             value = _voracle.vector_risk_gradient(
-                d.data, d.indices, d.indptr, d.dense, d.bias, w, k, self.kernel_id,
+                d.data, d.indices, d.indptr, d.dense, d.bias, w, nk, self.kernel_id,
                 self.y, self._Y, self._P, self._S, self.c, start, stop, scale, grad,
                 workspace, self.n_threads, self.feature_major)
         return value, grad
