@@ -254,22 +254,31 @@ cdef void gram_product(const double[:, ::1] G, const double* v, double[::1] out,
         out[j] = acc
 
 
+cdef void dots_runs(const floating* data, const index_t* indices, const index_t* indptr,
+                    bint dense, double b, Py_ssize_t d, const Py_ssize_t* runs,
+                    Py_ssize_t lo, Py_ssize_t hi, const double* v, double* out) noexcept nogil:
+    """The runs lo..hi-1 of ``active_runs``: out_i = <x_i, v> (+ b v_d) on their rows."""
+    cdef Py_ssize_t i, k, nnz, end
+    cdef const floating* val
+    cdef const index_t* idx
+    for k in range(lo, hi):
+        end = indptr[runs[2 * k + 1]]
+        for i in range(runs[2 * k], runs[2 * k + 1]):
+            nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
+            out[i] = row_dot_ahead(val, idx, nnz, nnz if dense else end - indptr[i], v,
+                                   1) + (b * v[d] if b != 0.0 else 0.0)
+
+
 cdef void active_dots(const floating* data, const index_t* indices, const index_t* indptr,
                       bint dense, double b, Py_ssize_t d, const Py_ssize_t* runs,
                       const Py_ssize_t[::1] bounds, const double* v,
                       double* out) noexcept nogil:
-    """out_i = <x_i, v> (+ b v_d) on the rows of the runs of ``active_runs``."""
-    cdef Py_ssize_t i, k, nnz, end
+    """out_i = <x_i, v> (+ b v_d) on the rows of the runs of ``active_runs``, a block of
+    runs per thread (``dots_runs``: row_view's out-pointers are locals of that call, so
+    every thread has its own; a prange body's would be shared)."""
     cdef int t, n_blocks = <int>(bounds.shape[0] - 1)
-    cdef const floating* val
-    cdef const index_t* idx
     for t in prange(n_blocks, num_threads=n_blocks, schedule="static", chunksize=1):
-        for k in range(bounds[t], bounds[t + 1]):
-            end = indptr[runs[2 * k + 1]]
-            for i in range(runs[2 * k], runs[2 * k + 1]):
-                nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
-                out[i] = row_dot_ahead(val, idx, nnz, nnz if dense else end - indptr[i], v,
-                                       1) + (b * v[d] if b != 0.0 else 0.0)
+        dots_runs(data, indices, indptr, dense, b, d, runs, bounds[t], bounds[t + 1], v, out)
 
 
 def cg(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,

@@ -663,6 +663,7 @@ def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
             idx = &indices[0] if dense else &indices[indptr[i]]
             nnz = indptr[i + 1] - indptr[i]
             f = score(val, idx, nnz, &w[0], d, bias, 0.0)
+            deriv = 0.0  # assigned, so private: lossfn writes it through the pointer
             values[i] = (c[i] if c != NULL else 1.0) * lossfn(f, y[i], loss_param, &deriv)
         for i in range(n):
             total += values[i]

