@@ -6,7 +6,9 @@ five ``comp.*`` groups against the other fifteen).  For each, in one process:
 
 1. the risk oracle (value and gradient, logistic loss, w ~ N(0, 0.01^2)):
    best of ``--repeat`` calls on 1 and on 2 threads, interleaved, after WARMUP
-   seconds of calls;
+   seconds of calls, wall time and process CPU time (summed over the threads, which
+   a busy machine disturbs less), on the path the oracle takes by its rule
+   (fastrisk/oracle.py ``use_columns``) and on the other one (``oracle.columns``);
 2. hinge and logistic loss, l2, alpha 1e-4, no intercept: every fastrisk
    solver that certifies these problems and runs threads (the registry's
    ``certificate`` and ``threads``), and ``solver="auto"``, to a certified
@@ -17,13 +19,15 @@ The summary row of each problem compares the fastest 2-thread run with the
 fastest 1-thread run: the claim to check is that the parallel solvers on 2
 threads beat the best single-thread solver.
 
-    python benchmarks/compare_threads.py            # writes benchmarks/results/compare_threads.md
+    python benchmarks/compare_threads.py              # writes benchmarks/results/compare_threads.md
+    python benchmarks/compare_threads.py --losses ''  # the oracle only
 """
 
 import argparse
 import datetime
 import os
 import platform
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -56,7 +60,7 @@ WARMUP = 2.0
 
 
 def best_times(calls, repeat, warmup=WARMUP):
-    """(wall, thread CPU): the best of ``repeat`` interleaved rounds of ``calls`` (name ->
+    """(wall, process CPU): the best of ``repeat`` interleaved rounds of ``calls`` (name ->
     function), seconds per name, after ``warmup`` seconds of untimed rounds."""
     end = time.perf_counter() + warmup
     while time.perf_counter() < end:
@@ -65,18 +69,28 @@ def best_times(calls, repeat, warmup=WARMUP):
     wall, cpu = dict.fromkeys(calls, np.inf), dict.fromkeys(calls, np.inf)
     for _ in range(repeat):
         for name, call in calls.items():
-            t, c = time.perf_counter(), time.thread_time()
+            t, c = time.perf_counter(), time.process_time()
             call()
             wall[name] = min(wall[name], time.perf_counter() - t)
-            cpu[name] = min(cpu[name], time.thread_time() - c)
+            cpu[name] = min(cpu[name], time.process_time() - c)
     return wall, cpu
 
 
 def oracle_times(X, y, repeat):
-    problems = {n: fr.Problem(X, y, loss="logistic", alpha=ALPHA, fit_intercept=False,
-                              n_threads=n) for n in (1, 2)}
-    w = np.random.default_rng(0).normal(scale=0.01, size=problems[1].n_weights)
-    return best_times({n: (lambda p=p: p.oracle(w)) for n, p in problems.items()}, repeat)[0]
+    """({(path, threads): wall}, {(path, threads): CPU}, {threads: the rule's path}) for
+    the paths "rows" and "columns" of X^T g, each forced with ``oracle.columns``."""
+    calls, rule = {}, {}
+    w = None
+    for n in (1, 2):
+        for path in ("rows", "columns"):
+            p = fr.Problem(X, y, loss="logistic", alpha=ALPHA, fit_intercept=False, n_threads=n)
+            rule[n] = "columns" if p.oracle.uses_columns() else "rows"
+            p.oracle.columns = path == "columns"
+            if w is None:
+                w = np.random.default_rng(0).normal(scale=0.01, size=p.n_weights)
+            calls[path, n] = lambda p=p: p.oracle(w)
+    wall, cpu = best_times(calls, repeat)
+    return wall, cpu, rule
 
 
 def solver_times(X, y, loss, repeat, time_limit):
@@ -106,10 +120,19 @@ def render(results, command):
              f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC.", "",
              "Each time is the best of the repeats, in seconds; a run that did not reach a "
              f"certified relative gap of {TOL:g} shows its status.", ""]
-    for (name, shape), (oracle, problems) in results.items():
+    for (name, shape), ((wall, cpu, rule), problems) in results.items():
         lines += [f"## {name} ({shape[0]} x {shape[1]})", "",
-                  f"Oracle (logistic): 1 thread {oracle[1] * 1e3:.1f} ms, 2 threads "
-                  f"{oracle[2] * 1e3:.1f} ms, speed-up {oracle[1] / oracle[2]:.2f}.", ""]
+                  f"Oracle (logistic): the rule's path 1 thread "
+                  f"{wall[rule[1], 1] * 1e3:.1f} ms ({rule[1]}), 2 threads "
+                  f"{wall[rule[2], 2] * 1e3:.1f} ms ({rule[2]}), speed-up "
+                  f"{wall[rule[1], 1] / wall[rule[2], 2]:.2f}.", "",
+                  "| X^T g | 1 thread ms | 2 threads ms | speed-up | CPU ms, 1 thread | "
+                  "CPU ms, summed over 2 threads |", "|---|---:|---:|---:|---:|---:|"]
+        for path in ("rows", "columns"):
+            lines.append(f"| {path} | {wall[path, 1] * 1e3:.1f} | {wall[path, 2] * 1e3:.1f} | "
+                         f"{wall[path, 1] / wall[path, 2]:.2f} | {cpu[path, 1] * 1e3:.1f} | "
+                         f"{cpu[path, 2] * 1e3:.1f} |")
+        lines.append("")
         for loss, rows in problems.items():
             lines += [f"### {loss}, l2, alpha {ALPHA:g}", "",
                       "| solver | 1 thread s | 2 threads s | speed-up |", "|---|---:|---:|---:|"]
@@ -146,10 +169,10 @@ def main(argv=None):
         X, y = load(name)
         oracle = oracle_times(X, y, max(15, args.repeat))
         problems = {loss: solver_times(X, y, loss, args.repeat, args.time_limit)
-                    for loss in args.losses.split(",")}
+                    for loss in args.losses.split(",") if loss}
         results[(name, X.shape)] = (oracle, problems)
         print(render({(name, X.shape): results[(name, X.shape)]}, ""), flush=True)
-    command = "python benchmarks/compare_threads.py " + " ".join(argv or sys.argv[1:])
+    command = "python benchmarks/compare_threads.py " + shlex.join(argv or sys.argv[1:])
     text = render(results, command.strip())
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text + "\n")

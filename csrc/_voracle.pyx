@@ -22,15 +22,20 @@ with kp = k the kernel reads w in place and thread 0 scatters straight into
 removed.  The buffers are added in block order either way, so a fixed thread
 count gives identical bits on every run and in both layouts (as
 csrc/_oracle.pyx does).
+
+``vector_risk_gradient_columns`` is the column path (as in csrc/_oracle.pyx): the
+rows' gradients g_i stored as the rows of U (m x kp), then ``G[j, :] = sum_i x_ij
+U[i, :]`` column by column from the column copy of X, with the same bits for every
+thread count.
 """
 
 import numpy as np
 from cython cimport floating
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t
 from libc.string cimport memset
 
-from fr_rows cimport index_t, row_view, block_bounds
+from fr_rows cimport index_t, row_view, block_bounds, chunks_ok
 from fr_vec cimport *
 
 LOSS_IDS = {
@@ -55,6 +60,11 @@ cdef inline Py_ssize_t padded(Py_ssize_t k) noexcept nogil:
     weights are zero, so the padding scores and gradients are zero."""
     cdef Py_ssize_t kp = (k + 3) // 4 * 4
     return kp if kp <= 4 * FR_VEC_MAX_NV else k
+
+
+def padded_classes(Py_ssize_t n_classes):
+    """kp: the classes per weight block of the kernels for k = ``n_classes``."""
+    return padded(n_classes)
 
 
 def workspace_shape(Py_ssize_t n_threads, Py_ssize_t n_weights, Py_ssize_t n_classes):
@@ -245,3 +255,143 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
         for t in range(n_threads):
             value += values[t]
     return value
+
+
+cdef double loss_rows(const floating* data, const index_t* indices, const index_t* indptr,
+                      double b, Py_ssize_t d, const double* wt, Py_ssize_t k, Py_ssize_t kp,
+                      int loss, const int64_t* y, const double* Y, const double* P,
+                      const double* S, const double* c, double scale, Py_ssize_t lo,
+                      Py_ssize_t hi, double* U, double* s, int* active) noexcept nogil:
+    """Rows [lo, hi) of CSR X: U[i, :] = g_i (kp doubles, the padding 0), the row
+    gradient of scale c_i l(W x_i, y_i) at the feature-major weights ``wt``; returns the
+    sum of those losses in row order.  ``s`` (kp doubles) holds a row's scores."""
+    cdef Py_ssize_t i, cc, nnz, n_active, end = indptr[hi]
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double total = 0.0
+    for i in range(lo, hi):
+        nnz = row_view(data, indices, indptr, False, i, &val, &idx)
+        row_scores(val, idx, nnz, end - indptr[i], b, d, wt, kp, kp, s)
+        total += vector_loss_row(loss, s, k, y[i] if y != NULL else 0,
+                                 Y + i * k if Y != NULL else NULL, P, S,
+                                 scale * c[i] if c != NULL else scale, U + i * kp, active,
+                                 &n_active)
+        for cc in range(k, kp):
+            U[i * kp + cc] = 0.0
+    return total
+
+
+def vector_risk_gradient_columns(const floating[::1] data, const index_t[::1] indices,
+                                 const index_t[::1] indptr, double bias,
+                                 const floating[::1] col_values, const index_t[::1] col_rows,
+                                 const int64_t[::1] col_indptr,
+                                 const Py_ssize_t[::1] row_chunks,
+                                 const Py_ssize_t[::1] col_chunks, const double[::1] w,
+                                 Py_ssize_t n_classes, int loss, const int64_t[::1] y,
+                                 const double[:, ::1] Y, const double[:, ::1] P,
+                                 const double[:, ::1] S, const double[::1] sample_weight,
+                                 double scale,
+                                 double[::1] grad, double[:, ::1] layout, double[:, ::1] U,
+                                 double[:, ::1] scratch, int n_threads,
+                                 bint feature_major=False):
+    """Risk of all rows of CSR X from its rows and its column copy; returns
+    scale sum_i c_i l(W x_i, y_i).
+
+    The arguments are those of ``vector_risk_gradient`` except: the column view of
+    [X, intercept column] (``col_values``, ``col_rows``, ``col_indptr``,
+    fastrisk/columns.py); ``row_chunks`` and ``col_chunks``, chunks of rows and of
+    columns of about equal nnz (bounds from 0 to m, resp. to D); ``layout`` (2, D kp),
+    the feature-major weights and gradient when W is class-major or padded (see
+    ``column_buffers``); ``U`` (m, kp) and ``scratch`` (n_threads, 2 kp), any content.
+
+    Two passes, each over chunks taken by the threads as they come:
+    1. rows: the k scores of row i, its loss and its gradient g_i, stored as U[i, :];
+    2. columns: G[j, :] = sum_i x_ij U[i, :], a column's entries gathered in row order
+       (the same register-blocked kernel as a row's scores, over U instead of W).
+       A column belongs to one chunk: no thread has a gradient buffer of its own and
+       nothing is reduced; U (m kp doubles) is read in place.
+    The chunk losses are added in chunk order: the output has the same bits for every
+    thread count.
+    """
+    cdef Py_ssize_t k = n_classes, D = w.shape[0] // max(n_classes, 1), d = D - (bias != 0)
+    cdef Py_ssize_t kp = padded(k), m = indptr.shape[0] - 1, ch, j, jt
+    cdef Py_ssize_t n_rc = row_chunks.shape[0] - 1, n_cc = col_chunks.shape[0] - 1
+    cdef Py_ssize_t n_tiles = (D + TILE - 1) // TILE
+    cdef double value = 0.0
+    cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
+    cdef const int64_t* yp = &y[0] if y.shape[0] > 0 else NULL
+    cdef const double* Yp = &Y[0, 0] if Y.shape[0] > 0 else NULL
+    cdef const double* Pp = &P[0, 0] if P.shape[0] > 0 else NULL
+    cdef const double* Sp = &S[0, 0] if S.shape[0] > 0 else NULL
+    cdef double* s
+    if not 0 <= loss < FR_VEC_N_LOSSES:
+        raise ValueError(f"vector loss id must be in [0, {FR_VEC_N_LOSSES}), got {loss}")
+    if k < 1 or D * k != w.shape[0] or grad.shape[0] != w.shape[0] or d < 1:
+        raise ValueError("w and grad must hold n_classes x D weights")
+    if col_indptr.shape[0] != D + 1 or col_values.shape[0] != col_indptr[D] or (
+            col_rows.shape[0] != col_indptr[D]) or (
+            m < 1 or indptr[m] + (m if bias != 0 else 0) != col_indptr[D]):
+        raise ValueError("the column view does not match X")
+    if n_threads < 1 or scratch.shape[0] < n_threads or scratch.shape[1] < 2 * kp or (
+            U.shape[0] != m or U.shape[1] != kp):
+        raise ValueError("U must have shape (m, kp) and scratch (n_threads, 2 kp)")
+    cdef bint direct = feature_major and kp == k
+    if not direct and (layout.shape[0] != 2 or layout.shape[1] != D * kp):
+        raise ValueError("layout must have shape (2, D kp)")
+    if c != NULL and sample_weight.shape[0] != m:
+        raise ValueError("sample_weight must have length m")
+    if loss == FR_VEC_MULTIVARIATE_REGRESSION:
+        if Yp == NULL or Y.shape[0] != m or Y.shape[1] != k or Pp == NULL:
+            raise ValueError("multivariate_regression needs Y (m, k) and M (k, k)")
+    elif yp == NULL or y.shape[0] != m:
+        raise ValueError("y must hold a class index for every row")
+    if loss == FR_VEC_SCALED_SOFT_MARGIN and (Pp == NULL or Sp == NULL):
+        raise ValueError("scaled_soft_margin needs the cost matrix and its power")
+    if (Pp != NULL and (P.shape[0] != k or P.shape[1] != k)) or (
+            Sp != NULL and (S.shape[0] != k or S.shape[1] != k)):
+        raise ValueError("P and S must have shape (n_classes, n_classes)")
+    if yp != NULL:
+        for j in range(m):
+            if not 0 <= yp[j] < k:
+                raise ValueError(f"y[{j}] = {yp[j]} is not a class index in [0, {k})")
+    if not (chunks_ok(&row_chunks[0], n_rc, m) and chunks_ok(&col_chunks[0], n_cc, D)):
+        raise ValueError("row_chunks and col_chunks must run from 0 to m and to D, "
+                         "non-decreasing")
+    cdef const double* wt = &w[0] if direct else &layout[0, 0]
+    cdef double* G = &grad[0] if direct else &layout[1, 0]
+    cdef double[::1] values = np.zeros(n_rc)
+    with nogil:
+        if not direct:
+            for jt in prange(n_tiles, num_threads=n_threads, schedule="static"):
+                fill_tile(&w[0], D, k, kp, feature_major, jt * TILE, min(jt * TILE + TILE, D),
+                          &layout[0, 0])
+        for ch in prange(n_rc, num_threads=n_threads, schedule="dynamic"):
+            s = &scratch[threadid(), 0]
+            values[ch] = loss_rows(&data[0], &indices[0], &indptr[0], bias, d, wt, k, kp,
+                                   loss, yp, Yp, Pp, Sp, c, scale, row_chunks[ch],
+                                   row_chunks[ch + 1], &U[0, 0], s, <int*>(s + kp))
+        for ch in prange(n_cc, num_threads=n_threads, schedule="dynamic"):
+            for j in range(col_chunks[ch], col_chunks[ch + 1]):
+                row_scores(&col_values[col_indptr[j]], &col_rows[col_indptr[j]],
+                           col_indptr[j + 1] - col_indptr[j], col_indptr[col_chunks[ch + 1]]
+                           - col_indptr[j], 0.0, 0, &U[0, 0], kp, kp, G + j * kp)
+        if not direct:
+            for jt in prange(n_tiles, num_threads=n_threads, schedule="static"):
+                reduce_tile(G, NULL, 0, 1, D, k, kp, feature_major, jt * TILE,
+                            min(jt * TILE + TILE, D), &grad[0])
+        for ch in range(n_rc):
+            value += values[ch]
+    return value
+
+
+def column_buffers(Py_ssize_t n_threads, Py_ssize_t n_samples, Py_ssize_t n_classes):
+    """(U, scratch) for vector_risk_gradient_columns, uninitialized."""
+    cdef Py_ssize_t kp = padded(n_classes)
+    return np.empty((n_samples, kp)), np.empty((n_threads, 2 * kp))
+
+
+def column_layout(Py_ssize_t n_weights, Py_ssize_t n_classes):
+    """The layout buffer of vector_risk_gradient_columns (needed unless W is feature-major
+    with unpadded blocks), uninitialized."""
+    return np.empty((2, n_weights * padded(n_classes)))
+

@@ -108,3 +108,15 @@ cdef inline void row_axpy_pairs(double a, const floating* val, const index_t* id
     cdef Py_ssize_t k
     for k in range(nnz):
         wg[2 * idx[k] + 1] += a * val[k]
+
+
+cdef inline bint chunks_ok(const Py_ssize_t* bounds, Py_ssize_t n_chunks,
+                           Py_ssize_t n) noexcept nogil:
+    """bounds[0..n_chunks] runs from 0 to n without decreasing (n_chunks >= 1)."""
+    cdef Py_ssize_t t
+    if n_chunks < 1 or bounds[0] != 0 or bounds[n_chunks] != n:
+        return False
+    for t in range(n_chunks):
+        if bounds[t] > bounds[t + 1]:
+            return False
+    return True

@@ -267,7 +267,8 @@ class Dataset:
     Attributes: ``X`` (validated matrix), ``data``, ``indices``, ``indptr``,
     ``dense`` (the row view of csrc/fr_rows.pxd), ``n_samples``,
     ``n_features``, ``bias`` (value of the constant feature, 0 for none) and
-    ``n_weights`` (n_features + 1 with an intercept).
+    ``n_weights`` (n_features + 1 with an intercept).  The column copy of X, once
+    made (fastrisk/columns.py), is kept in ``_columns``.
     """
 
     def __init__(self, X, *, intercept_scaling=0.0, name="X"):
@@ -280,6 +281,7 @@ class Dataset:
         self.bias = float(intercept_scaling)
         self.n_weights = self.n_features + (self.bias != 0.0)
         self.dtype = X.dtype
+        self._columns = None
         if sp.issparse(X):
             self.dense = False
             self.data, self.indices, self.indptr = X.data, X.indices, X.indptr

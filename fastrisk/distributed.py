@@ -21,7 +21,8 @@ partial sums in partition order.  The sums are the ones ``LocalOracle`` adds
 for the same partition sizes and thread count (see ``DaskOracle.__call__``
 for why the column restriction changes no bit), so ``DaskOracle(w)`` equals
 ``LocalOracle(..., n_partitions=oracle.partition_sizes,
-n_threads=oracle.n_threads)(w)`` bit for bit, and every batch solver (BMRM,
+n_threads=oracle.n_threads, columns=False)(w)`` bit for bit (the row path of
+fastrisk/oracle.py, which the workers run), and every batch solver (BMRM,
 proximal bundle, L-BFGS) runs on it unchanged through
 ``Problem.from_oracle`` (see ``make_dask_problem``).
 
@@ -135,8 +136,9 @@ class Partition:
             y = np.zeros(m)
         else:
             y = check_targets(y, m)
+        # the row path: the sums of LocalOracle's partitions (its column path adds others)
         self.oracle = LocalOracle(data, loss, y, check_sample_weight(c, m), n_partitions=1,
-                                  n_threads=n_threads)
+                                  n_threads=n_threads, columns=False)
 
     def conjugates_at_zero(self):
         """c_i l*(0, y_i) of the rows (for the risk floor of BMRM's first cut)."""
@@ -585,7 +587,8 @@ class DaskOracle:
         elif self.loss.spec.task == "novelty":
             y = np.zeros(m)
         return LocalOracle(data, self.loss, y, check_sample_weight(sample_weight, m),
-                           n_partitions=self.partition_sizes, n_threads=self.n_threads)
+                           n_partitions=self.partition_sizes, n_threads=self.n_threads,
+                           columns=False)
 
     def close(self):
         """Release the actors and partitions on the workers."""

@@ -7,6 +7,30 @@ split into contiguous partitions; each partition returns its partial sums
 of BMRM Figure 2.  Inside a partition the compiled kernel runs OpenMP
 threads without the GIL.  Any object with ``n_samples``, ``n_weights`` and
 ``__call__(w) -> (risk, gradient)`` is a RiskOracle to the batch solvers.
+
+Two ways to compute ``X^T g`` (csrc/_oracle.pyx, csrc/_voracle.pyx):
+
+* rows: each thread scatters the rows of its block into a gradient buffer of its
+  own (n_weights doubles, times k for a vector loss), and the buffers are added
+  in thread order;
+* columns: a pass over the rows gives g, then ``(X^T g)_j = sum_i x_ij g_i`` is
+  summed column by column from the column copy of X (fastrisk/columns.py), the
+  columns shared out among the threads: no buffer per thread, no reduction, and
+  the output has the same bits for every thread count.
+
+The rule (``use_columns``, the one place it is decided): the columns when X is
+sparse, the oracle has one partition, a thread's gradient buffer exceeds
+COLUMN_BYTES, and either several threads run or the column path holds no more
+memory than the row path's buffers on one thread.  Past the core's cache the row
+scatter's writes miss it and set the time, and the threads' buffers must be
+zeroed and added on every call; the column sums read g (or the m x k row
+gradients), which stay in cache.  Below it the row path is as fast and costs no
+copy.  The copy costs about the size of X (fastrisk/columns.py), made on the
+first call and kept with the Dataset: on one thread it is made only where it
+replaces larger buffers (a vector loss on text data, where the row path holds
+2 n_weights k doubles).  Set the oracle's ``columns`` attribute to False
+(``problem.oracle.columns = False``) to keep the row path, or True to take the
+column path whenever X is sparse with one partition.
 """
 
 import copy
@@ -15,7 +39,11 @@ from typing import Protocol
 import numpy as np
 
 from fastrisk import _oracle, _voracle
+from fastrisk.columns import column_view, copy_nbytes, nnz_chunks
 from fastrisk.config import resolve_n_threads
+
+COLUMN_BYTES = 4 << 20  # a thread's gradient buffer above this: the column path
+CHUNK_NNZ = 1 << 16     # stored entries per chunk of the column path's two passes
 
 
 class RiskOracle(Protocol):
@@ -77,8 +105,40 @@ def _check_rows(data, y, sample_weight, *, classes=None):
             raise ValueError(f"sample_weight must be a float64 vector of length {m} or None")
 
 
+def use_columns(columns, data, n_partitions, n_threads, buffer_bytes, row_bytes=0,
+                extra_bytes=0):
+    """Whether an oracle computes X^T g from the column copy of X (the rule of the
+    module docstring).  ``columns``: the oracle's setting, "auto", True or False;
+    ``buffer_bytes``: the size of the block of memory a thread's row scatter writes to;
+    ``row_bytes``: the row path's buffers on one thread; ``extra_bytes``: what the
+    column path holds besides the copy."""
+    if not (columns is True or columns is False or columns == "auto"):
+        raise ValueError(f"columns must be 'auto', True or False, got {columns!r}")
+    if data.dense or n_partitions != 1 or columns is False:
+        return False
+    if columns is True:
+        return True
+    return buffer_bytes > COLUMN_BYTES and (
+        n_threads > 1 or copy_nbytes(data) + extra_bytes <= row_bytes)
+
+
 class _Multiplexer:
     """Adds the partitions' partial sums in partition order (BMRM Figure 2)."""
+
+    def _buffer(self, name, make):
+        """The buffer ``name``, made by ``make()`` on first use; kept in ``_buffers``,
+        which a view (VectorOracle.feature_major_view) shares."""
+        if name not in self._buffers:
+            self._buffers[name] = make()
+        return self._buffers[name]
+
+    def _column_args(self):
+        """(column view arrays, row chunks, column chunks): the column path's view of X."""
+        def make():
+            cols = column_view(self.data, self.n_threads)
+            return (cols.values, cols.indices, cols.indptr,
+                    nnz_chunks(self.data.indptr, CHUNK_NNZ), nnz_chunks(cols.indptr, CHUNK_NNZ))
+        return self._buffer("columns", make)
 
     def _check_w(self, w):
         return check_weights(w, self.n_weights)
@@ -108,9 +168,12 @@ class LocalOracle(_Multiplexer):
     methods store in this sample-space form (fastrisk/solvers/bmrm.py); and
     the scores ``f = X w`` of the same pass in ``scores``, which the proximal
     bundle method reuses instead of a pass over X (fastrisk/solvers/prox_bundle.py).
+    ``columns``: "auto" (``use_columns``), True or False; an attribute, which may be
+    set later.
     """
 
-    def __init__(self, data, loss, y, sample_weight=None, *, n_partitions=1, n_threads=None):
+    def __init__(self, data, loss, y, sample_weight=None, *, n_partitions=1, n_threads=None,
+                 columns="auto"):
         _check_rows(data, y, sample_weight)
         if not hasattr(loss, "spec") or loss.spec.vector:
             raise TypeError(f"loss must be a scalar fastrisk.Loss, got {loss!r}")
@@ -120,10 +183,24 @@ class LocalOracle(_Multiplexer):
         self.n_samples, self.n_weights = data.n_samples, data.n_weights
         self.n_threads = resolve_n_threads(n_threads)
         self.partitions = partition_rows(self.n_samples, n_partitions)
-        self._workspace = np.empty((self.n_threads, 2 * self.n_weights))
+        self.columns = columns
+        use_columns(columns, data, 1, 1, 0)
+        self._buffers = {}
         self.multipliers = np.zeros(self.n_samples)
         self.scores = np.zeros(self.n_samples)
         self.n_calls = 0
+
+    @property
+    def _workspace(self):
+        """The row path's buffers, (n_threads, 2 n_weights): each thread's w interleaved
+        with its gradient (also lent to the Newton and dual-gap kernels); made on first use."""
+        return self._buffer("rows", lambda: np.empty((self.n_threads, 2 * self.n_weights)))
+
+    def uses_columns(self):
+        """Whether a call takes the column path (``use_columns``)."""
+        buffer = 16 * self.n_weights  # w interleaved with the gradient
+        return use_columns(self.columns, self.data, len(self.partitions), self.n_threads,
+                           buffer, buffer)
 
     def partial(self, w, k, out=None, scores=None):
         """(sum_i c_i l_i, X^T g) over partition k, unnormalized; X^T g written into
@@ -142,10 +219,16 @@ class LocalOracle(_Multiplexer):
         g = self.multipliers[start:stop]
         if scores is None:
             scores = self.scores
-        value, status = _oracle.risk_gradient(
-            d.data, d.indices, d.indptr, d.dense, d.bias, w, self.loss.spec.kernel_id,
-            self.loss.param, self.y, self.c, start, stop, grad,
-            self._workspace, self.n_threads, g, scores)
+        if self.uses_columns():
+            value, status = _oracle.risk_gradient_columns(
+                d.data, d.indices, d.indptr, d.bias, *self._column_args(), w,
+                self.loss.spec.kernel_id, self.loss.param, self.y, self.c, grad, g, scores,
+                self.n_threads)
+        else:
+            value, status = _oracle.risk_gradient(
+                d.data, d.indices, d.indptr, d.dense, d.bias, w, self.loss.spec.kernel_id,
+                self.loss.param, self.y, self.c, start, stop, grad,
+                self._workspace, self.n_threads, g, scores)
         if status != _oracle.STATUS_OK:
             raise FloatingPointError(
                 f"the {self.loss.name} loss overflowed (exp of a score above ~709); "
@@ -179,13 +262,14 @@ class VectorOracle(_Multiplexer):
     w is W flattened class-major (scikit-learn's ``(k, n_weights / k)`` order), or
     feature-major (``w[j k + c] = W[c, j]``, the kernel's own order, which it then
     reads without a conversion) on the view ``feature_major_view()``;
-    ``to_class_major`` and ``from_class_major`` convert.
+    ``to_class_major`` and ``from_class_major`` convert.  ``columns``: as for
+    LocalOracle.
     """
 
     feature_major = False
 
     def __init__(self, data, loss_name, y_index, n_classes, sample_weight=None, *, n_partitions=1,
-                 n_threads=None, cost=None, beta=1.0, M=None):
+                 n_threads=None, cost=None, beta=1.0, M=None, columns="auto"):
         if loss_name not in _voracle.LOSS_IDS:
             raise ValueError(f"loss_name must be one of {sorted(_voracle.LOSS_IDS)}, "
                              f"got {loss_name!r}")
@@ -220,8 +304,18 @@ class VectorOracle(_Multiplexer):
         self.n_weights = k * data.n_weights
         self.n_threads = resolve_n_threads(n_threads)
         self.partitions = partition_rows(self.n_samples, n_partitions)
-        self._workspace = np.empty(_voracle.workspace_shape(self.n_threads, data.n_weights, k))
+        self.columns = columns
+        use_columns(columns, data, 1, 1, 0)
+        self._buffers = {}
         self.n_calls = 0
+
+    def uses_columns(self):
+        """Whether a call takes the column path (``use_columns``)."""
+        kp = _voracle.padded_classes(self.n_classes)
+        buffer = 8 * self.data.n_weights * kp
+        rows = 8 * np.prod(_voracle.workspace_shape(1, self.data.n_weights, self.n_classes))
+        return use_columns(self.columns, self.data, len(self.partitions), self.n_threads,
+                           buffer, rows, 8 * self.n_samples * kp)
 
     def __call__(self, w):
         if len(self.partitions) > 1:
@@ -234,11 +328,25 @@ class VectorOracle(_Multiplexer):
         w = self._check_w(w)
         start, stop = self._bounds(k)
         grad = np.empty(self.n_weights)
-        d = self.data
-        value = _voracle.vector_risk_gradient(
-            d.data, d.indices, d.indptr, d.dense, d.bias, w, self.n_classes, self.kernel_id,
-            self.y, self._Y, self._P, self._S, self.c, start, stop, scale, grad,
-            self._workspace, self.n_threads, self.feature_major)
+        d, nk, D = self.data, self.n_classes, self.data.n_weights
+        if self.uses_columns():
+            U, scratch = self._buffer("column buffers", lambda: _voracle.column_buffers(
+                self.n_threads, self.n_samples, nk))
+            if self.feature_major and _voracle.padded_classes(nk) == nk:
+                layout = np.empty((0, 0))  # W and its gradient read and written in place
+            else:
+                layout = self._buffer("layout", lambda: _voracle.column_layout(D, nk))
+            value = _voracle.vector_risk_gradient_columns(
+                d.data, d.indices, d.indptr, d.bias, *self._column_args(), w, nk,
+                self.kernel_id, self.y, self._Y, self._P, self._S, self.c, scale, grad,
+                layout, U, scratch, self.n_threads, self.feature_major)
+        else:
+            workspace = self._buffer("rows", lambda: np.empty(
+                _voracle.workspace_shape(self.n_threads, D, nk)))
+            value = _voracle.vector_risk_gradient(
+                d.data, d.indices, d.indptr, d.dense, d.bias, w, nk, self.kernel_id,
+                self.y, self._Y, self._P, self._S, self.c, start, stop, scale, grad,
+                workspace, self.n_threads, self.feature_major)
         return value, grad
 
     def feature_major_view(self):

@@ -20,7 +20,8 @@ import numpy as np
 from fastrisk import _cd
 from fastrisk.config import solver_threads
 from fastrisk.problem import Problem
-from fastrisk.solvers.cd import column_view, solve_cd
+from fastrisk.columns import column_view
+from fastrisk.solvers.cd import solve_cd
 
 
 @dataclass

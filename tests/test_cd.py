@@ -12,7 +12,8 @@ from sklearn.linear_model import ElasticNet, Lasso, LogisticRegression
 import fastrisk as fr
 from fastrisk import _cd
 from fastrisk.data import Dataset
-from fastrisk.solvers.cd import column_view, solve_cd
+from fastrisk.columns import column_view
+from fastrisk.solvers.cd import solve_cd
 
 # Tightest tolerance the certificate reaches reliably: J and D are sums of m terms in double
 # precision, so the computed gap has a round-off floor near 1e-11 J, and the line search stalls

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 import fastrisk as fr
 from fastrisk import _oracle
+from fastrisk import oracle as oracle_module
 from fastrisk.config import resolve_n_threads
 from fastrisk.losses import LOSSES, SCALAR_LOSSES
 
@@ -210,3 +211,138 @@ def test_omp_wait_policy_default_respects_the_user(user_value):
                           "print(os.environ['OMP_WAIT_POLICY'])"],
                          env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert out == (user_value or "PASSIVE")
+
+
+# ---- the column path (X^T g from the column copy of X, fastrisk/columns.py) ----------------
+
+def column_problem(monkeypatch, name="logistic", dtype=np.float64, itype=np.int32,
+                   read_only=False, intercept=False, weighted=False, n_threads=2, m=120, d=30):
+    """A Problem whose oracle takes the column path, cut into chunks of 16 stored entries
+    (a real data set has CHUNK_NNZ-sized ones) so that the threads share many chunks; X
+    has an empty row (make_data) and an empty column."""
+    monkeypatch.setattr(oracle_module, "CHUNK_NNZ", 16)
+    X = make_data("csr", dtype, itype, m=m, d=d)
+    X = sp.csr_matrix(X.multiply(np.r_[np.ones(d - 1), 0.0][None, :]).astype(dtype))
+    X.eliminate_zeros()
+    X.indices, X.indptr = X.indices.astype(itype), X.indptr.astype(itype)
+    if read_only:
+        for a in (X.data, X.indices, X.indptr):
+            a.flags.writeable = False
+    y = targets(name, m)
+    c = np.random.default_rng(3).uniform(0, 2, m) if weighted else None
+    prob = fr.Problem(X, y, loss=name, loss_param=PARAMS.get(name), sample_weight=c,
+                      fit_intercept=intercept, intercept_scaling=1.5, n_threads=n_threads)
+    prob.oracle.columns = True
+    assert prob.oracle.uses_columns()
+    return X, prob, c
+
+
+@pytest.mark.parametrize("dtype,itype,read_only", [
+    (np.float64, np.int32, False), (np.float32, np.int32, True),
+    (np.float64, np.int64, True), (np.float32, np.int64, False)])
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("intercept,weighted", [(False, False), (True, True)])
+def test_column_path_matches_numpy(monkeypatch, dtype, itype, read_only, n_threads, intercept,
+                                   weighted):
+    """Value, gradient, scores and multipliers of the column path against the NumPy
+    reference (tolerances of test_layouts_threads_partitions: sums of 120 terms of
+    O(1) in another order than NumPy's), for a smooth and a non-smooth loss."""
+    for name in ("logistic", "hinge", "poisson", "huber"):
+        X, prob, c = column_problem(monkeypatch, name, dtype, itype, read_only, intercept,
+                                    weighted, n_threads)
+        w = np.random.default_rng(4).normal(size=prob.n_weights) * 0.3
+        value, grad = prob.oracle(w)
+        ref_value, ref_grad = reference(X, prob.y, w, name, prob.loss.param, c,
+                                        1.5 if intercept else 0.0)
+        assert value == pytest.approx(ref_value, rel=1e-12)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-11, atol=1e-14)
+        assert grad[29] == 0.0  # the empty column
+        Xd = X.toarray().astype(np.float64)
+        f = Xd @ w[:30] + (1.5 * w[30] if intercept else 0.0)
+        np.testing.assert_allclose(prob.oracle.scores, f, rtol=1e-12, atol=1e-14)
+        _, deriv = LOSSES[name].reference(f, prob.y, prob.loss.param)
+        g = deriv if c is None else c * deriv
+        np.testing.assert_allclose(prob.oracle.multipliers, g, rtol=1e-12, atol=1e-14)
+        # the same data on the row path: the same sums in another order
+        prob.oracle.columns = False
+        row_value, row_grad = prob.oracle(w)
+        assert value == pytest.approx(row_value, rel=1e-13)
+        np.testing.assert_allclose(grad, row_grad, rtol=1e-12, atol=1e-15)
+
+
+def test_column_path_same_bits_for_every_thread_count(monkeypatch):
+    """The column kernel with 1, 2 and 3 threads and with more threads than columns
+    (8 threads, 5 columns): every row, column and chunk sum has an order fixed by the
+    data, so every call and every thread count gives the same bits."""
+    X, prob, _ = column_problem(monkeypatch, "logistic", intercept=True, m=200, d=5)
+    d = prob.data
+    args = (d.data, d.indices, d.indptr, d.bias, *prob.oracle._column_args())
+    assert len(args[-1]) > 2  # several column chunks
+    w = np.random.default_rng(6).normal(size=prob.n_weights)
+    results = []
+    for n_threads in (1, 2, 3, 8, 2, 3):
+        grad, g, f = np.empty(prob.n_weights), np.empty(200), np.empty(200)
+        value, status = _oracle.risk_gradient_columns(
+            *args, w, prob.loss.spec.kernel_id, 0.0, prob.y, np.empty(0), grad, g, f, n_threads)
+        assert status == _oracle.STATUS_OK
+        results.append((value, grad, g, f))
+    for value, grad, g, f in results[1:]:
+        assert value == results[0][0]
+        for a, b in zip((grad, g, f), results[0][1:]):
+            assert np.array_equal(a, b)
+    ref_value, ref_grad = reference(X, prob.y, w, "logistic", 0.0, bias=1.5)
+    assert results[0][0] / 200 == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(results[0][1] / 200, ref_grad, rtol=1e-11, atol=1e-14)
+
+
+def test_column_path_overflow_and_argument_checks(monkeypatch):
+    X, prob, _ = column_problem(monkeypatch, "poisson", n_threads=1)
+    with pytest.raises(FloatingPointError, match="the poisson loss overflowed"):
+        prob.oracle(np.full(30, 400.0))
+    d = prob.data
+    values, rows, colptr, rc, cc = prob.oracle._column_args()
+    good = [d.data, d.indices, d.indptr, 0.0, values, rows, colptr, rc, cc, np.zeros(30), 0,
+            0.0, prob.y, np.empty(0), np.empty(30), np.empty(120), np.empty(120), 2]
+    _oracle.risk_gradient_columns(*good)
+    for i, bad, match in [(6, colptr[:-1], "inconsistent"), (4, values[:-1], "column view"),
+                          (7, rc[::-1].copy(), "chunks"), (8, cc[:-1], "chunks"),
+                          (15, np.empty(119), "length m"), (9, np.zeros(31), "inconsistent")]:
+        args = list(good)
+        args[i] = bad
+        with pytest.raises(ValueError, match=match):
+            _oracle.risk_gradient_columns(*args)
+
+
+def test_column_rule_and_shared_copy():
+    """use_columns: sparse X, one partition and a row-path buffer above COLUMN_BYTES
+    (16 bytes per weight: w interleaved with the gradient); the copy is made once per
+    Dataset and shared with coordinate descent."""
+    from fastrisk.columns import column_view
+
+    wide = sp.random(50, oracle_module.COLUMN_BYTES // 16 + 1, density=1e-4, format="csr",
+                     random_state=0)
+    y = np.r_[np.ones(25), -np.ones(25)]
+    prob = fr.Problem(wide, y, loss="logistic", n_threads=2)
+    assert prob.oracle.uses_columns()
+    # one thread: only where the copy (8 bytes per column and 12 per entry) is no larger
+    # than the one buffer it replaces (16 bytes per column)
+    assert fr.Problem(wide, y, loss="logistic", n_threads=1).oracle.uses_columns()
+    denser = sp.random(50, wide.shape[1], density=0.03, format="csr", random_state=0)
+    assert not fr.Problem(denser, y, loss="logistic", n_threads=1).oracle.uses_columns()
+    assert fr.Problem(denser, y, loss="logistic", n_threads=2).oracle.uses_columns()
+    assert not fr.Problem(wide, y, loss="logistic", n_partitions=2).oracle.uses_columns()
+    assert not fr.Problem(wide[:, :1000], y, loss="logistic").oracle.uses_columns()
+    assert not fr.Problem(wide[:, :1000].toarray(), y, loss="logistic").oracle.uses_columns()
+    w = np.random.default_rng(0).normal(size=prob.n_weights)
+    value, grad = prob.oracle(w)
+    assert prob.data._columns is column_view(prob.data)  # made by the call, kept
+    prob.oracle.columns = False
+    assert not prob.oracle.uses_columns()
+    row_value, row_grad = prob.oracle(w)
+    assert value == pytest.approx(row_value, rel=1e-13)
+    np.testing.assert_allclose(grad, row_grad, rtol=1e-12, atol=1e-15)
+    prob.oracle.columns = "yes"
+    with pytest.raises(ValueError, match="columns must be"):
+        prob.oracle(w)
+    with pytest.raises(ValueError, match="columns must be"):
+        oracle_module.LocalOracle(prob.data, prob.loss, prob.y, columns=1)

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 import fastrisk as fr
 from fastrisk.data import Dataset
+from fastrisk import oracle as oracle_module
 from fastrisk.oracle import VectorOracle
 from reference.vector import numpy_oracle
 
@@ -195,3 +196,113 @@ def test_problem_uses_kernel_and_checks_input():
         VectorOracle(data, "scaled_soft_margin", y, K, cost=np.ones((K, K)))
     with pytest.raises(ValueError, match="loss_name"):
         VectorOracle(data, "hinge", y, K)
+
+
+# ---- the column path (G = X^T U from the column copy of X, fastrisk/columns.py) ------------
+
+def column_oracle(monkeypatch, name, k, dtype, itype, n_threads, m=70, d=13, seed=0, **kw):
+    """(X, oracle, y, params, c) with the oracle on the column path, cut into chunks of 16
+    stored entries so that the threads share many; X has an empty row and an empty column."""
+    monkeypatch.setattr(oracle_module, "CHUNK_NNZ", 16)
+    rng = np.random.default_rng(seed + 7)
+    X = make_X("csr", dtype, itype, m=m, d=d, seed=seed)
+    X = sp.csr_matrix(X.multiply(np.r_[np.ones(d - 1), 0.0][None, :]).astype(dtype))
+    X.eliminate_zeros()
+    X.indices, X.indptr = X.indices.astype(itype), X.indptr.astype(itype)
+    y, params = loss_setup(name, m, rng, k)
+    c = rng.random(m) * 2
+    data = Dataset(X, intercept_scaling=1.5)
+    oracle = VectorOracle(data, name, y, k, c, n_threads=n_threads, columns=True, **params, **kw)
+    assert oracle.uses_columns()
+    return X, oracle, y, params, c
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("dtype,itype", [(np.float32, np.int64), (np.float64, np.int32)])
+@pytest.mark.parametrize("k", [3, 4, 10, 20, 35])
+@pytest.mark.parametrize("name", LOSSES)
+def test_column_path_matches_numpy(monkeypatch, name, k, dtype, itype, n_threads):
+    """Every block width (as test_class_counts_match_numpy), with an intercept and sample
+    weights, against the NumPy reference (same tolerances); the feature-major view gives
+    the same bits, permuted (the same products in the same order, read in place or from
+    the padded copy)."""
+    X, oracle, y, params, c = column_oracle(monkeypatch, name, k, dtype, itype, n_threads,
+                                            seed=k)
+    for a in (X.data, X.indices, X.indptr):
+        a.flags.writeable = False
+    W = np.random.default_rng(k).normal(size=(k, 14)) * 0.5
+    value, grad = oracle(W.ravel())
+    ref_value, ref_grad = numpy_oracle(X, y, W, name, c=c, bias=1.5, **params)
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(grad, ref_grad.ravel(), rtol=1e-11, atol=1e-14)
+    assert not grad.reshape(k, 14)[:, 12].any()  # the empty column
+    view = oracle.feature_major_view()
+    value_fm, grad_fm = view(view.from_class_major(W.ravel()))
+    assert value_fm == value
+    np.testing.assert_array_equal(view.to_class_major(grad_fm), grad)
+    oracle.columns = False
+    row_value, row_grad = oracle(W.ravel())
+    assert value == pytest.approx(row_value, rel=1e-13)
+    np.testing.assert_allclose(grad, row_grad, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("k", [4, 10])
+def test_column_path_same_bits_for_every_thread_count(monkeypatch, k):
+    """The column kernel with 1, 2 and 3 threads and with more threads than columns
+    (8 threads, 5 columns and the intercept): the same bits on every call and for every
+    thread count."""
+    from fastrisk import _voracle
+
+    X, oracle, y, params, c = column_oracle(monkeypatch, "softmax", k, np.float64, np.int32,
+                                            1, m=200, d=5)
+    d = oracle.data
+    w = np.random.default_rng(8).normal(size=oracle.n_weights)
+    results = []
+    for n_threads in (1, 2, 3, 8, 2, 3):
+        grad = np.empty(oracle.n_weights)
+        layout = _voracle.column_layout(d.n_weights, k)
+        U, scratch = _voracle.column_buffers(n_threads, 200, k)
+        value = _voracle.vector_risk_gradient_columns(
+            d.data, d.indices, d.indptr, d.bias, *oracle._column_args(), w, k, oracle.kernel_id,
+            oracle.y, oracle._Y, oracle._P, oracle._S, oracle.c, 1.0, grad, layout, U, scratch,
+            n_threads)
+        results.append((value, grad))
+    assert len(oracle._column_args()[-1]) > 2  # several column chunks
+    for value, grad in results[1:]:
+        assert value == results[0][0] and np.array_equal(grad, results[0][1])
+    ref_value, ref_grad = numpy_oracle(X, y, w.reshape(k, -1), "softmax", c=c, bias=1.5)
+    assert results[0][0] / 200 == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(results[0][1] / 200, ref_grad.ravel(), rtol=1e-11, atol=1e-14)
+
+
+def test_column_rule_and_argument_checks(monkeypatch):
+    """use_columns for the vector oracle: a thread's row-path buffer is 8 D kp bytes
+    (kp = k rounded up to a multiple of 4), the column path holds the copy and U
+    (8 m kp bytes); the kernel checks its arguments."""
+    from fastrisk import _voracle
+
+    X = sp.random(40, oracle_module.COLUMN_BYTES // (8 * 12) + 1, density=1e-3, format="csr",
+                  random_state=0)
+    y = np.arange(40) % 10
+    # kp = 12; on one thread too: the copy and U are smaller than the one buffer
+    assert fr.Problem(X, y, loss="softmax", n_threads=1).oracle.uses_columns()
+    assert fr.Problem(X, y, loss="softmax", n_threads=2).oracle.uses_columns()
+    assert not fr.Problem(X, y % 2 + 2 * (y % 3 == 0), loss="softmax").oracle.uses_columns()
+    assert not fr.Problem(X, y, loss="softmax", n_partitions=2).oracle.uses_columns()
+    _, oracle, *_ = column_oracle(monkeypatch, "softmax", 4, np.float64, np.int32, 2)
+    d = oracle.data
+    values, rows, colptr, rc, cc = oracle._column_args()
+    layout = _voracle.column_layout(14, 4)
+    U, scratch = _voracle.column_buffers(2, 70, 4)
+    good = [d.data, d.indices, d.indptr, d.bias, values, rows, colptr, rc, cc, np.zeros(56), 4,
+            0, oracle.y, oracle._Y, oracle._P, oracle._S, oracle.c, 1.0, np.empty(56), layout,
+            U, scratch, 2]
+    _voracle.vector_risk_gradient_columns(*good)
+    for i, bad, match in [(6, colptr[:-1], "column view"), (7, rc[::-1].copy(), "chunks"),
+                          (20, U[:-1], "U must"), (21, scratch[:1], "scratch"),
+                          (19, layout[:1], "layout"), (12, oracle.y[:-1], "class index"),
+                          (9, np.zeros(55), "n_classes x D")]:
+        args = list(good)
+        args[i] = bad
+        with pytest.raises(ValueError, match=match):
+            _voracle.vector_risk_gradient_columns(*args)

@@ -90,11 +90,11 @@ the bits do not depend on the thread count).
 """
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
 from fastrisk import _cd
+from fastrisk.columns import Columns, column_view
 from fastrisk.config import solver_threads
 from fastrisk.solvers._checks import check_bool, check_choice, check_int, start_weights
 from fastrisk.solvers._info import SolverInfo
@@ -108,7 +108,6 @@ MAX_INNER_PASSES = 1000
 FORCING = 0.1                     # inner stop: violations <= FORCING x the outer ones
 FORCING_FAR = 0.5                 # the same before the steps are certificate iterations
 PASS_GRAIN = 50_000               # nonzeros per thread below which the column pass is serial
-COPY_GRAIN = 1_000_000            # nonzeros per thread of the column copy (one fork)
 ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line search slack)
 SCREEN_MARGIN = 1e-9              # relative slack of the sphere test against rounding
 MAX_STEP = 10.0                   # largest move of a coordinate in one step (LIBLINEAR)
@@ -123,60 +122,6 @@ GRAM_READ = 3.0                   # cost of the Gram build's read of an entry of
                                   # of its column's position and a branch) in multiply-adds
 GRAM_SORT = 6.0                   # the same for an entry of X_W sorted into rows (two
                                   # passes with scattered writes)
-
-
-class Columns(NamedTuple):
-    """The column view of [X, intercept column]: ``values``, row ``indices`` and int64
-    column pointers ``indptr`` (for dense X: the column-major values, ``indices =
-    arange(m)`` shared by every column), ``dense``, and ``norms`` = ||x_j||."""
-
-    values: np.ndarray
-    indices: np.ndarray
-    indptr: np.ndarray
-    dense: bool
-    norms: np.ndarray
-
-    @property
-    def arrays(self):
-        """(values, indices, indptr, dense): the arguments of the column kernels."""
-        return self.values, self.indices, self.indptr, self.dense
-
-
-def column_view(data, n_threads=1):
-    """:class:`Columns` of a Dataset: the copy described in the module docstring.
-
-    float32 values and int32 indices stay as they are.  A CSR matrix is transposed by
-    ``_cd.csr_transpose`` (a counting sort over row blocks, one per thread); the output
-    is the same for any ``n_threads``.
-    """
-    m, n, bias = data.n_samples, data.n_features, data.bias
-    n_weights = data.n_weights
-    if data.dense:
-        X = data.X
-        A = X if not bias else np.hstack([X, np.full((m, 1), bias, dtype=X.dtype)])
-        values = np.ascontiguousarray(A.T).reshape(-1)
-        indices = np.arange(m, dtype=np.int32 if m < 2**31 - 1 else np.int64)
-        indptr = np.arange(0, (n_weights + 1) * m, m, dtype=np.int64)
-    else:
-        nnz = data.nnz
-        extra = m if bias else 0
-        values = np.empty(nnz + extra, dtype=data.dtype)
-        indices = np.empty(nnz + extra, dtype=data.indices.dtype)
-        indptr = np.empty(n_weights + 1, dtype=np.int64)
-        blocks = max(1, min(int(n_threads), nnz // COPY_GRAIN))
-        # row blocks of about nnz / blocks entries each
-        bounds = np.searchsorted(data.indptr, np.arange(blocks + 1) * (nnz // blocks))
-        bounds[0], bounds[-1] = 0, m
-        _cd.csr_transpose(data.data, data.indices, data.indptr, bounds.astype(np.int64),
-                          np.zeros((blocks, n), dtype=np.int64), values, indices, indptr)
-        if bias:
-            values[nnz:] = bias
-            indices[nnz:] = np.arange(m, dtype=indices.dtype)
-            indptr[n + 1] = nnz + m
-    norms = np.empty(n_weights)
-    _cd.column_norms(values, indptr, norms, max(1, min(int(n_threads), values.shape[0]
-                                                       // COPY_GRAIN)))
-    return Columns(values, indices, indptr, bool(data.dense), norms)
 
 
 def penalty_split(problem):
