@@ -56,6 +56,7 @@ STANDARD_RUNS = {
     "multiclass": ["compare_multiclass.py"],
     "newton_liblinear": ["newton_liblinear.py"],
     "threads": ["compare_threads.py"],
+    "cocoa": ["bench_cocoa.py"],
     "voracle": ["bench_voracle.py"],
     "scale": ["bench_scale.py"],
     "distributed": ["bench_distributed.py"],

@@ -9,14 +9,14 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    scratch with a growing budget; time to 1e-3 / 1e-4 relative suboptimality
    as a ratio to the best peer, scikit-learn lbfgs/saga/newton-cg, cyanure,
    LIBLINEAR Crammer-Singer; 1 thread unless said): 20 Newsgroups (130108
-   features > 11314 rows) softmax alpha 1e-4, msdca 0.18 / 0.22 (2 threads
-   0.18 / 0.23), lbfgs 2.5 / 3.3; alpha 1e-6, msdca 0.21 / 0.37 (2 threads
-   0.22 / 0.38), lbfgs not there within the budget; multiclass hinge alpha
-   1e-4, msdca 0.29 / 0.20 (2 threads 0.28 / 0.74); alpha 1e-6 (six times the
-   budget, 1 thread), msdca 0.49 / 0.68 against LIBLINEAR.  MNIST (780
-   features < 10000 rows) softmax alpha 1e-4: msdca 0.45 / 0.47 (2 threads
-   0.42 / 0.45; cyanure the best peer), lbfgs 0.88 / 0.93 (2 threads 0.54 /
-   0.58): msdca's over-relaxed epochs win on few features as on many, though
+   features > 11314 rows) softmax alpha 1e-4, msdca 0.23 / 0.23 (2 threads
+   0.17 / 0.20), lbfgs 2.5 / 3.3; alpha 1e-6, msdca 0.22 / 0.37 (2 threads
+   0.23 / 0.39), lbfgs not there within the budget; multiclass hinge alpha
+   1e-4, msdca 0.34 / 0.61 (2 threads 0.27 / 0.50); alpha 1e-6 (six times the
+   budget, 1 thread), msdca 0.34 / 0.38 against LIBLINEAR.  MNIST (780
+   features < 10000 rows) softmax alpha 1e-4: msdca 0.44 / 0.46 (2 threads
+   0.42 / 0.45; cyanure the best peer), lbfgs 0.98 / 1.04 (2 threads 0.52 /
+   0.57): msdca's over-relaxed epochs win on few features as on many, though
    only lbfgs's oracle uses a second thread;
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
@@ -49,26 +49,26 @@ intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha
 SDCA (with its defaults: the inexact logistic step, acceleration by its own
 rule) / Newton; differences below about 1.5x are within run-to-run noise).
 Logistic: at alpha 1e-4 (alpha m 0.8 to 5.0) SDCA is first everywhere (a9a
-0.015 / 0.027, w8a 0.016 / 0.040, ijcnn1 0.011 / 0.023, Reuters 0.004 / 0.009,
-phishing 0.004 / 0.008, mushrooms 0.004 / 0.010); at 1e-6 (alpha m 0.008 to
-0.05) Newton is first or tied (a9a 0.057 / 0.030, w8a 0.46 / 0.076, ijcnn1
-0.054 / 0.023, Reuters 0.055 / 0.025, phishing 0.024 / 0.019, mushrooms
-0.012 / 0.015).  Between them, at alpha 1e-5 (alpha m
+0.017 / 0.020, w8a 0.016 / 0.041, ijcnn1 0.011 / 0.024, Reuters 0.004 / 0.009,
+phishing 0.004 / 0.008, mushrooms 0.005 / 0.011); at 1e-6 (alpha m 0.008 to
+0.05) Newton is first or tied (a9a 0.058 / 0.018, w8a 0.48 / 0.059, ijcnn1
+0.057 / 0.024, Reuters 0.056 / 0.025, phishing 0.025 / 0.017, mushrooms
+0.013 / 0.016).  Between them, at alpha 1e-5 (alpha m
 0.08 to 0.5), SDCA wins on five of six and loses on a9a (alpha m 0.33), so no
 threshold on alpha m separates every row and SDCA_ALPHA_M is the one of
 squared hinge.  On 2 threads (Newton's oracle threaded, SDCA's epochs not)
 SDCA stays first at alpha 1e-4.
-Squared hinge: SDCA at alpha 1e-4 (a9a 0.014 / 0.030, w8a 0.017 / 0.020,
-Reuters 0.004 / 0.008, phishing 0.004 / 0.007); at 1e-6 no quantity known
+Squared hinge: SDCA at alpha 1e-4 (a9a 0.014 / 0.016, w8a 0.017 / 0.020,
+Reuters 0.004 / 0.008, phishing 0.004 / 0.008); at 1e-6 no quantity known
 before solving separates the separable mushrooms (J* ~ 1e-5; plain SDCA
-0.011 s, Newton 0.041) from the rows where Newton wins (w8a 0.61 / 0.038,
-Reuters 0.064 / 0.034): alpha m is 0.008 there and on Reuters, 0.011 on
+0.012 s, Newton 0.030) from the rows where Newton wins (w8a 0.62 / 0.031,
+Reuters 0.066 / 0.035): alpha m is 0.008 there and on Reuters, 0.011 on
 phishing; d is 112 against a9a's 123 and phishing's 68.  Hence the probe.
 With it (benchmarks/compare_binary.py, 1 thread, time of "auto" / the best
-peer): mushrooms squared hinge 1e-6 1.35 (plain SDCA after the probe; Newton
-from w = 0 takes 4.6x as long), w8a 1.03 and Reuters 0.63 (Newton after the
-probe, 0.82x and 0.76x the time of Newton from w = 0), a9a squared hinge 1e-4
-0.89 (sdca's own probe runs the accelerated loop; plain SDCA takes about 1.3x
+peer): mushrooms squared hinge 1e-6 1.33 (plain SDCA after the probe; Newton
+from w = 0 takes 3x as long), w8a 0.83 and Reuters 0.63 (Newton after the
+probe, 0.87x and 0.77x the time of Newton from w = 0), a9a squared hinge 1e-4
+0.92 (sdca's own probe runs the accelerated loop; plain SDCA takes about 1.3x
 as long).
 
 The probe (rule 2, a closed-form dual step on a box, alpha m < SDCA_ALPHA_M;
@@ -91,7 +91,10 @@ continues from its dual variables, and otherwise Newton from the probe's w
 SDCA 36 epochs, Newton 55 iterations from w = 0), Reuters 0.67, w8a 0.87;
 Newton after the probe needs fewer iterations than from w = 0 (w8a 10 -> 6,
 Reuters 17 -> 12); in the band, a9a 0.96 (1.0 of the rows active), ijcnn1
-0.87 (0.98) and phishing 0.91 (0.91) run accelerated.
+0.87 (0.98) and phishing 0.91 (0.91) run accelerated.  In the band Newton (with
+its Gram-matrix products) is first on a9a (0.019 s against the accelerated loop's
+0.023) but not on ijcnn1 (0.021 / 0.017) or phishing (0.010 / 0.010): the band
+keeps SDCA.
 Logistic keeps Newton: its SDCA epochs (an inexact 1-D Newton step per row)
 cost several Newton-CG matrix passes each, and four of them cost as much as
 Newton's whole run on a9a and ijcnn1.

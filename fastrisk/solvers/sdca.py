@@ -81,7 +81,7 @@ VARIANTS = ("naive", "safe", "aggressive")
 PASS_GRAIN, BATCH_GRAIN = 50_000, 4_000
 # CoCoA+ (see cocoa_blocks): nonzeros per row block below which it does not pay, the
 # least alpha n / R^2 where it does (losses without, with a box-constrained dual), and the
-# most weights (a block's private copy of w, 2 MiB: one core's L2 cache here)
+# most weights (a block's private copy of w, 2 MiB: about one core's L2 cache)
 COCOA_GRAIN, COCOA_CONDITION, COCOA_MAX_WEIGHTS = 500_000, (1.0, 2.0), 2**18
 AGGRESSIVE_OMEGA = 0.25  # weight of rho in the geometric decrease of beta
 # The logistic step is inexact (csrc/fr_sdca.h; Yu, Huang & Lin 2011, Algorithm 3): it stops
@@ -165,14 +165,14 @@ def cocoa_blocks(problem, n_threads, batch_size, R2):
     ||x_i||^2) at least COCOA_CONDITION[0], or [1] for a loss with a box-constrained dual
     (squared hinge); else 1 (the sequential epoch).
 
-    Measured with benchmarks/bench_cocoa.py (2 blocks on 2 threads against sequential
-    epochs on 1, certified 1e-3, alpha 1e-4): on 20 Newsgroups (130k weights,
-    alpha n / R^2 = 1.1) logistic needs 3 rounds for 4 epochs and takes 0.85x the time,
-    squared hinge 6 rounds for 4 epochs; on IMDB bigrams (1.5M weights, 2.5) logistic
-    needs 3 rounds for 3 epochs and squared hinge 5 for 4, but two threads scattering
-    into two 12 MB copies of w run their first rounds at half speed, 1.15-1.23x the
-    sequential time.  At alpha 1e-6 and on the hinge loss rounds need 2.5 to 15 times
-    as many passes as sequential epochs."""
+    From benchmarks/bench_cocoa.py (2 blocks on 2 threads against sequential epochs on
+    1, certified 1e-3, alpha 1e-4; its report has the times): on 20 Newsgroups (130k
+    weights, alpha n / R^2 = 1.1) logistic needs 3 rounds for 4 epochs and finishes
+    first on 2 threads, squared hinge 6 rounds for 4 epochs; on IMDB bigrams (1.5M
+    weights, 2.5) logistic needs 3 rounds for 3 epochs and squared hinge 5 for 4, but
+    two threads writing into two 12 MB copies of w run their first rounds at about half
+    speed, and the sequential epochs finish first.  At alpha 1e-6 and on the hinge loss
+    rounds need 2.5 to 15 times as many passes as sequential epochs."""
     if (n_threads < 2 or batch_size > 1 or not problem.loss.spec.smooth
             or _penalty_split(problem)[1] != 0.0 or problem.n_weights > COCOA_MAX_WEIGHTS):
         return 1
