@@ -48,8 +48,8 @@ UNSHRINK_EVERY = 3
 # the multiclass hinge's epoch before an exact gap computation takes steps of this fraction
 # of the relaxed length (_MSDCA.run_epoch's ``finishing``); before the last computation (at
 # max_iter, or once the estimated gap reached tol) FINISH_EPOCHS such epochs: each one more
-# lowers P(W) - P* again where the steps are strongly over-relaxed (20 Newsgroups hinge,
-# alpha 1e-6: 1.7x for the second), while in every periodic check they would slow the dual
+# lowers P(W) - P* again where the steps are strongly over-relaxed (20 Newsgroups hinge at
+# alpha 1e-6), while in every periodic check they would slow the dual
 FINISH_STEP = 0.5
 FINISH_EPOCHS = 3
 
