@@ -214,9 +214,7 @@ def test_crammer_singer_finishing_epochs_lower_the_primal(shared_file, monkeypat
     """On text, where the dual converges far ahead of P(W(A)) (the first 3000 rows of 20
     Newsgroups), a run of 20 epochs ends at a lower objective with its finishing epochs
     (msdca.FINISH_STEP, FINISH_EPOCHS) than with plain ones (FINISH_STEP = 1), for each of
-    five seeds; at alpha 1e-6 (omega ~ 1.8) also than with one finishing epoch only
-    (measured at 1e-4: 2.3-3.7e-3 against 4.7-6.2e-3 relative suboptimality; at 1e-6
-    J = 0.0050-0.0066 against 0.012-0.015 with one and 0.030-0.036 plain)."""
+    five seeds; at alpha 1e-6 (omega ~ 1.8) also than with one finishing epoch only."""
     shared_file("20news-bydate.tar.xz")
     from conftest import load_20news
     from fastrisk.solvers import msdca
