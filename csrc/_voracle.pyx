@@ -165,6 +165,48 @@ cdef void reduce_tile(const double* first, const double* others, Py_ssize_t stri
             grad[cc * D + j] = s
 
 
+cdef struct LossArgs:
+    const int64_t* y
+    const double* Y
+    const double* P
+    const double* S
+    const double* c
+
+
+cdef LossArgs loss_args(int loss, Py_ssize_t k, Py_ssize_t start, Py_ssize_t stop,
+                        const int64_t[::1] y, const double[:, ::1] Y, const double[:, ::1] P,
+                        const double[:, ::1] S, const double[::1] sample_weight) except *:
+    """The loss arguments of both entry points checked for rows [start, stop) and k
+    classes, as pointers (NULL for an empty array): y's class indices (multivariate
+    regression: Y (m, k) and M instead), the cost matrix and its power, the weights."""
+    cdef LossArgs a
+    cdef Py_ssize_t j
+    a.c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
+    a.y = &y[0] if y.shape[0] > 0 else NULL
+    a.Y = &Y[0, 0] if Y.shape[0] > 0 else NULL
+    a.P = &P[0, 0] if P.shape[0] > 0 else NULL
+    a.S = &S[0, 0] if S.shape[0] > 0 else NULL
+    if not 0 <= loss < FR_VEC_N_LOSSES:
+        raise ValueError(f"vector loss id must be in [0, {FR_VEC_N_LOSSES}), got {loss}")
+    if a.c != NULL and sample_weight.shape[0] < stop:
+        raise ValueError("sample_weight must cover the rows")
+    if loss == FR_VEC_MULTIVARIATE_REGRESSION:
+        if a.Y == NULL or Y.shape[0] < stop or Y.shape[1] != k or a.P == NULL:
+            raise ValueError("multivariate_regression needs Y (m, k) and M (k, k)")
+    elif a.y == NULL or y.shape[0] < stop:
+        raise ValueError("y must hold a class index for every row")
+    if loss == FR_VEC_SCALED_SOFT_MARGIN and (a.P == NULL or a.S == NULL):
+        raise ValueError("scaled_soft_margin needs the cost matrix and its power")
+    if (a.P != NULL and (P.shape[0] != k or P.shape[1] != k)) or (
+            a.S != NULL and (S.shape[0] != k or S.shape[1] != k)):
+        raise ValueError("P and S must have shape (n_classes, n_classes)")
+    if a.y != NULL:
+        for j in range(start, stop):
+            if not 0 <= a.y[j] < k:
+                raise ValueError(f"y[{j}] = {a.y[j]} is not a class index in [0, {k})")
+    return a
+
+
 def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
                          const index_t[::1] indptr, bint dense, double bias,
                          const double[::1] w, Py_ssize_t n_classes, int loss,
@@ -192,35 +234,15 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t stride = workspace.shape[1]
     cdef double* ws
     cdef double value = 0.0
-    cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
-    cdef const int64_t* yp = &y[0] if y.shape[0] > 0 else NULL
-    cdef const double* Yp = &Y[0, 0] if Y.shape[0] > 0 else NULL
-    cdef const double* Pp = &P[0, 0] if P.shape[0] > 0 else NULL
-    cdef const double* Sp = &S[0, 0] if S.shape[0] > 0 else NULL
-    if not 0 <= loss < FR_VEC_N_LOSSES:
-        raise ValueError(f"vector loss id must be in [0, {FR_VEC_N_LOSSES}), got {loss}")
     if k < 1 or D * k != w.shape[0] or grad.shape[0] != w.shape[0] or D < (bias != 0) + 1:
         raise ValueError("w and grad must hold n_classes x D weights")
     if D - (bias != 0) != (indptr[1] - indptr[0] if dense else D - (bias != 0)):
         raise ValueError("w does not match the number of columns of dense X")
     if n_threads < 1 or workspace.shape[0] < n_threads + 1 or stride < width + 3 * kp:
         raise ValueError("workspace must have workspace_shape(n_threads, D, n_classes)")
-    if start < 0 or stop > indptr.shape[0] - 1 or (c != NULL and sample_weight.shape[0] < stop):
-        raise ValueError("rows [start, stop) out of range of X or sample_weight")
-    if loss == FR_VEC_MULTIVARIATE_REGRESSION:
-        if Yp == NULL or Y.shape[0] < stop or Y.shape[1] != k or Pp == NULL:
-            raise ValueError("multivariate_regression needs Y (m, k) and M (k, k)")
-    elif yp == NULL or y.shape[0] < stop:
-        raise ValueError("y must hold a class index for every row")
-    if loss == FR_VEC_SCALED_SOFT_MARGIN and (Pp == NULL or Sp == NULL):
-        raise ValueError("scaled_soft_margin needs the cost matrix and its power")
-    if (Pp != NULL and (P.shape[0] != k or P.shape[1] != k)) or (
-            Sp != NULL and (S.shape[0] != k or S.shape[1] != k)):
-        raise ValueError("P and S must have shape (n_classes, n_classes)")
-    if yp != NULL and n > 0:
-        for j in range(start, stop):
-            if not 0 <= yp[j] < k:
-                raise ValueError(f"y[{j}] = {yp[j]} is not a class index in [0, {k})")
+    if start < 0 or stop > indptr.shape[0] - 1:
+        raise ValueError("rows [start, stop) out of range of X")
+    cdef LossArgs a = loss_args(loss, k, start, stop, y, Y, P, S, sample_weight)
     if n <= 0:
         grad[:] = 0.0
         return 0.0
@@ -244,7 +266,7 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
         for t in prange(n_threads, num_threads=n_threads, schedule="static", chunksize=1):
             ws = &workspace[t + 1, 0]
             values[t] = risk_block(&data[0], &indices[0], &indptr[0], dense, bias, d, wt,
-                                   first if t == 0 else ws, k, kp, loss, yp, Yp, Pp, Sp, c,
+                                   first if t == 0 else ws, k, kp, loss, a.y, a.Y, a.P, a.S, a.c,
                                    scale, bounds[t], bounds[t + 1],
                                    ws + width, <int*>(ws + width + 2 * kp))
         if not (direct and n_threads == 1):
@@ -318,14 +340,7 @@ def vector_risk_gradient_columns(const floating[::1] data, const index_t[::1] in
     cdef Py_ssize_t n_rc = row_chunks.shape[0] - 1, n_cc = col_chunks.shape[0] - 1
     cdef Py_ssize_t n_tiles = (D + TILE - 1) // TILE
     cdef double value = 0.0
-    cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
-    cdef const int64_t* yp = &y[0] if y.shape[0] > 0 else NULL
-    cdef const double* Yp = &Y[0, 0] if Y.shape[0] > 0 else NULL
-    cdef const double* Pp = &P[0, 0] if P.shape[0] > 0 else NULL
-    cdef const double* Sp = &S[0, 0] if S.shape[0] > 0 else NULL
     cdef double* s
-    if not 0 <= loss < FR_VEC_N_LOSSES:
-        raise ValueError(f"vector loss id must be in [0, {FR_VEC_N_LOSSES}), got {loss}")
     if k < 1 or D * k != w.shape[0] or grad.shape[0] != w.shape[0] or d < 1:
         raise ValueError("w and grad must hold n_classes x D weights")
     if col_indptr.shape[0] != D + 1 or col_values.shape[0] != col_indptr[D] or (
@@ -338,22 +353,7 @@ def vector_risk_gradient_columns(const floating[::1] data, const index_t[::1] in
     cdef bint direct = feature_major and kp == k
     if not direct and (layout.shape[0] != 2 or layout.shape[1] != D * kp):
         raise ValueError("layout must have shape (2, D kp)")
-    if c != NULL and sample_weight.shape[0] != m:
-        raise ValueError("sample_weight must have length m")
-    if loss == FR_VEC_MULTIVARIATE_REGRESSION:
-        if Yp == NULL or Y.shape[0] != m or Y.shape[1] != k or Pp == NULL:
-            raise ValueError("multivariate_regression needs Y (m, k) and M (k, k)")
-    elif yp == NULL or y.shape[0] != m:
-        raise ValueError("y must hold a class index for every row")
-    if loss == FR_VEC_SCALED_SOFT_MARGIN and (Pp == NULL or Sp == NULL):
-        raise ValueError("scaled_soft_margin needs the cost matrix and its power")
-    if (Pp != NULL and (P.shape[0] != k or P.shape[1] != k)) or (
-            Sp != NULL and (S.shape[0] != k or S.shape[1] != k)):
-        raise ValueError("P and S must have shape (n_classes, n_classes)")
-    if yp != NULL:
-        for j in range(m):
-            if not 0 <= yp[j] < k:
-                raise ValueError(f"y[{j}] = {yp[j]} is not a class index in [0, {k})")
+    cdef LossArgs a = loss_args(loss, k, 0, m, y, Y, P, S, sample_weight)
     if not (chunks_ok(&row_chunks[0], n_rc, m) and chunks_ok(&col_chunks[0], n_cc, D)):
         raise ValueError("row_chunks and col_chunks must run from 0 to m and to D, "
                          "non-decreasing")
@@ -368,7 +368,7 @@ def vector_risk_gradient_columns(const floating[::1] data, const index_t[::1] in
         for ch in prange(n_rc, num_threads=n_threads, schedule="dynamic"):
             s = &scratch[threadid(), 0]
             values[ch] = loss_rows(&data[0], &indices[0], &indptr[0], bias, d, wt, k, kp,
-                                   loss, yp, Yp, Pp, Sp, c, scale, row_chunks[ch],
+                                   loss, a.y, a.Y, a.P, a.S, a.c, scale, row_chunks[ch],
                                    row_chunks[ch + 1], &U[0, 0], s, <int*>(s + kp))
         for ch in prange(n_cc, num_threads=n_threads, schedule="dynamic"):
             for j in range(col_chunks[ch], col_chunks[ch + 1]):
