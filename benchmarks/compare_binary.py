@@ -20,8 +20,9 @@ Per row, in one process, one method after another:
 * peers (scikit-learn LinearSVC / LogisticRegression with liblinear, lbfgs,
   newton-cg, saga; snapml; cyanure; liblinear-official): each run from
   scratch with a tightening tolerance (or growing iteration count) until its
-  J reaches the target; its time is that first successful run's wall time
-  (no certificate is asked of the peers).
+  J reaches the target, then with the quarter steps before that budget
+  (compare_peers.tighten); its time is the wall time of the first budget that
+  reaches the target (no certificate is asked of the peers).
 
 Ratio = fastrisk time / best peer time (best of ``--repeat`` runs each; runs
 longer than ``--repeat-below`` seconds are not repeated).
@@ -61,12 +62,14 @@ sys.path.insert(0, str(ROOT))
 from fastrisk.problem import Problem  # noqa: E402
 from fastrisk.solvers import get_solver, solve  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from compare_peers import TOLS, iteration_grid, tighten, time_to  # noqa: E402
+
 DATASETS = ("a9a", "w8a", "ijcnn1", "reuters", "phishing", "mushrooms")
 LOSSES = ("hinge", "logistic", "squared_hinge")
 ALPHAS = (1e-4, 1e-6)
 EPS = 1e-3
-TOLS = [10.0 ** -k for k in range(1, 10)]
-ITERS = [2 ** k for k in range(2, 15)]
+ITERS = iteration_grid(2, 14)
 
 
 def load(name):
@@ -93,11 +96,11 @@ def peers(loss, alpha, m, threads):
         Csvm = C if loss == "hinge" else C / 2
         out["LinearSVC dual"] = (sk(lambda i: LinearSVC(
             loss=loss, dual=True, C=Csvm, tol=TOLS[i], max_iter=1_000_000,
-            fit_intercept=False)), len(TOLS))
+            fit_intercept=False, random_state=0)), len(TOLS))
         if loss == "squared_hinge":
             out["LinearSVC primal"] = (sk(lambda i: LinearSVC(
                 loss=loss, dual=False, C=Csvm, tol=TOLS[i], max_iter=100_000,
-                fit_intercept=False)), len(TOLS))
+                fit_intercept=False, random_state=0)), len(TOLS))
             out["cyanure"] = (_cyanure("sqhinge", alpha, threads), len(TOLS))
         else:
             out["snapml SVM"] = (_snapml_svm(alpha * m, threads), len(TOLS))
@@ -107,11 +110,12 @@ def peers(loss, alpha, m, threads):
     else:
         for solver in ("liblinear", "newton-cg"):
             out[f"LogReg {solver}"] = (sk(lambda i, s=solver: LogisticRegression(
-                solver=s, C=C, tol=TOLS[i], max_iter=100_000, fit_intercept=False)),
-                len(TOLS))
+                solver=s, C=C, tol=TOLS[i], max_iter=100_000, fit_intercept=False,
+                random_state=0)), len(TOLS))
         for solver in ("lbfgs", "saga"):
             out[f"LogReg {solver}"] = (sk(lambda i, s=solver: LogisticRegression(
-                solver=s, C=C, tol=0.0, max_iter=ITERS[i], fit_intercept=False)), len(ITERS))
+                solver=s, C=C, tol=0.0, max_iter=ITERS[i], fit_intercept=False,
+                random_state=0)), len(ITERS))
         out["snapml LogReg"] = (_snapml_logreg(alpha * m, threads), len(TOLS))
         out["cyanure"] = (_cyanure("logistic", alpha, threads), len(TOLS))
         for solver in (0, 7):
@@ -159,9 +163,10 @@ def _liblinear(solver, C):
 
 
 def time_peer(fit, n, problem, X, y, target, budget):
-    """(seconds of the first run whose J <= target, or inf; best J seen)."""
-    best_J = math.inf
-    for i in range(n):
+    """(seconds of the first budget whose J <= target, or inf; best J seen), over a
+    tightening budget (compare_peers.tighten) whose coarse sequence ends after a run longer
+    than ``budget`` or a failed one."""
+    def run(i):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = time.perf_counter()
@@ -169,15 +174,13 @@ def time_peer(fit, n, problem, X, y, target, budget):
                 w = fit(X, y, i)
             except Exception as exc:  # a peer that rejects the setting
                 print(f"    peer failed: {exc!r}"[:200], flush=True)
-                return math.inf, best_J
+                return math.inf, math.inf
             seconds = time.perf_counter() - start
-        J = problem.objective(w)
-        best_J = min(best_J, J)
-        if J <= target:
-            return seconds, best_J
-        if seconds > budget:
-            break
-    return math.inf, best_J
+        return seconds, problem.objective(w)
+
+    points = tighten(run, n, [target], lambda pts: pts[-1][0] > budget)
+    seconds = time_to(points, target)
+    return (math.inf if seconds is None else seconds), min(J for _, J in points)
 
 
 def fastrisk_solvers(problem):

@@ -21,9 +21,11 @@ J(w) = alpha ||w||_1 + (1/m) sum_i loss(<w, x_i>, y_i)):
 fastrisk runs ``solver="auto"``; its trajectory is the objective of each Newton
 iterate (captured by the callback, evaluated after the run), and "certified" is
 the first time its duality gap was at most eps J.  Peers expose no trajectory: each
-is re-run from scratch with a tighter tolerance or more iterations, and a run's
-point is (its seconds, J of its weights).  J* is fastrisk's optimum at tol 1e-10
-(or the smallest J any method reached, if lower).  Every method's runs are
+is re-run from scratch with a tighter tolerance or more iterations (decades of tol
+or doublings of max_iter, then the quarter steps before the first run that reached
+each eps: compare_peers.tighten), and a run's point is (its seconds, J of its
+weights).  J* is fastrisk's optimum at tol 1e-10 (or the smallest J any method
+reached, if lower).  Every method's runs are
 repeated ``--repeat`` times, interleaved, and the best time is kept.
 
 Usage:
@@ -50,14 +52,14 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import fastrisk as fr  # noqa: E402
-from compare_peers import load_dataset, machine, time_to  # noqa: E402
+from compare_peers import (TOLS, iteration_grid, load_dataset, machine, tighten,  # noqa: E402
+                           time_to)
 
 EPSILONS = (1e-3, 1e-4)
 # the standard invocation (no --datasets / --settings): every target of the comparison
 STANDARD = [("a9a", "logistic"), ("w8a", "logistic"), ("reuters", "logistic"),
             ("imdb", "logistic"), ("imdb", "squared"), ("imdb", "path"), ("imdb", "rda")]
-TOLS = [10.0 ** -k for k in range(1, 10)]
-ITERS = [2 ** k for k in range(12)]
+ITERS = iteration_grid(0, 11)
 
 
 class _LiblinearOfficial:
@@ -88,11 +90,11 @@ def peers(setting, alpha, m):
 
         out["sklearn liblinear"] = (lambda i: LogisticRegression(
             solver="liblinear", l1_ratio=1.0, C=C, tol=TOLS[i], max_iter=10000,
-            fit_intercept=False), len(TOLS))
+            fit_intercept=False, random_state=0), len(TOLS))
         out["liblinear-official"] = (lambda i: _LiblinearOfficial(C, TOLS[i]), len(TOLS))
         out["sklearn saga"] = (lambda i: LogisticRegression(
             solver="saga", l1_ratio=1.0, C=C, tol=0.0, max_iter=ITERS[i],
-            fit_intercept=False), len(ITERS))
+            fit_intercept=False, random_state=0), len(ITERS))
         out["snapml"] = (lambda i: snapml.LogisticRegression(
             regularizer=alpha * m, penalty="l1", dual=False, fit_intercept=False,
             tol=TOLS[i], max_iter=100000), len(TOLS))
@@ -112,22 +114,20 @@ def peers(setting, alpha, m):
 
 
 def run_peer(make, n, problem, X, y, J_star, budget):
-    """[(seconds, J)] over growing budgets until 1e-5 suboptimality or ``budget`` seconds
-    spent in all."""
-    points, spent = [], 0.0
-    for i in range(n):
+    """[(seconds, J)] over a tightening budget (compare_peers.tighten) for the targets
+    J* (1 + eps); its coarse sequence ends once they are reached or after ``budget``
+    seconds of runs in all."""
+    def fit(i):
         est = make(i)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = time.perf_counter()
             est.fit(X, y)
             seconds = time.perf_counter() - start
-        spent += seconds
-        J = problem.objective(np.asarray(est.coef_, dtype=np.float64).ravel())
-        points.append((seconds, J))
-        if spent > budget or J <= J_star * (1 + 1e-5):
-            break
-    return points
+        return seconds, problem.objective(np.asarray(est.coef_, dtype=np.float64).ravel())
+
+    targets = [J_star * (1 + eps) for eps in EPSILONS]
+    return tighten(fit, n, targets, lambda points: sum(s for s, _ in points) > budget)
 
 
 def run_auto(problem, budget):

@@ -16,13 +16,16 @@ cyanure (multiclass-logistic, lambda_1 = alpha) and LIBLINEAR Crammer-Singer
 one-vs-rest LinearSVC fit one binary problem per class: another objective, so
 they are not timed here.
 
-Every method is measured the same way: rerun from scratch with a growing
-budget (fastrisk: ``max_iter`` 1, 2, 3, 4, 6, 8, ... epochs or iterations, its
-certificate pass included; the peers: ``tol`` 1e-1, 1e-2, ... or ``max_iter``
-1, 2, 4, ...), each fit timed without any monitoring, its objective evaluated
-afterwards.  A method's sequence ends once it is within the smallest eps of
-the reference (below), after ``--budget`` seconds of runs (news20-hinge-1e-6:
-``BUDGET_FACTOR`` times that, on the first of ``--threads`` only), or stalled.
+Every method is measured the same way: rerun from scratch with a tightening
+budget (fastrisk: ``max_iter`` epochs or iterations, its certificate pass
+included; the peers: ``tol`` or ``max_iter``), each fit timed without any
+monitoring, its objective evaluated afterwards.  The budgets are those of
+compare_peers.tighten: a coarse sequence (max_iter 1, 2, 4, ...; tol 1e-1,
+1e-2, ...), ending once a run is within the smallest eps of the reference
+(below), after ``--budget`` seconds of runs (news20-hinge-1e-6:
+``BUDGET_FACTOR`` times that, on the first of ``--threads`` only), or stalled;
+then the fine budgets (quarter doublings, quarter decades) before the first
+run that reached each eps.
 
 J* comes from a fastrisk msdca run to a certified relative gap of 1e-8 (at
 most ``--ref-seconds``; its certified gap is reported), computed once per
@@ -38,7 +41,6 @@ writes benchmarks/results/compare_multiclass.md (regenerated) and prints it.
 """
 
 import argparse
-import math
 import sys
 import time
 import warnings
@@ -51,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import fastrisk as fr  # noqa: E402
-from compare_peers import time_to  # noqa: E402
+from compare_peers import TOLS, iteration_grid, tighten, time_to  # noqa: E402
 from fastrisk.solvers.auto import choose  # noqa: E402
 
 EPSILONS = (1e-3, 1e-4)
@@ -84,15 +86,15 @@ def peers(loss, alpha, m, n_threads):
     from sklearn.svm import LinearSVC
 
     C = 1.0 / (alpha * m)
-    tols = [10.0 ** -k for k in range(1, 10)]
-    iters = [2 ** k for k in range(15)]
+    tols, iters = TOLS, iteration_grid(0, 14)
     if loss == "multiclass_hinge":
         return {"LinearSVC crammer_singer": (lambda i: LinearSVC(
             multi_class="crammer_singer", C=C, tol=tols[i], max_iter=100000,
-            fit_intercept=False), len(tols))}
+            fit_intercept=False, random_state=0), len(tols))}
     out = {f"LogReg {s}": ((lambda s: lambda i: LogisticRegression(
         solver=s, C=C, tol=0.0 if s != "newton-cg" else 1e-14, max_iter=iters[i],
-        fit_intercept=False))(s), len(iters)) for s in ("lbfgs", "saga", "newton-cg")}
+        fit_intercept=False, random_state=0))(s), len(iters))
+        for s in ("lbfgs", "saga", "newton-cg")}
     try:
         from cyanure.estimators import Classifier
 
@@ -111,25 +113,26 @@ def _weights(est, k):
     return (coef.T if coef.shape[0] != k else coef).ravel()
 
 
-# fastrisk budgets: max_iter growing by about sqrt(2) per rerun
-ITERS = sorted({int(round(2 ** (j / 2))) for j in range(41)})
+# fastrisk budgets: max_iter 1 to 2**20 epochs or iterations
+ITERS = iteration_grid(0, 20)
 
 
-def restarts(fit, n_budgets, problem, budget, target, stall=True):
-    """[(seconds, J)] of ``fit(i) -> (seconds, w)`` for i = 0, 1, ..., each run from
-    scratch; ends once the runs took ``budget`` seconds in all, at J <= target, or
-    (``stall``) when J stops changing.  fastrisk's solvers return their best certified
-    iterate, which may stay the same over a few budgets: no stall rule for them."""
-    points, spent = [], 0.0
-    for i in range(n_budgets):
+def restarts(fit, n_budgets, problem, budget, targets, stall=True):
+    """[(seconds, J)] of ``fit(i) -> (seconds, w)`` over a tightening budget
+    (compare_peers.tighten), each run from scratch; the coarse sequence ends once the runs
+    took ``budget`` seconds in all, at J <= every target, or (``stall``) when J stops
+    changing.  fastrisk's solvers return their best certified iterate, which may stay the
+    same over a few budgets: no stall rule for them."""
+    def run(i):
         seconds, w = fit(i)
-        spent += seconds
-        J = problem.objective(w)
-        points.append((seconds, J))
-        if spent > budget or J <= target or (stall and len(points) > 2 and
-                                             abs(points[-2][1] - J) <= 1e-10 * abs(J)):
-            break
-    return points
+        return seconds, problem.objective(w)
+
+    def stop(points):
+        return sum(s for s, _ in points) > budget or (
+            stall and len(points) > 2
+            and abs(points[-2][1] - points[-1][1]) <= 1e-10 * abs(points[-1][1]))
+
+    return tighten(run, n_budgets, targets, stop)
 
 
 def fastrisk_fit(problem, name):
@@ -175,20 +178,20 @@ def run_case(case, n_threads, budget, ref, log):
     X, y, J_ref, ref_gap = ref
     problem = fr.Problem(X, y, loss=loss, alpha=alpha, n_threads=n_threads)
     k = problem.n_classes
-    # below this, every method is within the smallest eps of J* (J* >= J_ref - ref_gap)
-    target = (J_ref - ref_gap) * (1 + min(EPSILONS))
+    # below these, a method is within eps of J* (J* >= J_ref - ref_gap)
+    targets = [(J_ref - ref_gap) * (1 + eps) for eps in EPSILONS]
     runs = {}
     with threadpool_limits(n_threads):
         auto = choose(problem)
         extra = ("msdca-acc",) if case in ACCELERATED_CASES else ()
         for name in dict.fromkeys((auto, *FASTRISK_SOLVERS[loss], *extra)):
             runs[name] = restarts(fastrisk_fit(problem, name), len(ITERS), problem, budget,
-                                  target, stall=False)
+                                  targets, stall=False)
             s, J = runs[name][-1]
             log(f"  {name:26s} {len(runs[name]):3d} runs, last {s:8.2f}s  J={J:.12g}")
         peer_names = []
         for name, (make, n) in peers(loss, alpha, X.shape[0], n_threads).items():
-            runs[name] = restarts(peer_fit(make, X, y, k), n, problem, budget, target)
+            runs[name] = restarts(peer_fit(make, X, y, k), n, problem, budget, targets)
             peer_names.append(name)
             s, J = runs[name][-1]
             log(f"  {name:26s} {len(runs[name]):3d} runs, last {s:8.2f}s  J={J:.12g}")

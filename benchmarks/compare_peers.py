@@ -83,6 +83,53 @@ def load_dataset(name):
     return load_libsvm(name)
 
 
+# ---- tightening budgets (every compare_*.py) -----------------------------------------------
+
+# A method without a trajectory is rerun from scratch with a tightening budget: tol 1e-1,
+# 1e-2, ... or max_iter 1, 2, 4, ..., with REFINE fine steps per coarse one (a quarter
+# decade of tol, a quarter doubling of max_iter).  ``tighten`` runs the coarse budgets
+# first and, once one reaches a target, the fine budgets before it, so that a time to eps is
+# that of the smallest budget on the fine grid that reaches it: a tenth of LIBLINEAR's tol
+# can cost three times the seconds, and the coarse grid alone would time that whole step.
+REFINE = 4
+TOLS = [10.0 ** (-k / REFINE) for k in range(REFINE, 9 * REFINE + 1)]  # 1e-1 ... 1e-9
+
+
+def iteration_grid(low, high):
+    """max_iter from 2**low to 2**high, REFINE steps per doubling (rounded: the first
+    few may repeat), the powers of 2 at the indices that are multiples of REFINE."""
+    return [max(1, round(2.0 ** (k / REFINE))) for k in range(low * REFINE, high * REFINE + 1)]
+
+
+def tighten(fit, n, targets, stop=lambda points: False):
+    """[(seconds, J)] of ``fit(i) -> (seconds, J)`` over budgets i of a fine grid of n.
+
+    The coarse budgets i = 0, REFINE, 2 REFINE, ... run in order until one's J is at
+    most every target or ``stop(points so far)``; then for each target reached, the
+    fine budgets between the first coarse one that reached it and the coarse one
+    before, in order, up to the first that reaches it too.  Each budget runs at most
+    once.  With ``time_to`` the time to a target is then the first budget of the fine
+    grid that reaches it (J falling as the budget grows)."""
+    done = {}
+
+    def run(i):
+        if i not in done:
+            done[i] = fit(i)
+        return done[i]
+
+    for i in range(0, n, REFINE):
+        run(i)
+        if done[i][1] <= min(targets) or stop([done[j] for j in sorted(done)]):
+            break
+    for target in targets:
+        first = next((i for i in sorted(done) if done[i][1] <= target), None)
+        if first is not None:
+            for j in range(max(first - REFINE + 1, 0), first):
+                if run(j)[1] <= target:
+                    break
+    return [done[i] for i in sorted(done)]
+
+
 # ---- peers ---------------------------------------------------------------------------------
 
 
@@ -92,31 +139,30 @@ def peers(loss, penalty, alpha, m, multiclass):
     from sklearn.svm import LinearSVC
 
     C = 1.0 / (alpha * m)
-    tols = [10.0 ** -k for k in range(1, 10)]
-    iters = [2 ** k for k in range(14)]
+    tols, iters = TOLS, iteration_grid(0, 13)
     out = {}
     l1_ratio = 1.0 if penalty == "l1" else 0.0
     if loss == "hinge":
         if multiclass:
             out["LinearSVC crammer_singer"] = (lambda i: LinearSVC(
                 loss="hinge", multi_class="crammer_singer", C=C, tol=tols[i], max_iter=100000,
-                fit_intercept=False), len(tols))
+                fit_intercept=False, random_state=0), len(tols))
         elif penalty == "l2":
             out["LinearSVC (liblinear dual)"] = (lambda i: LinearSVC(
                 loss="hinge", dual=True, C=C, tol=tols[i], max_iter=100000,
-                fit_intercept=False), len(tols))
+                fit_intercept=False, random_state=0), len(tols))
     else:
         if not multiclass:
             out["LogReg liblinear"] = (lambda i: LogisticRegression(
                 solver="liblinear", l1_ratio=l1_ratio, C=C, tol=tols[i], max_iter=10000,
-                fit_intercept=False), len(tols))
+                fit_intercept=False, random_state=0), len(tols))
         if penalty == "l2":
             out["LogReg lbfgs"] = (lambda i: LogisticRegression(
                 solver="lbfgs", C=C, tol=0.0, max_iter=iters[i], fit_intercept=False),
                 len(iters))
         out["LogReg saga"] = (lambda i: LogisticRegression(
             solver="saga", l1_ratio=l1_ratio, C=C, tol=0.0, max_iter=iters[i],
-            fit_intercept=False), len(iters))
+            fit_intercept=False, random_state=0), len(iters))
     if not multiclass:
         out["SGDClassifier"] = (lambda i: SGDClassifier(
             loss="hinge" if loss == "hinge" else "log_loss", penalty=penalty, alpha=alpha,
@@ -130,22 +176,23 @@ def peer_weights(est, problem):
     return coef.ravel() if problem.n_classes > 1 else coef[0]
 
 
-def run_peer(make, n_budgets, problem, X, y, budget):
-    """[(seconds, J)] over a growing budget, each run timed from scratch."""
-    points = []
-    for i in range(n_budgets):
+def run_peer(make, n_budgets, problem, X, y, budget, targets):
+    """[(seconds, J)] over a tightening budget (``tighten``), each run timed from scratch;
+    the coarse sequence ends after a run longer than ``budget`` or when J stops changing."""
+    def fit(i):
         est = make(i)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = time.perf_counter()
             est.fit(X, y)
             seconds = time.perf_counter() - start
-        J = problem.objective(peer_weights(est, problem))
-        points.append((seconds, J))
-        if seconds > budget or (len(points) > 2 and
-                                abs(points[-2][1] - J) <= 1e-10 * abs(J)):
-            break
-    return points
+        return seconds, problem.objective(peer_weights(est, problem))
+
+    def stop(points):
+        return points[-1][0] > budget or (len(points) > 2 and abs(points[-2][1] - points[-1][1])
+                                          <= 1e-10 * abs(points[-1][1]))
+
+    return tighten(fit, n_budgets, targets, stop)
 
 
 def run_fastrisk(name, problem, budget, snapshot_bytes=4e8):
@@ -205,8 +252,12 @@ def compare(dataset, setting, solvers, budget, log):
         except Exception as exc:  # a failing solver must not end the whole comparison
             log(f"  {name:26s} FAILED ({type(exc).__name__}: {str(exc).splitlines()[0][:70]})")
     y_fit = y if multiclass else np.where(y == np.unique(y)[1], 1, -1)
+    # the peers' targets from the best objective so far (fastrisk's runs): J_best can only
+    # be lower, so a refined budget may stop a little short of the final target
+    J_so_far = min((min(J for _, J in pts) for pts in runs.values() if pts), default=-math.inf)
+    targets = [J_so_far * (1 + eps) for eps in EPSILONS]
     for name, (make, n) in peers(loss, penalty, alpha, X.shape[0], multiclass).items():
-        runs[name] = run_peer(make, n, problem, X, y_fit, budget)
+        runs[name] = run_peer(make, n, problem, X, y_fit, budget, targets)
         peer_names.append(name)
         s, J = runs[name][-1]
         log(f"  {name:26s} {len(runs[name]):3d} runs, last {s:8.2f}s  J={J:.10g}")
