@@ -200,20 +200,26 @@ def best_of(run, repeat, repeat_below):
     return best
 
 
-def run_fastrisk(problem, solver, limit):
+def run_fastrisk(make_problem, solver, limit):
+    """(wall seconds, Result) of one solve on a Problem built in the timed span (as a peer's
+    fit validates its input: compare_peers.timed_solve)."""
     options = dict(tol=EPS, time_limit=limit, max_iter=10 ** 6)
     if solver == "sdca-acc":  # SDCA in the accelerated outer loop (solvers/_catalyst.py)
         solver, options["accelerated"] = "sdca", True
     if solver in ("sdca", "auto"):
         options["random_state"] = 0
     start = time.perf_counter()
-    res = solve(problem, solver, **options)  # "auto": with its probe (solvers/auto.py)
+    # "auto": with its probe (solvers/auto.py)
+    res = solve(make_problem(), solver, **options)
     return time.perf_counter() - start, res
 
 
 def row(name, X, y, loss, alpha, args):
     threads = args.threads
-    problem = Problem(X, y, loss=loss, alpha=alpha, n_threads=threads)
+    def make_problem():
+        return Problem(X, y, loss=loss, alpha=alpha, n_threads=threads)
+
+    problem = make_problem()
     ref_solver = "newton" if problem.loss.spec.smooth else "sdca"
     ref = get_solver(ref_solver)(problem, tol=1e-9 if ref_solver == "newton" else 1e-6,
                                  time_limit=args.ref_limit, max_iter=10 ** 6,
@@ -222,7 +228,7 @@ def row(name, X, y, loss, alpha, args):
     J_best = ref.objective
     ours = {}
     for label, solver in fastrisk_solvers(problem).items():
-        t, res = best_of(lambda: run_fastrisk(problem, solver, args.budget), args.repeat,
+        t, res = best_of(lambda: run_fastrisk(make_problem, solver, args.budget), args.repeat,
                          args.repeat_below)
         ours[label] = (t if res.status == "converged" else math.inf, res, solver)
         J_best = min(J_best, res.objective)

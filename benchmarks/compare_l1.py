@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import fastrisk as fr  # noqa: E402
 from compare_peers import (TOLS, iteration_grid, load_dataset, machine, tighten,  # noqa: E402
-                           time_to)
+                           time_to, timed_solve)
 
 EPSILONS = (1e-3, 1e-4)
 # the standard invocation (no --datasets / --settings): every target of the comparison
@@ -130,16 +130,18 @@ def run_peer(make, n, problem, X, y, J_star, budget):
     return tighten(fit, n, targets, lambda points: sum(s for s, _ in points) > budget)
 
 
-def run_auto(problem, budget):
-    """([(seconds, J)], certified seconds per eps, Result) of solver="auto"."""
+def run_auto(make_problem, budget):
+    """([(seconds, J)], certified seconds per eps, Result) of solver="auto" on a Problem
+    built in the timed span (compare_peers.timed_solve)."""
     snaps = []
-    res = fr.solve(problem, tol=min(EPSILONS) / 10, max_iter=10**6, time_limit=budget,
-                   callback=lambda r: snaps.append((r.n_iter, r.w.copy())) or True)
+    res, problem, setup = timed_solve(
+        make_problem, "auto", tol=min(EPSILONS) / 10, max_iter=10**6, time_limit=budget,
+        callback=lambda r: snaps.append((r.n_iter, r.w.copy())) or True)
     h = res.history
     sec = dict(zip(h.iteration, h.seconds))
-    points = [(sec[it], problem.objective(w)) for it, w in snaps if it in sec]
-    points.append((h.seconds[-1], res.objective))
-    certified = [next((s for s, J, b in zip(h.seconds, h.objective, h.bound)
+    points = [(sec[it] + setup, problem.objective(w)) for it, w in snaps if it in sec]
+    points.append((h.seconds[-1] + setup, res.objective))
+    certified = [next((s + setup for s, J, b in zip(h.seconds, h.objective, h.bound)
                        if b <= eps * J), None) for eps in EPSILONS]
     return points, certified, res
 
@@ -152,7 +154,10 @@ def compare(dataset, setting, alpha, budget, repeat, log):
     X, y = load_dataset(dataset)
     y = np.where(y == np.unique(y)[1], 1.0, -1.0)
     loss = "logistic" if setting == "logistic" else "squared"
-    problem = fr.Problem(X, y, loss=loss, penalty="l1", alpha=alpha)
+    def make_problem():
+        return fr.Problem(X, y, loss=loss, penalty="l1", alpha=alpha)
+
+    problem = make_problem()
     ref = fr.solve(problem, tol=1e-10, max_iter=10**6)
     J_star = ref.objective
     nnz = X.nnz if hasattr(X, "nnz") else X.size
@@ -162,7 +167,7 @@ def compare(dataset, setting, alpha, budget, repeat, log):
     times, certified = {}, None
     peer_list = peers(setting, alpha, X.shape[0])
     for _ in range(repeat):
-        pts, cert, res = run_auto(problem, budget)
+        pts, cert, res = run_auto(make_problem, budget)
         certified = cert if certified is None else [min(a, b) if a and b else a or b
                                                     for a, b in zip(certified, cert)]
         J_star = min(J_star, min(J for _, J in pts))

@@ -130,12 +130,14 @@ def restarts(fit, n_budgets, problem, budget, targets, stall=True):
     return tighten(run, n_budgets, targets, stop)
 
 
-def fastrisk_fit(problem, name):
+def fastrisk_fit(make_problem, name):
+    """fit(i) -> (seconds, w): a solve with budget ITERS[i] on a Problem built in the timed
+    span (as a peer's fit validates its input: compare_peers.timed_solve)."""
     def fit(i):
-        start = time.perf_counter()
         options = dict(accelerated=True) if name == "msdca-acc" else {}
-        res = fr.solve(problem, solver=name.replace("-acc", ""), tol=1e-12, max_iter=ITERS[i],
-                       random_state=0, **options)
+        start = time.perf_counter()
+        res = fr.solve(make_problem(), solver=name.replace("-acc", ""), tol=1e-12,
+                       max_iter=ITERS[i], random_state=0, **options)
         return time.perf_counter() - start, res.w
     return fit
 
@@ -171,7 +173,10 @@ def run_case(case, n_threads, budget, ref, log):
 
     dataset, loss, alpha = CASES[case]
     X, y, J_ref, ref_gap = ref
-    problem = fr.Problem(X, y, loss=loss, alpha=alpha, n_threads=n_threads)
+    def make_problem():
+        return fr.Problem(X, y, loss=loss, alpha=alpha, n_threads=n_threads)
+
+    problem = make_problem()
     k = problem.n_classes
     # below these, a method is within eps of J* (J* >= J_ref - ref_gap)
     targets = [(J_ref - ref_gap) * (1 + eps) for eps in EPSILONS]
@@ -180,7 +185,7 @@ def run_case(case, n_threads, budget, ref, log):
         auto = choose(problem)
         extra = ("msdca-acc",) if case in ACCELERATED_CASES else ()
         for name in dict.fromkeys((auto, *FASTRISK_SOLVERS[loss], *extra)):
-            runs[name] = restarts(fastrisk_fit(problem, name), len(ITERS), problem, budget,
+            runs[name] = restarts(fastrisk_fit(make_problem, name), len(ITERS), problem, budget,
                                   targets, stall=False)
             s, J = runs[name][-1]
             log(f"  {name:26s} {len(runs[name]):3d} runs, last {s:8.2f}s  J={J:.12g}")
