@@ -6,17 +6,18 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    with a strongly convex penalty on data (X, y); otherwise ``lbfgs`` when the
    loss is smooth and the penalty differentiable ("l2", "lp"), else ``bmrm``.
    Measured by benchmarks/compare_multiclass.py (every method rerun from
-   scratch with a growing budget; time to 1e-3 / 1e-4 relative suboptimality
-   as a ratio to the best peer, scikit-learn lbfgs/saga/newton-cg, cyanure,
-   LIBLINEAR Crammer-Singer; 1 thread unless said): 20 Newsgroups (130108
-   features > 11314 rows) softmax alpha 1e-4, msdca 0.23 / 0.23 (2 threads
-   0.17 / 0.20), lbfgs 2.5 / 3.3; alpha 1e-6, msdca 0.22 / 0.37 (2 threads
-   0.23 / 0.39), lbfgs not there within the budget; multiclass hinge alpha
-   1e-4, msdca 0.34 / 0.61 (2 threads 0.27 / 0.50); alpha 1e-6 (six times the
-   budget, 1 thread), msdca 0.34 / 0.38 against LIBLINEAR.  MNIST (780
-   features < 10000 rows) softmax alpha 1e-4: msdca 0.44 / 0.46 (2 threads
-   0.42 / 0.45; cyanure the best peer), lbfgs 0.98 / 1.04 (2 threads 0.52 /
-   0.57): msdca's over-relaxed epochs win on few features as on many, though
+   scratch with a tightening budget refined to quarter steps; time to 1e-3 /
+   1e-4 relative suboptimality as a ratio to the best peer, scikit-learn
+   lbfgs/saga/newton-cg, cyanure, LIBLINEAR Crammer-Singer; 1 thread unless
+   said): 20 Newsgroups (130108 features > 11314 rows) softmax alpha 1e-4,
+   msdca 0.20 / 0.29 (2 threads 0.21 / 0.26), lbfgs 1.90 / 2.53; alpha 1e-6,
+   msdca 0.26 / 0.32 (2 threads 0.25 / 0.31), lbfgs not there within the
+   budget; multiclass hinge alpha 1e-4, msdca 0.52 / 0.31 (2 threads 0.48 /
+   0.31); alpha 1e-6 (six times the budget), msdca 0.48 / 0.42 (2 threads
+   0.46 / 0.40) against LIBLINEAR.  MNIST (780 features < 10000 rows) softmax
+   alpha 1e-4: msdca 0.50 / 0.57 (2 threads 0.48 / 0.48; cyanure the best
+   peer), lbfgs 1.00 / 1.01 (2 threads 0.55 / 0.57): msdca's over-relaxed
+   epochs win on few features as on many, though
    only lbfgs's oracle uses a second thread;
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
@@ -65,11 +66,11 @@ before solving separates the separable mushrooms (J* ~ 1e-5; plain SDCA
 Reuters 0.066 / 0.035): alpha m is 0.008 there and on Reuters, 0.011 on
 phishing; d is 112 against a9a's 123 and phishing's 68.  Hence the probe.
 With it (benchmarks/compare_binary.py, 1 thread, time of "auto" / the best
-peer): mushrooms squared hinge 1e-6 1.33 (plain SDCA after the probe; Newton
-from w = 0 takes 3x as long), w8a 0.83 and Reuters 0.63 (Newton after the
-probe, 0.87x and 0.77x the time of Newton from w = 0), a9a squared hinge 1e-4
-0.92 (sdca's own probe runs the accelerated loop; plain SDCA takes about 1.3x
-as long).
+peer, the peers rerun at quarter steps of tol): mushrooms squared hinge 1e-6
+1.35 (plain SDCA after the probe; Newton from w = 0 takes 3x as long), w8a 0.90
+and Reuters 0.68 (Newton after the probe, 0.90x and 0.79x the time of Newton
+from w = 0), a9a squared hinge 1e-4 1.02 (sdca's own probe runs the accelerated
+loop; plain SDCA takes as long).
 
 The probe (rule 2, a closed-form dual step on a box, alpha m < SDCA_ALPHA_M;
 deterministic for a given ``random_state``; fastrisk/solvers/_catalyst.py's

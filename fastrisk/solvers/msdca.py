@@ -272,7 +272,7 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     n_threads = solver_threads(problem, n_threads)
     rng = np.random.default_rng(random_state)
     state = _MSDCA(problem, start, n_threads, shrinking, rng)
-    R2 = radius_sq(state.sqnorm, problem.sample_weight)
+    R2 = state.R2
     if use_acceleration(accelerated, problem, R2):
         return run_epochs(problem, "msdca", Accelerated(state, R2), tol=tol, abs_tol=abs_tol,
                           max_iter=max_iter, time_limit=time_limit, callback=callback,

@@ -246,9 +246,9 @@ class _SDCA:
         self.index = np.arange(n, dtype=np.int64)  # active rows first (shrinking)
         self.n_active = n
         self.order_state = np.array([seed], dtype=np.uint64)  # the kernels' shuffle
+        self.R2 = radius_sq(self.sqnorm, problem.sample_weight)
         if blocks is None:
-            blocks = cocoa_blocks(problem, n_threads, b,
-                                  radius_sq(self.sqnorm, problem.sample_weight))
+            blocks = cocoa_blocks(problem, n_threads, b, self.R2)
         self.blocks = min(blocks, n)
         if self.blocks > 1:
             self._setup_cocoa(data, seed, n_threads)
@@ -587,7 +587,7 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     rng = np.random.default_rng(random_state)
     method = _SDCA(problem, batch_size=batch_size, variant=variant, n_threads=n_threads,
                    start=start, shrinking=shrinking, seed=rng.integers(2**63), blocks=blocks)
-    R2 = radius_sq(method.sqnorm, problem.sample_weight)
+    R2 = method.R2
     if accelerated == "auto" and problem.loss.spec.smooth:
         method = Probe(method, R2) if pays(problem, R2, PROBE_BAND) else method
     elif use_acceleration(accelerated, problem, R2):
