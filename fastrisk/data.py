@@ -225,6 +225,14 @@ def encode_labels(y, classes, name="y"):
     """(classes, index of each label in classes): classes given (a chunk of a stream may
     lack some) or the sorted distinct labels."""
     if classes is None:
+        if y.dtype.kind in "biuf" and y.shape[0]:
+            # at most two distinct values (binary labels): two comparisons, no sort
+            lo, hi = y.min(), y.max()
+            upper = y == hi
+            if (upper | (y == lo)).all():
+                if lo == hi:
+                    return y[:1].copy(), np.zeros(y.shape[0], dtype=np.intp)
+                return np.array([lo, hi], dtype=y.dtype), upper.astype(np.intp)
         return np.unique(y, return_inverse=True)
     classes = np.unique(np.asarray(classes))
     index = np.searchsorted(classes, y)

@@ -11,6 +11,7 @@ from fastrisk.data import (
     check_targets,
     check_X,
     encode_binary,
+    encode_labels,
     encode_multiclass,
 )
 
@@ -91,6 +92,19 @@ def test_label_encodings():
     np.testing.assert_array_equal(idx, [2, 0, 1, 2])
     np.testing.assert_array_equal(check_targets([[0.5], [2.0]], 2), [0.5, 2.0])
     np.testing.assert_array_equal(check_sample_weight(2.0, 3), [2.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("y", [[1, -1, 1, 1], [0.0, 0.0], [2.5, -0.5, 2.5], [True, False, True],
+                               np.array([7, 3], dtype=np.uint8), [3, 1, 2, 1], ["b", "a", "b"],
+                               [4.0]])
+def test_label_encoding_matches_numpy_unique(y):
+    # numeric labels with at most two values take a path without np.unique's sort
+    y = np.asarray(y)
+    classes, index = encode_labels(y, None)
+    ref_classes, ref_index = np.unique(y, return_inverse=True)
+    assert classes.dtype == ref_classes.dtype and index.dtype == ref_index.dtype
+    np.testing.assert_array_equal(classes, ref_classes)
+    np.testing.assert_array_equal(index, ref_index)
 
 
 def test_problem_encodes_by_task():
