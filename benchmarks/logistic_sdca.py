@@ -58,12 +58,13 @@ def epoch_time(problem, threads, repeat, warm=3):
         method.run_epoch()
         method.estimate(0.0, 0.0)  # the step tolerance follows the estimated gap
     arrays = (method.u, method.v, method.row_loss, method.row_dual, method.sums, method.index,
-              method.order_state)
-    saved = [a.copy() for a in arrays]
+              method.order_state, method.pg)
+    saved, n_active = [a.copy() for a in arrays], method.n_active
     best = np.inf
     for _ in range(repeat):
         for a, s in zip(arrays, saved):
             a[:] = s
+        method.n_active = n_active
         t0 = time.perf_counter()
         method._single_epoch()
         best = min(best, time.perf_counter() - t0)

@@ -245,83 +245,37 @@ cdef inline Py_ssize_t sdca_pass(
     return n_active
 
 
-def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-               bint dense, double bias, const double[::1] y, const double[::1] sample_weight,
-               const double[::1] sqnorm, int64_t[::1] index, Py_ssize_t n_active,
-               uint64_t[::1] rng, int loss, double loss_param, double lam_n, double kappa,
-               double[::1] u, double[::1] v, double[::1] row_loss, double[::1] row_dual,
-               double[::1] sums, bint shrinking, double pg_max_old, double pg_min_old,
-               double step_tol=0.0):
-    """One pass of single-coordinate SDCA over the active rows ``index[:n_active]``.
-
-    When ``rng`` (one uint64 state) is not empty the active rows are first
-    shuffled in place (``fr_shuffle``); else they are visited as given.
-    Row i: f = <w, x_i>, u_i <- step(u_i, f, q_i) with
-    q_i = c_i ||x_i||^2 / (lambda n), then v += c_i (u_i_new - u_i) x_i / (lambda n);
-    ``step_tol`` is the tolerance of the inexact logistic step (fr_sdca.h).
-    ``sample_weight`` is empty for unit weights; rows of weight 0 are skipped.
-    Each visited row stores its terms ``row_loss[i] = c_i l(f, y_i)`` and
-    ``row_dual[i] = c_i (-l*(-u_i))``; ``sums`` = [sum row_loss, sum row_dual,
-    ||w||^2, ||w||_1] is kept up to date by differences (||w||^2 from
-    ||v + a x||^2 = ||v||^2 + 2 a f + a^2 ||x||^2 for l2), so the solver forms
-    the estimated duality gap without touching all rows or coordinates.
-
-    Shrinking (LIBLINEAR, Hsieh et al. 2008), when ``shrinking`` and the loss
-    has a box-constrained dual: a row at an end of its box whose ascent
-    direction G points outside by more than the largest violation of the
-    previous pass (``pg_max_old`` / ``pg_min_old``) is not updated and is
-    swapped behind the active rows.  Returns (n_active, pg_max, pg_min,
-    status) with pg_max / pg_min the extreme projected gradients of this pass;
-    ``index`` stays a permutation of its entries.
-    """
-    cdef Py_ssize_t d = v.shape[0] - (bias != 0.0)
-    cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
-    cdef double acc[6]
-    cdef fr_sdca_visit_fn visit = fr_sdca_visit_for(loss)
-    cdef bint shrink = shrinking and fr_sdca_grad_for(loss) != NULL
-    if visit == NULL:
-        return n_active, 0.0, 0.0, FR_ERR_BAD_LOSS
-    if (u.shape[0] != y.shape[0] or sqnorm.shape[0] != y.shape[0]
-            or row_loss.shape[0] != y.shape[0] or row_dual.shape[0] != y.shape[0]):
-        raise ValueError("u, y, sqnorm, row_loss and row_dual must have one entry per row")
-    if n_active < 0 or n_active > index.shape[0] or sums.shape[0] != 4:
-        raise ValueError("n_active must be in [0, len(index)] and sums must have 4 entries")
-    acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = sums[0], sums[1], sums[2], sums[3], \
-        -INFINITY, INFINITY
-    with nogil:
-        if rng.shape[0] > 0:
-            fr_shuffle(&index[0], n_active, &rng[0])
-        n_active = sdca_pass(&data[0], &indices[0], &indptr[0], dense, bias, d, &y[0], c,
-                             &sqnorm[0], &index[0], n_active, visit, loss_param, lam_n, kappa,
-                             1.0, False, &u[0], &v[0], &row_loss[0], &row_dual[0], shrink,
-                             pg_max_old, pg_min_old, step_tol, acc)
-    sums[0], sums[1], sums[2], sums[3] = acc[0], acc[1], acc[2], acc[3]
-    if not (isfinite(acc[0]) and isfinite(acc[1]) and isfinite(acc[2])):
-        return n_active, acc[4], acc[5], FR_ERR_OVERFLOW
-    return n_active, acc[4], acc[5], FR_OK
-
-
-cdef inline Py_ssize_t cocoa_block(
+cdef inline Py_ssize_t shrinking_passes(
         const floating* data, const index_t* indices, const index_t* indptr, bint dense,
         double bias, Py_ssize_t d, const double* y, const double* c, const double* sqnorm,
         int64_t* index, Py_ssize_t size, Py_ssize_t n_active, uint64_t* rng,
-        fr_sdca_visit_fn visit, double loss_param, double lam_n, double sigma, double* u,
-        double* local, double* row_loss, double* row_dual, bint shrink, double* pg,
-        double step_tol, double* acc) noexcept nogil:
-    """Block k's local solver: shuffled SDCA passes over its active rows until they add up
-    to ``size`` row visits, with LIBLINEAR's shrinking bookkeeping between passes as in
-    ``fastrisk.solvers.sdca._SDCA._single_epoch`` (all rows back when a pass's
-    projected-gradient range is below pg[2], which then drops tenfold; NaN: not set yet);
-    pg = [pg_max_old, pg_min_old, eps] of this block.  Returns the new n_active; acc[6]
-    counts the row visits."""
+        fr_sdca_visit_fn visit, double loss_param, double lam_n, double kappa, double sigma,
+        bint local, double* u, double* v, double* row_loss, double* row_dual, bint shrink,
+        double* pg, double step_tol, double gap_tol, double gap_abs, double* acc) noexcept nogil:
+    """SDCA passes (``sdca_pass``) over the active rows of a set of ``size`` rows
+    ``index[:size]``, each shuffled first (unless ``rng`` is NULL) and followed by
+    LIBLINEAR's shrinking bookkeeping (Hsieh et al. 2008, Algorithm 3), until the passes
+    add up to ``size`` row visits.  Without ``shrink``: one pass.
+
+    pg = [pg_max_old, pg_min_old, eps] carries the bookkeeping from call to call: a pass
+    shrinks against the previous pass's extreme projected gradients (+-inf: none); when
+    a pass's range pg_max - pg_min is at most eps while rows are shrunk, the shrunk
+    problem is solved to eps, all rows come back (n_active = size), eps drops tenfold and
+    the passes stop (eps NaN: set to a tenth of the first pass's range).  With
+    ``gap_tol >= 0`` (the shared iterate, not ``local``) the passes also stop once the
+    duality gap estimated from the running sums ``acc`` (``sdca_epoch``) is at most
+    max(gap_tol |P|, gap_abs).  Returns the new n_active; acc[6] counts the row visits.
+    """
     cdef Py_ssize_t visits = 0
+    cdef double lam = lam_n / size, P
     while True:
         visits += n_active
-        fr_shuffle(index, n_active, rng)
+        if rng != NULL:
+            fr_shuffle(index, n_active, rng)
         acc[4] = -INFINITY
         acc[5] = INFINITY
         n_active = sdca_pass(data, indices, indptr, dense, bias, d, y, c, sqnorm, index,
-                             n_active, visit, loss_param, lam_n, 0.0, sigma, True, u, local,
+                             n_active, visit, loss_param, lam_n, kappa, sigma, local, u, v,
                              row_loss, row_dual, shrink, pg[0], pg[1], step_tol, acc)
         if not shrink:
             break
@@ -337,8 +291,70 @@ cdef inline Py_ssize_t cocoa_block(
         pg[1] = acc[5] if acc[5] < 0.0 else -INFINITY
         if visits >= size:
             break
+        if gap_tol >= 0.0:
+            # P = sum l / n + lam (||w||^2 / 2 + kappa ||w||_1), D = sum (-l*) / n - lam ||w||^2 / 2
+            P = acc[0] / size + lam * (0.5 * acc[2] + kappa * acc[3])
+            if P - (acc[1] / size - 0.5 * lam * acc[2]) <= max(gap_tol * fabs(P), gap_abs):
+                break
     acc[6] = visits
     return n_active
+
+
+def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+               bint dense, double bias, const double[::1] y, const double[::1] sample_weight,
+               const double[::1] sqnorm, int64_t[::1] index, Py_ssize_t n_active,
+               uint64_t[::1] rng, int loss, double loss_param, double lam_n, double kappa,
+               double[::1] u, double[::1] v, double[::1] row_loss, double[::1] row_dual,
+               double[::1] sums, bint shrinking, double[::1] pg, double gap_tol=-1.0,
+               double gap_abs=0.0, double step_tol=0.0):
+    """One epoch of single-coordinate SDCA over the rows ``index`` (active rows
+    ``index[:n_active]`` first): ``shrinking_passes`` over all of them.
+
+    When ``rng`` (one uint64 state) is not empty the active rows are shuffled in place
+    (``fr_shuffle``) before each pass; else they are visited as given.
+    Row i: f = <w, x_i>, u_i <- step(u_i, f, q_i) with
+    q_i = c_i ||x_i||^2 / (lambda n), then v += c_i (u_i_new - u_i) x_i / (lambda n);
+    ``step_tol`` is the tolerance of the inexact logistic step (fr_sdca.h).
+    ``sample_weight`` is empty for unit weights; rows of weight 0 are skipped.
+    Each visited row stores its terms ``row_loss[i] = c_i l(f, y_i)`` and
+    ``row_dual[i] = c_i (-l*(-u_i))``; ``sums`` = [sum row_loss, sum row_dual,
+    ||w||^2, ||w||_1] is kept up to date by differences (||w||^2 from
+    ||v + a x||^2 = ||v||^2 + 2 a f + a^2 ||x||^2 for l2), so the solver forms
+    the estimated duality gap without touching all rows or coordinates.
+
+    Shrinking (LIBLINEAR, Hsieh et al. 2008), when ``shrinking`` and the loss
+    has a box-constrained dual: a row at an end of its box whose ascent
+    direction G points outside by more than the largest violation of the
+    previous pass (``pg[0]``, ``pg[1]``) is not updated and is swapped behind the
+    active rows; ``pg`` (3 entries) as in ``shrinking_passes``, which also gives the
+    passes' stop on the estimated gap (``gap_tol``, ``gap_abs``; gap_tol < 0: none).
+    Returns (n_active, row visits, status); ``index`` stays a permutation of its entries.
+    """
+    cdef Py_ssize_t d = v.shape[0] - (bias != 0.0), n = index.shape[0]
+    cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
+    cdef double acc[7]
+    cdef fr_sdca_visit_fn visit = fr_sdca_visit_for(loss)
+    cdef bint shrink = shrinking and fr_sdca_grad_for(loss) != NULL
+    if visit == NULL:
+        return n_active, 0, FR_ERR_BAD_LOSS
+    if (u.shape[0] != y.shape[0] or sqnorm.shape[0] != y.shape[0]
+            or row_loss.shape[0] != y.shape[0] or row_dual.shape[0] != y.shape[0]):
+        raise ValueError("u, y, sqnorm, row_loss and row_dual must have one entry per row")
+    if n_active < 0 or n_active > n or n == 0 or sums.shape[0] != 4 or pg.shape[0] != 3:
+        raise ValueError("n_active must be in [0, len(index)], len(index) > 0, sums must "
+                         "have 4 entries and pg 3")
+    acc[0], acc[1], acc[2], acc[3] = sums[0], sums[1], sums[2], sums[3]
+    with nogil:
+        n_active = shrinking_passes(&data[0], &indices[0], &indptr[0], dense, bias, d, &y[0],
+                                    c, &sqnorm[0], &index[0], n, n_active,
+                                    &rng[0] if rng.shape[0] > 0 else NULL, visit, loss_param,
+                                    lam_n, kappa, 1.0, False, &u[0], &v[0], &row_loss[0],
+                                    &row_dual[0], shrink, &pg[0], step_tol, gap_tol, gap_abs,
+                                    acc)
+    sums[0], sums[1], sums[2], sums[3] = acc[0], acc[1], acc[2], acc[3]
+    if not (isfinite(acc[0]) and isfinite(acc[1]) and isfinite(acc[2])):
+        return n_active, <Py_ssize_t>acc[6], FR_ERR_OVERFLOW
+    return n_active, <Py_ssize_t>acc[6], FR_OK
 
 
 def sdca_cocoa_round(const floating[::1] data, const index_t[::1] indices,
@@ -355,7 +371,7 @@ def sdca_cocoa_round(const floating[::1] data, const index_t[::1] indices,
 
     Block k is ``index[block_bounds[k]:block_bounds[k + 1]]``, its active rows first
     (``n_active[k]``); it belongs to thread k mod (threads), shuffles with its own state
-    ``rng[k]`` and keeps its own shrinking state ``pg[k]`` (see ``cocoa_block``).  Its
+    ``rng[k]`` and keeps its own shrinking state ``pg[k]`` (see ``shrinking_passes``).  Its
     local solver is single-coordinate SDCA on the local subproblem G_k^sigma' (the paper's
     (10)): scores <w + sigma' dw_k, x_i> and curvature sigma' q_i, on the private row
     ``local[k]``, which holds w on entry and w + sigma' dw_k after the block's passes.
@@ -401,11 +417,11 @@ def sdca_cocoa_round(const floating[::1] data, const index_t[::1] indices,
             if blk % nt != tid:  # block blk belongs to thread blk mod nt
                 continue
             lo = block_bounds[blk]
-            n_active[blk] = cocoa_block(
+            n_active[blk] = shrinking_passes(
                 &data[0], &indices[0], &indptr[0], dense, bias, d, &y[0], c, &sqnorm[0],
                 &index[lo], block_bounds[blk + 1] - lo, n_active[blk], &rng[blk], visit,
-                loss_param, lam_n, sigma, &u[0], &local[blk, 0], &row_loss[0], &row_dual[0],
-                shrink, &pg[blk, 0], step_tol, &acc[blk, 0])
+                loss_param, lam_n, 0.0, sigma, True, &u[0], &local[blk, 0], &row_loss[0],
+                &row_dual[0], shrink, &pg[blk, 0], step_tol, -1.0, 0.0, &acc[blk, 0])
         fr_barrier()
         # the merge, coordinate range blk of K (fixed ranges: the same bits on any threads)
         for blk in range(K):

@@ -409,7 +409,8 @@ def test_minibatch_with_b1_is_single_coordinate_sdca():
     for epoch in range(3):
         _sdca.sdca_epoch(d.data, d.indices, d.indptr, d.dense, d.bias, prob.y, np.empty(0),
                          d.row_sqnorms(), order1, n, rng1, prob.loss.spec.kernel_id, 0.0, lam_n,
-                         0.0, u1, v1, np.zeros(n), np.zeros(n), sums1, False, np.inf, -np.inf)
+                         0.0, u1, v1, np.zeros(n), np.zeros(n), sums1, False,
+                         np.array([np.inf, -np.inf, np.nan]))
         # safe with b = 1: theta = 0, so beta = 1 and gamma = 0; the same shuffle
         _minibatch(prob, u2, v2, order2, 1, 1.0, 0.0, rng=rng2, sums=sums2)
         np.testing.assert_array_equal(order1, order2)
@@ -431,14 +432,15 @@ def test_epoch_sums_track_the_exact_terms_with_shrinking():
     lam_n, kid = prob.alpha * 0.7 * n, prob.loss.spec.kernel_id
     u, v, rl, rd, sums = np.zeros(n), np.zeros(d.n_weights), np.zeros(n), np.zeros(n), np.zeros(4)
     index, n_active, state = np.arange(n, dtype=np.int64), n, np.array([1], dtype=np.uint64)
-    pg_max, pg_min = np.inf, -np.inf
+    pg = np.array([np.inf, -np.inf, np.nan])
+    fewest = n
     for _ in range(30):
-        n_active, pg_max, pg_min, st = _sdca.sdca_epoch(
+        n_active, visits, st = _sdca.sdca_epoch(
             d.data, d.indices, d.indptr, d.dense, d.bias, prob.y, np.empty(0), d.row_sqnorms(),
-            index, n_active, state, kid, 0.0, lam_n, kappa, u, v, rl, rd, sums, True,
-            pg_max if pg_max > 0 else np.inf, pg_min if pg_min < 0 else -np.inf)
-        assert st == 0
-    assert 0 < n_active < n  # shrinking happened
+            index, n_active, state, kid, 0.0, lam_n, kappa, u, v, rl, rd, sums, True, pg)
+        assert st == 0 and 0 < visits <= 2 * n
+        fewest = min(fewest, n_active)
+    assert 0 < fewest < n  # shrinking happened
     np.testing.assert_array_equal(np.sort(index), np.arange(n))  # still a permutation
     w = np.sign(v) * np.maximum(np.abs(v) - kappa, 0.0)
     np.testing.assert_allclose(v, X.T @ u / lam_n, rtol=1e-10, atol=1e-13)

@@ -252,8 +252,9 @@ class _SDCA:
         self.blocks = min(blocks, n)
         if self.blocks > 1:
             self._setup_cocoa(data, seed, n_threads)
-        self.pg_max_old, self.pg_min_old = np.inf, -np.inf
-        self.pg_eps = None  # unshrink when the projected-gradient range falls below it
+        # shrinking's pg_max_old, pg_min_old and the projected-gradient range below which
+        # all rows come back (NaN: set by the first pass); _sdca.shrinking_passes
+        self.pg = np.array([np.inf, -np.inf, np.nan])
         self.gap_estimates, self.row_visits, self.epoch = [], 0, 0
         # no exact pass at the start (but a warm start of an inexact step, _start_gap):
         # the first epoch visits every row and sets its terms
@@ -328,7 +329,7 @@ class _SDCA:
         for k in range(1, K):  # every block holds at least one row
             bounds[k] = min(max(bounds[k], bounds[k - 1] + 1), n - (K - k))
         self.block_bounds, self.block_active = bounds, np.diff(bounds)
-        # per block: pg_max_old, pg_min_old, the unshrink threshold (NaN: set by the first pass)
+        # per block: the shrinking state of self.pg
         self.block_pg = np.tile([np.inf, -np.inf, np.nan], (K, 1))
         self.cocoa_threads = min(n_threads, K)
         self.local = np.empty((K, len(self.v)))
@@ -344,7 +345,7 @@ class _SDCA:
         return self.v.copy() if self.kappa == 0.0 else soft_threshold(self.v, self.kappa)
 
     def unshrink(self):
-        self.n_active, self.pg_max_old, self.pg_min_old = self.n, np.inf, -np.inf
+        self.n_active, self.pg[:2] = self.n, (np.inf, -np.inf)
         if self.blocks > 1:
             self.block_active = np.diff(self.block_bounds)
             self.block_pg[:, :2] = np.inf, -np.inf
@@ -384,34 +385,17 @@ class _SDCA:
 
     def _single_epoch(self):
         """Passes of single-coordinate SDCA over the active rows, each followed by
-        LIBLINEAR's shrinking bookkeeping, until they add up to n row visits or all rows
-        come back: an epoch is one pass over all rows, or several over a shrunk set (a
-        pass over a few active rows costs less than the driver's work between epochs)."""
-        visits = 0
-        while True:
-            visits += self.n_active
-            self.n_active, pg_max, pg_min, status = _sdca.sdca_epoch(
-                *self.rows, self.problem.y, self.c_arg, self.sqnorm, self.index,
-                self.n_active, self.order_state, self.kid, self.p, self.lam_n, self.kappa,
-                self.u, self.v, self.row_loss, self.row_dual, self.sums, self.shrinking,
-                self.pg_max_old, self.pg_min_old, self.step_tol)
-            self._check_status(status)
-            if not self.shrinking:
-                break
-            self.pg_eps = 0.1 * (pg_max - pg_min) if self.pg_eps is None else self.pg_eps
-            if pg_max - pg_min <= self.pg_eps and self.n_active < self.n:
-                # the shrunk problem is solved to pg_eps (LIBLINEAR): all rows back
-                self.unshrink()
-                self.pg_eps *= 0.1
-                break
-            self.pg_max_old = pg_max if pg_max > 0 else np.inf
-            self.pg_min_old = pg_min if pg_min < 0 else -np.inf
-            if visits >= self.n:
-                break
-            # the epoch ends where the estimated gap reaches the driver's last target
-            P_est, gap = self._estimated_gap()
-            if gap <= max(self.target[0] * abs(P_est), self.target[1]):
-                break
+        LIBLINEAR's shrinking bookkeeping, until they add up to n row visits, all rows
+        come back, or the estimated gap reaches the driver's last target
+        (``_sdca.shrinking_passes``): an epoch is one pass over all rows, or several over
+        a shrunk set (a pass over a few active rows costs less than the driver's work
+        between epochs)."""
+        self.n_active, visits, status = _sdca.sdca_epoch(
+            *self.rows, self.problem.y, self.c_arg, self.sqnorm, self.index, self.n_active,
+            self.order_state, self.kid, self.p, self.lam_n, self.kappa, self.u, self.v,
+            self.row_loss, self.row_dual, self.sums, self.shrinking, self.pg, *self.target,
+            self.step_tol)
+        self._check_status(status)
         self.row_visits += visits
 
     def _cocoa_epoch(self):
