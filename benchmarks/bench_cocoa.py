@@ -22,7 +22,6 @@ import datetime
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np

@@ -145,7 +145,7 @@ def summary(rounds=15):
     X, y = load_imdb_bigrams()
     w = np.random.default_rng(0).normal(size=X.shape[1]) * 0.01
     local = fr.Problem(X, y, loss="hinge", n_threads=1).oracle
-    lines = [f"# Dask oracle: T(1), T(2) and the local oracle", "",
+    lines = ["# Dask oracle: T(1), T(2) and the local oracle", "",
              f"IMDB unigram+bigram tf-idf {X.shape}, nnz {X.nnz}, hinge, w ~ N(0, 0.01^2); "
              f"LocalCluster of 1 or 2 single-thread worker processes, one partition per "
              f"worker; local oracle on 1 thread in the client; {rounds} interleaved rounds, "

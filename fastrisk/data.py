@@ -19,6 +19,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from fastrisk import _sdca
+
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
@@ -306,14 +308,10 @@ class Dataset:
         return int(self.indptr[-1])
 
     def row_sqnorms(self):
-        """||x_i||^2 including the intercept feature, as float64."""
-        if self.dense:
-            sq = np.einsum("ij,ij->i", self.X, self.X, dtype=np.float64)
-        else:
-            rows = np.repeat(np.arange(self.n_samples), np.diff(self.indptr))
-            sq = np.bincount(rows, weights=np.square(self.data, dtype=np.float64),
-                             minlength=self.n_samples)
-        return sq + self.bias**2
+        """||x_i||^2 including the intercept feature, as float64 (one pass over the rows,
+        no temporaries of X's size)."""
+        return _sdca.row_sqnorms(self.data, self.indices, self.indptr, self.dense, self.bias,
+                                 np.empty(self.n_samples))
 
     def decision(self, w):
         """X w (+ bias * w[-1]) for a weight vector of length n_weights."""

@@ -120,9 +120,7 @@ accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 
 import time
 
-import numpy as np
 
-from fastrisk import _sdca
 from fastrisk.solvers import SOLVERS
 from fastrisk.solvers._catalyst import PROBE_BAND, PROBE_EPOCHS, PROBE_RATE, pays, radius_sq
 from fastrisk.solvers._epochs import observed_rate
@@ -154,10 +152,8 @@ def _newton_fits(problem):
 def _accelerated_sdca(problem):
     """Whether SDCA's accelerated loop applies here (alpha m / R^2 in PROBE_BAND, fewer
     features than rows)."""
-    data = problem.data
-    sqnorm = _sdca.row_sqnorms(data.data, data.indices, data.indptr, data.dense, data.bias,
-                               np.empty(data.n_samples))  # one pass, no temporaries
-    return pays(problem, radius_sq(sqnorm, problem.sample_weight), PROBE_BAND)
+    return pays(problem, radius_sq(problem.data.row_sqnorms(), problem.sample_weight),
+                PROBE_BAND)
 
 
 def _preferences(problem):

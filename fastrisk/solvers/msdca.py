@@ -203,13 +203,16 @@ class _MSDCA:
                 s[1] / n - 0.5 * lam * s[2])
 
     def exact_sums(self):
-        """(sum c_i phi(W x_i, y_i), sum of the dual terms) in one pass; ``sums`` resynced."""
+        """(sum c_i phi(W x_i, y_i), sum of the dual terms) in one pass; ``sums`` resynced
+        (the norms of W without a temporary of W's size: ||W||_1 only with an l1 term, the
+        only case that reads it)."""
         W = self.W
         loss_sum = _msdca.primal_loss_sum(*self.rows, W, self.k, self.y, self.c_arg, self.loss,
                                           self.row_loss, self.n_threads)
         self.sums[:] = (loss_sum, _msdca.dual_terms(self.P, self.y, self.c_arg, self.loss,
                                                     self.row_dual),
-                        float((W * W).sum()), float(np.abs(W).sum()))
+                        float(np.einsum("ij,ij->", W, W)),
+                        float(np.abs(W).sum()) if self.kappa else 0.0)
         return self.sums[0], self.sums[1]
 
     def certify(self, best):

@@ -202,6 +202,7 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
     new_phase, n_phases, phase_J, phase_gap = True, 0, math.inf, math.inf
     inner_seconds = bound_seconds = gram_seconds = 0.0
     status, t = None, 0
+    s = math.nan  # lam t + tau_{1:t} of the last step, read from the second step on
     with mon.interruptible():
         while status is None:
             t += 1

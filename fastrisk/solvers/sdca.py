@@ -233,7 +233,7 @@ class _SDCA:
         batch_threads = max(1, min(n_threads, data.nnz * batch_size // (n * BATCH_GRAIN)))
         self.c_arg = np.empty(0) if problem.sample_weight is None else problem.sample_weight
         self.rows = (data.data, data.indices, data.indptr, data.dense, data.bias)
-        self.sqnorm = _sdca.row_sqnorms(*self.rows[:4], data.bias, np.empty(n))
+        self.sqnorm = data.row_sqnorms()
         self.u, self.v = _initial_dual(problem, start, self.lam_n)
         self.kid, self.p = spec.kernel_id, problem.loss.param
         self.b = b = min(batch_size, n)
