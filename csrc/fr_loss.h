@@ -2,11 +2,14 @@
  *
  * Each loss is one static inline function returning l(f, y) and writing a
  * subgradient l'(f, y), plus its Fenchel conjugate l*(a) = sup_f a f - l(f, y)
- * (+inf outside the domain), and l''(f, y) (`_curv`: the second derivative where
+ * (+inf outside the domain), l''(f, y) (`_curv`: the second derivative where
  * it exists, 0 on the flat pieces of piecewise-linear losses, the generalized
  * second derivative at the kinks of squared-hinge-type and Huber losses; the
- * curvature the proximal Newton solver of csrc/_cd.pyx uses).  `p` is the loss parameter (quantile tau,
- * epsilon, huber delta, smoothed-hinge gamma); unused losses ignore it.
+ * curvature the proximal Newton solver of csrc/_cd.pyx uses), and l, l' and l''
+ * in one call (`_derivs`, for the batch of the Newton-type solvers:
+ * FR_DERIVS_FROM_PARTS composes the three functions; the logistic loss shares
+ * its exp and reciprocal among them instead).  `p` is the loss parameter
+ * (quantile tau, epsilon, huber delta, smoothed-hinge gamma); unused losses ignore it.
  * Batch loops pick the loss once per call (FR_LOSS_SWITCH), never per element.
  */
 #ifndef FR_LOSS_H
@@ -57,6 +60,14 @@ static const char *const fr_loss_names[FR_N_LOSSES] = {
 
 static inline double fr_sgn(double x) { return (x > 0) - (x < 0); }
 
+/* FN##_derivs(f, y, p, &d, &h) = FN(f, y, p, &d) with h = FN##_curv(f, y, p) */
+#define FR_DERIVS_FROM_PARTS(FN) \
+static inline double FN##_derivs(double f, double y, double p, double *d, double *h) \
+{ \
+    *h = FN##_curv(f, y, p); \
+    return FN(f, y, p, d); \
+}
+
 /* max(0, 1 - y f) */
 static inline double fr_hinge(double f, double y, double p, double *d)
 {
@@ -73,6 +84,7 @@ static inline double fr_hinge_conj(double a, double y, double p)
 }
 /* l'' = 0 where it exists (piecewise linear) */
 static inline double fr_hinge_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 0.0; }
+FR_DERIVS_FROM_PARTS(fr_hinge)
 
 /* 0.5 max(0, 1 - y f)^2 */
 static inline double fr_squared_hinge(double f, double y, double p, double *d)
@@ -90,6 +102,7 @@ static inline double fr_squared_hinge_conj(double a, double y, double p)
 }
 /* generalized l'' (Mangasarian 2002): 1 on the margin violators */
 static inline double fr_squared_hinge_curv(double f, double y, double p) { (void)p; return y * f < 1.0 ? 1.0 : 0.0; }
+FR_DERIVS_FROM_PARTS(fr_squared_hinge)
 
 /* max(0, -y f) */
 static inline double fr_zero_margin(double f, double y, double p, double *d)
@@ -106,6 +119,7 @@ static inline double fr_zero_margin_conj(double a, double y, double p)
     return (s >= 0.0 && s <= 1.0) ? 0.0 : INFINITY;
 }
 static inline double fr_zero_margin_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 0.0; }
+FR_DERIVS_FROM_PARTS(fr_zero_margin)
 
 /* 0.5 max(0, -y f)^2 */
 static inline double fr_squared_zero_margin(double f, double y, double p, double *d)
@@ -121,6 +135,7 @@ static inline double fr_squared_zero_margin_conj(double a, double y, double p)
     return -a * y >= 0.0 ? 0.5 * a * a : INFINITY;
 }
 static inline double fr_squared_zero_margin_curv(double f, double y, double p) { (void)p; return y * f < 0.0 ? 1.0 : 0.0; }
+FR_DERIVS_FROM_PARTS(fr_squared_zero_margin)
 
 /* log(1 + exp(-y f)), stable for any |f| */
 static inline double fr_logistic(double f, double y, double p, double *d)
@@ -145,6 +160,15 @@ static inline double fr_logistic_curv(double f, double y, double p)
     double e = exp(-fabs(y * f));
     return e / ((1.0 + e) * (1.0 + e));
 }
+/* one exp for l, l' and l'': e = exp(-|z|), r = 1 / (1 + e) */
+static inline double fr_logistic_derivs(double f, double y, double p, double *d, double *h)
+{
+    (void)p;
+    double z = y * f, e = exp(-fabs(z)), r = 1.0 / (1.0 + e);
+    *d = -y * (z >= 0.0 ? e * r : r);
+    *h = e * r * r;
+    return (z >= 0.0 ? 0.0 : -z) + log1p(e);
+}
 
 /* exp(-y f): overflow gives inf, reported by the batch loop */
 static inline double fr_exponential(double f, double y, double p, double *d)
@@ -161,6 +185,7 @@ static inline double fr_exponential_conj(double a, double y, double p)
     return s >= 0.0 ? fr_xlogx(s) - s : INFINITY;
 }
 static inline double fr_exponential_curv(double f, double y, double p) { (void)p; return exp(-y * f); }
+FR_DERIVS_FROM_PARTS(fr_exponential)
 
 /* max(0, 1 - f): one-class novelty detection, y unused */
 static inline double fr_novelty(double f, double y, double p, double *d)
@@ -175,6 +200,7 @@ static inline double fr_novelty_conj(double a, double y, double p)
     return (a >= -1.0 && a <= 0.0) ? a : INFINITY;
 }
 static inline double fr_novelty_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 0.0; }
+FR_DERIVS_FROM_PARTS(fr_novelty)
 
 /* 0.5 (f - y)^2 */
 static inline double fr_squared(double f, double y, double p, double *d)
@@ -190,6 +216,7 @@ static inline double fr_squared_conj(double a, double y, double p)
     return a * y + 0.5 * a * a;
 }
 static inline double fr_squared_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 1.0; }
+FR_DERIVS_FROM_PARTS(fr_squared)
 
 /* |f - y| */
 static inline double fr_absolute(double f, double y, double p, double *d)
@@ -205,6 +232,7 @@ static inline double fr_absolute_conj(double a, double y, double p)
     return fabs(a) <= 1.0 ? a * y : INFINITY;
 }
 static inline double fr_absolute_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 0.0; }
+FR_DERIVS_FROM_PARTS(fr_absolute)
 
 /* max(tau (f - y), (1 - tau)(y - f)), p = tau in (0, 1) */
 static inline double fr_quantile(double f, double y, double p, double *d)
@@ -218,6 +246,7 @@ static inline double fr_quantile_conj(double a, double y, double p)
     return (a >= p - 1.0 && a <= p) ? a * y : INFINITY;
 }
 static inline double fr_quantile_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 0.0; }
+FR_DERIVS_FROM_PARTS(fr_quantile)
 
 /* max(0, |f - y| - eps), p = eps >= 0 */
 static inline double fr_epsilon_insensitive(double f, double y, double p, double *d)
@@ -231,6 +260,7 @@ static inline double fr_epsilon_insensitive_conj(double a, double y, double p)
     return fabs(a) <= 1.0 ? a * y + p * fabs(a) : INFINITY;
 }
 static inline double fr_epsilon_insensitive_curv(double f, double y, double p) { (void)f; (void)y; (void)p; return 0.0; }
+FR_DERIVS_FROM_PARTS(fr_epsilon_insensitive)
 
 /* 0.5 r^2 if |r| <= delta else delta (|r| - delta / 2), r = f - y, p = delta > 0 */
 static inline double fr_huber(double f, double y, double p, double *d)
@@ -244,6 +274,7 @@ static inline double fr_huber_conj(double a, double y, double p)
     return fabs(a) <= p ? a * y + 0.5 * a * a : INFINITY;
 }
 static inline double fr_huber_curv(double f, double y, double p) { return fabs(f - y) <= p ? 1.0 : 0.0; }
+FR_DERIVS_FROM_PARTS(fr_huber)
 
 /* exp(f) - y f, y >= 0 */
 static inline double fr_poisson(double f, double y, double p, double *d)
@@ -260,6 +291,7 @@ static inline double fr_poisson_conj(double a, double y, double p)
     return s >= 0.0 ? fr_xlogx(s) - s : INFINITY;
 }
 static inline double fr_poisson_curv(double f, double y, double p) { (void)y; (void)p; return exp(f); }
+FR_DERIVS_FROM_PARTS(fr_poisson)
 
 /* Smoothed hinge (Shalev-Shwartz & Zhang), p = gamma > 0:
  * 0 if z >= 1, 1 - z - gamma/2 if z <= 1 - gamma, (1 - z)^2 / (2 gamma) otherwise. */
@@ -281,6 +313,7 @@ static inline double fr_smoothed_hinge_curv(double f, double y, double p)
     double z = y * f;
     return (z < 1.0 && z > 1.0 - p) ? 1.0 / p : 0.0;
 }
+FR_DERIVS_FROM_PARTS(fr_smoothed_hinge)
 
 /* Sum of c_i l(f_i, y_i) over i < n and g_i = c_i l'(f_i, y_i); c may be NULL
  * (all weights 1).  The switch runs once; each case is a plain loop. */
@@ -340,12 +373,12 @@ static inline int fr_loss_derivs_batch(int kind, double p, ptrdiff_t n, const do
 #define FR_DERIVS_CASE(ID, FN, NAME) \
     case ID: \
         for (i = 0; i < n; ++i) { \
-            double di, v = FN(f[i], y[i], p, &di); \
+            double di, hi, v = FN##_derivs(f[i], y[i], p, &di, &hi); \
             double w = c ? s * c[i] : s; \
             total += w * v; \
             d[i] = di; \
             g[i] = w * di; \
-            h[i] = w * FN##_curv(f[i], y[i], p); \
+            h[i] = w * hi; \
         } \
         break;
     FR_ALL_LOSSES(FR_DERIVS_CASE)
