@@ -120,7 +120,6 @@ accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 
 import time
 
-
 from fastrisk.solvers import SOLVERS
 from fastrisk.solvers._catalyst import PROBE_BAND, PROBE_EPOCHS, PROBE_RATE, pays, radius_sq
 from fastrisk.solvers._epochs import observed_rate

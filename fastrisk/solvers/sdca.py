@@ -429,10 +429,9 @@ class _SDCA:
                             "check the scale of X and alpha")
 
     def _estimated_gap(self):
-        """(estimated P(w), estimated gap) from the running sums, in O(1)."""
-        sums, n, lam = self.sums, self.n, self.lam
-        P_est = sums[0] / n + lam * (0.5 * sums[2] + self.kappa * sums[3])
-        return P_est, P_est - (sums[1] / n - 0.5 * lam * sums[2])
+        """(estimated P(w), estimated gap) from the running sums, in O(1) (the formula the
+        epochs' own stop reads, ``_sdca.gap_from_sums``)."""
+        return _sdca.estimated_gap(self.sums, self.n, self.lam, self.kappa)
 
     def estimate(self, tol, abs_tol):
         """(estimated P(w), whether to check exactly now) from the running sums."""
