@@ -136,23 +136,31 @@ cdef inline double exp_small(double t) noexcept nogil:
 
 
 cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, double* z,
-                       double* e) noexcept nogil:
+                       double* e, double* work) noexcept nogil:
     """Newton in (z = log p, nu) on z_c + a e^{z_c} = r_c - nu, sum e^{z_c} = 1, from
     the given (z, nu) with e = e^z (the caller has it without exponentials); True when
     the residuals reach rounding level within JOINT_MAX_ITER iterations (z then holds
-    log p, e = e^z).
+    log p, e = e^z).  ``work``: 2k scratch doubles.
 
     Eliminating dz: with h_c = p_c / (1 + a p_c), F_c the residuals and
     G = sum p - 1, dnu = (G - sum h_c F_c) / sum h_c and
-    dz_c = -(F_c + dnu) / (1 + a p_c).  Cheap (k exponentials an iteration) and
-    quadratically convergent near the solution; from far away (large a, where
-    p stays near p_old) it can crawl, hence the bounded iteration count.  Near the
+    dz_c = -(F_c + dnu) / (1 + a p_c).  Cheap (k exponentials and k divisions an
+    iteration) and quadratically convergent near the solution; from far away (large a,
+    where p stays near p_old) it can crawl, hence the bounded iteration count.  Near the
     solution the steps dz_c are tiny and e^{z + dz} = e^z e^{dz} takes e^{dz} from its
     Taylor polynomial (exp_small) instead of an exponential.
+
+    The step zeroes the residuals' linear part, so what it leaves is the Taylor
+    remainder: a e_c (e^{dz_c} - 1 - dz_c) in F_c and sum_c e_c (e^{dz_c} - 1 - dz_c)
+    in G, with e_c before the step; e^t - 1 - t <= e^t t^2 for |t| <= 1 bounds them
+    by a q_c and sum_c q_c, q_c = e_c dz_c^2 with e_c after it.  When those are
+    below the rounding level the iteration stops without another pass to measure it.
     """
     cdef Py_ssize_t c
     cdef int it
-    cdef double G, sh, shf, F, res, tol = 0.0, dnu, dz
+    cdef double G, sh, shf, res, tol = 0.0, dnu, dz, h, q2, qmax, qsum
+    cdef double* F = work
+    cdef double* inv = work + k
     for c in range(k):
         tol = max(tol, fabs(r[c]))
     tol = 4e-16 * (1.0 + tol + a + fabs(nu))
@@ -163,26 +171,35 @@ cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, doubl
         res = 0.0
         for c in range(k):
             G += e[c]
-            F = z[c] + a * e[c] - r[c] + nu
-            res = max(res, fabs(F))
-            sh += e[c] / (1.0 + a * e[c])
-            shf += F * e[c] / (1.0 + a * e[c])
+            F[c] = z[c] + a * e[c] - r[c] + nu
+            res = max(res, fabs(F[c]))
+            inv[c] = 1.0 / (1.0 + a * e[c])
+            h = e[c] * inv[c]
+            sh += h
+            shf += F[c] * h
         if res <= tol and fabs(G) <= 4e-16 * k:
             return True
         dnu = (G - shf) / sh
+        qmax = 0.0
+        qsum = 0.0
         for c in range(k):
-            F = z[c] + a * e[c] - r[c] + nu
-            dz = -(F + dnu) / (1.0 + a * e[c])
+            dz = -(F[c] + dnu) * inv[c]
             z[c] += dz
             e[c] = e[c] * exp_small(dz) if fabs(dz) <= EXP_SMALL else exp(z[c])
+            q2 = e[c] * dz * dz
+            qmax = max(qmax, q2)
+            qsum += q2
         nu += dnu
+        if a * qmax <= tol and qsum <= 4e-16 * k:
+            return True
     return False
 
 
 cdef double softmax_step(const double* s, const double* p_old, double* logp, Py_ssize_t k,
-                         double a, double* p, double* r, double* z) noexcept nogil:
+                         double a, double* p, double* work) noexcept nogil:
     """p <- the softmax dual step (module docstring); returns H(p).  ``logp`` holds
-    log p_old (the step's own output at the row's last visit) and gets log p.
+    log p_old (the step's own output at the row's last visit) and gets log p;
+    ``work``: 4k scratch doubles.
 
     With r = s + a p_old - 1: first the cheap joint Newton (joint_newton), from
     p_old when it lies inside the simplex (z = log p_old, nu = the p_old-weighted
@@ -205,6 +222,8 @@ cdef double softmax_step(const double* s, const double* p_old, double* logp, Py_
     cdef Py_ssize_t c
     cdef int it
     cdef double mx, tot, nu, dnu, phi, dphi, loga, H, pmin = INFINITY
+    cdef double* r = work
+    cdef double* z = work + k
     cdef bint joint = False
     mx = -INFINITY
     nu = 0.0
@@ -218,7 +237,7 @@ cdef double softmax_step(const double* s, const double* p_old, double* logp, Py_
             z[c] = logp[c]
             p[c] = p_old[c]
             nu += p_old[c] * (r[c] - z[c] - a * p_old[c])
-        joint = joint_newton(r, nu, k, a, z, p)  # p = e^z when it converged
+        joint = joint_newton(r, nu, k, a, z, p, work + 2 * k)  # p = e^z when it converged
     if not joint:
         tot = 0.0
         for c in range(k):
@@ -228,7 +247,7 @@ cdef double softmax_step(const double* s, const double* p_old, double* logp, Py_
         for c in range(k):
             z[c] = r[c] - nu
             p[c] = p[c] / tot
-        joint = a > 0.0 and joint_newton(r, nu, k, a, z, p)
+        joint = a > 0.0 and joint_newton(r, nu, k, a, z, p, work + 2 * k)
     if not joint and a > 0.0:
         loga = log(a)
         dnu = INFINITY  # cold starts in the first iteration
@@ -405,11 +424,11 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
             or classes.shape[1] != k:
         raise ValueError("shrink, row_loss, row_dual, y, n_classes and classes must have one "
                          "entry per row (classes: k)")
-    buf = <double*>malloc(6 * q * sizeof(double))
+    buf = <double*>malloc(8 * q * sizeof(double))
     if buf == NULL:
         raise MemoryError()
-    s, g, pn, z = buf, buf + q, buf + 2 * q, buf + 3 * q  # z: 2q scratch doubles
-    active = <int*>(buf + 5 * q)
+    s, g, pn, z = buf, buf + q, buf + 2 * q, buf + 3 * q  # z: 4q scratch doubles
+    active = <int*>(buf + 7 * q)
     for c in range(k, q):  # the padding columns' updates: zero
         g[c] = 0.0
     with nogil:
@@ -470,7 +489,7 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                     pn[cls[u]] = z[u]
                 new = ci * (1.0 - pn[yi])
             else:
-                new = ci * softmax_step(s, &P[i, 0], &logP[i, 0], k, a / omega, pn, z, z + q)
+                new = ci * softmax_step(s, &P[i, 0], &logP[i, 0], k, a / omega, pn, z)
             sums[1] += new - row_dual[i]
             row_dual[i] = new
             # A changes by p_old - p_new: V += c_i x_i (p_old - p_new)^T / (lambda n)
