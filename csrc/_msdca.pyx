@@ -270,13 +270,17 @@ cdef double softmax_step(const double* s, const double* p_old, double* logp, Py_
         tot += p[c]
     H = 0.0
     if joint:
-        # z = log p: H(p / tot) = -(1/tot) sum_c p_c z_c + log tot, no logarithm per class
-        loga = log(tot)
+        # z = log p: H(p / tot) = -(1/tot) sum_c p_c z_c + log tot, no logarithm per class;
+        # the converged tot is 1 to rounding, where log tot = t - t^2/2 (t = tot - 1) to
+        # within |t|^3 / 3
+        dnu = tot - 1.0
+        loga = dnu - 0.5 * dnu * dnu if fabs(dnu) <= 1e-6 else log(tot)
+        phi = 1.0 / tot
         for c in range(k):
             H -= p[c] * z[c]
-            p[c] = p[c] / tot
+            p[c] = p[c] * phi
             logp[c] = z[c] - loga
-        return H / tot + loga
+        return H * phi + loga
     for c in range(k):
         p[c] = p[c] / tot
         logp[c] = log(p[c]) if p[c] > 0.0 else -INFINITY
@@ -452,8 +456,9 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
             else:
                 row_scores_classes(val, idx, nnz, bias, d, &W[0, 0], k, q, cls, m, s)
             old = row_loss[i]
-            row_loss[i] = vector_loss_row(loss, s, k, yi, NULL, NULL, NULL, ci, g, active,
-                                          &n_active)
+            # the softmax gradient is not needed (g is the step's update below)
+            row_loss[i] = vector_loss_row(loss, s, k, yi, NULL, NULL, NULL, ci,
+                                          g if hinge else NULL, active, &n_active)
             sums[0] += row_loss[i] - old
             shrink[i] = 0
             if hinge:
@@ -557,7 +562,8 @@ def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,
                        &W[0, 0], q, q, s)
             values[i] = vector_loss_row(loss, s, k, y[i], NULL, NULL, NULL,
                                         sample_weight[i] if sample_weight.shape[0] > 0 else 1.0,
-                                        s + q, <int*>(s + 2 * q), <Py_ssize_t*>(s + 3 * q))
+                                        s + q if loss != FR_VEC_SOFTMAX else NULL,
+                                        <int*>(s + 2 * q), <Py_ssize_t*>(s + 3 * q))
         for i in range(n):
             total += values[i]
     return total

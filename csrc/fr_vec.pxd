@@ -150,10 +150,11 @@ cdef inline double vector_loss_row(int loss, const double* s, Py_ssize_t k, int6
     S = P^beta, g = S_{y c*} (e_{c*} - e_y) (BMRM Table 2);
     multivariate_regression: 0.5 r^T P r with r = s - Y_i, g = P r (P symmetric).
     c* is the first maximizer, the y term counting as 0.  ``active`` receives
-    the classes with a nonzero g (all k for softmax and regression).
+    the classes with a nonzero g (all k for softmax and regression).  Softmax takes
+    g = NULL for the loss alone.
     """
     cdef Py_ssize_t c, star
-    cdef double mx, z, lse, value, scale
+    cdef double mx, z, e, lse, value, scale
     if loss == FR_VEC_SOFTMAX:
         mx = s[0]
         for c in range(1, k):
@@ -161,14 +162,17 @@ cdef inline double vector_loss_row(int loss, const double* s, Py_ssize_t k, int6
                 mx = s[c]
         z = 0.0
         for c in range(k):
-            g[c] = exp(s[c] - mx)
-            z += g[c]
-        lse = mx + log(z)
-        for c in range(k):
-            g[c] = ci * (g[c] / z)
+            e = exp(s[c] - mx)
+            z += e
+            if g != NULL:
+                g[c] = e
             active[c] = <int>c
-        g[yi] -= ci
         n_active[0] = k
+        lse = mx + log(z)
+        if g != NULL:
+            for c in range(k):
+                g[c] = ci * (g[c] / z)
+            g[yi] -= ci
         return ci * (lse - s[yi])
     if loss == FR_VEC_MULTIVARIATE_REGRESSION:
         value = 0.0
