@@ -191,30 +191,33 @@ def test_crammer_singer_finishing_epochs_raise_the_dual(alpha):
     assert all(b >= a - 1e-15 * abs(a) for a, b in zip(duals, duals[1:]))
 
 
-def test_crammer_singer_estimate_at_tol_certifies_after_the_finishing_epochs():
+@pytest.mark.parametrize("loss", ["multiclass_hinge", "softmax"])
+def test_estimate_at_tol_certifies_after_the_finishing_epochs(loss):
     """Without periodic checks (check_every above the run), the first epoch whose estimated
     gap P_est - D_est reaches tol * P_est (the history's estimated objective) is followed by
-    FINISH_EPOCHS finishing epochs and then the one exact gap computation, which certifies
-    tol here."""
+    the loss's finishing epochs (msdca.FINISHING) and then the first exact gap computation
+    (on the hinge the only one: it certifies tol here)."""
     from fastrisk.solvers import msdca
 
     X, y = data(m=300, d=15, k=5, seed=11, layout="csr")
-    prob = Problem(X, y, loss="multiclass_hinge", alpha=1e-2)
+    prob = Problem(X, y, loss=loss, alpha=1e-2)
     r = solve(prob, "msdca", tol=1e-4, check_every=1000, max_iter=10000, random_state=0)
     h = r.history.as_arrays()
     estimated = dict(zip(h["iteration"][~h["exact"]], h["objective"][~h["exact"]]))
     first = next(e for e, gap in enumerate(r.extra["gap_estimates"], 1)
                  if gap <= 1e-4 * estimated[e])
+    exact = list(h["iteration"][h["exact"]])
     assert r.status == "converged"
-    assert r.n_iter == first + msdca.FINISH_EPOCHS
-    assert list(h["iteration"][h["exact"]]) == [0, r.n_iter]
+    assert exact[1] == first + msdca.FINISHING[loss][1]
+    if loss == "multiclass_hinge":
+        assert exact == [0, r.n_iter]
 
 
 @pytest.mark.parametrize("alpha", [1e-4, 1e-6])
 def test_crammer_singer_finishing_epochs_lower_the_primal(shared_file, monkeypatch, alpha):
     """On text, where the dual converges far ahead of P(W(A)) (the first 3000 rows of 20
     Newsgroups), a run of 20 epochs ends at a lower objective with its finishing epochs
-    (msdca.FINISH_STEP, FINISH_EPOCHS) than with plain ones (FINISH_STEP = 1), for each of
+    (msdca.FINISH_STEP, FINISHING) than with plain ones (FINISH_STEP = 1), for each of
     five seeds; at alpha 1e-6 (omega ~ 1.8) also than with one finishing epoch only."""
     shared_file("20news-bydate.tar.xz")
     from conftest import load_20news
@@ -230,10 +233,31 @@ def test_crammer_singer_finishing_epochs_lower_the_primal(shared_file, monkeypat
 
     finished = objectives()
     if alpha == 1e-6:
-        monkeypatch.setattr(msdca, "FINISH_EPOCHS", 1)
+        monkeypatch.setitem(msdca.FINISHING, "multiclass_hinge", (True, 1))
         one = objectives()
         assert (finished < one).all()
     monkeypatch.setattr(msdca, "FINISH_STEP", 1.0)
+    assert (finished < objectives()).all()
+
+
+def test_softmax_finishing_epoch_lowers_the_primal(shared_file, monkeypatch):
+    """On the first 3000 rows of MNIST at alpha 1e-4 (omega ~ 1.9), a run of 20 epochs
+    ends at a lower objective after its finishing epoch (msdca.FINISHING) than after a
+    plain one, for each of five seeds."""
+    shared_file("mnist.scale.t.bz2")
+    from conftest import load_dataset
+    from fastrisk.solvers import msdca
+
+    X, y = load_dataset("mnist")
+    prob = Problem(X[:3000], y[:3000], loss="softmax", alpha=1e-4)
+
+    def objectives():
+        runs = [solve(prob, "msdca", tol=1e-14, max_iter=20, random_state=s) for s in range(5)]
+        assert all(r.n_iter == 20 for r in runs)
+        return np.array([prob.objective(r.w) for r in runs])
+
+    finished = objectives()
+    monkeypatch.setitem(msdca.FINISHING, "softmax", (False, 0))
     assert (finished < objectives()).all()
 
 

@@ -24,9 +24,9 @@ terms, whose difference estimates the gap in O(1) per epoch; when the
 estimate reaches ``tol`` (and at least every ``check_every`` epochs and at
 the end) one parallel pass computes the exact P(W) and the certified gap
 P(W_best) - D(A) >= J(W_best) - J* (weak duality), which the Monitor stops on.
-On the hinge that pass follows a finishing epoch of shorter steps (the last pass
-FINISH_EPOCHS of them), whose W is nearer the optimum than a plain epoch's
-(``_MSDCA.run_epoch``).
+The last such pass (at max_iter, or once the estimate reached tol), and on the hinge
+every pass, follows finishing epochs of shorter steps (``FINISHING``), whose W is
+nearer the optimum than a plain epoch's (``_MSDCA.run_epoch``).
 """
 
 import numpy as np
@@ -45,13 +45,18 @@ LOSS_IDS = {"softmax": 0, "multiclass_hinge": 1}  # fr_vec.pxd's FR_VEC_* ids
 # moves, and a row left out for long slows the dual ascent per row visited more than
 # the skipped visits save (20 Newsgroups, multiclass hinge)
 UNSHRINK_EVERY = 3
-# the multiclass hinge's epoch before an exact gap computation takes steps of this fraction
-# of the relaxed length (_MSDCA.run_epoch's ``finishing``); before the last computation (at
-# max_iter, or once the estimated gap reached tol) FINISH_EPOCHS such epochs: each one more
-# lowers P(W) - P* again where the steps are strongly over-relaxed (20 Newsgroups hinge at
-# alpha 1e-6), while in every periodic check they would slow the dual
+# a finishing epoch (_MSDCA.run_epoch's ``finishing``) takes steps of this fraction of the
+# relaxed length
 FINISH_STEP = 0.5
-FINISH_EPOCHS = 3
+# per loss: (whether the epoch before each periodic exact gap computation is a finishing one,
+# the finishing epochs before the last computation, at max_iter or once the estimated gap
+# reached tol).  The hinge: one before every check, and three before the last, each one more
+# lowering P(W) - P* again where the steps are strongly over-relaxed (20 Newsgroups at alpha
+# 1e-6), while in every periodic check they would slow the dual.  Softmax: one before the
+# last, after which W is nearer P* than after a plain epoch (MNIST at alpha 1e-4, 20
+# Newsgroups at 1e-4 and 1e-6), while one before each periodic check slows the dual more
+# than it gains (MNIST)
+FINISHING = {"multiclass_hinge": (True, 3), "softmax": (False, 1)}
 # the least over-relaxation of the multiclass hinge's steps (_MSDCA.relaxation): on 20
 # Newsgroups at alpha 1e-2 to 1e-4, where Young's omega is 1, it reaches 1e-3 and 1e-4
 # relative suboptimality in as many or fewer epochs than omega = 1 (fewest near 1.5)
@@ -172,13 +177,13 @@ class _MSDCA:
 
         ``finishing``: steps of FINISH_STEP times the relaxed length (omega
         FINISH_STEP, still in (0, 2): the dual rises and stays feasible, see
-        ``relaxation``).  On the multiclass hinge the dual converges far ahead of the
-        primal P(W(A)), whose gap is the sum of the rows' Fenchel-Young gaps
-        max_c u_c - <p_i, u> (u = s + 1 - e_y): zero for a row just after its exact
-        step, first order in the change of its scores by the later steps of the epoch.
-        In the tail those steps oscillate about the optimum, and shorter last steps end
-        nearer their average, the output whose gap Shalev-Shwartz & Zhang (2013,
-        Thm. 2) bound for Lipschitz losses.
+        ``relaxation``).  The primal gap P(W(A)) - D(A) is the sum of the rows'
+        Fenchel-Young gaps (the hinge: max_c u_c - <p_i, u>, u = s + 1 - e_y): zero
+        for a row just after its exact step, first order in the change of its scores by
+        the later steps of the epoch.  Over-relaxed steps overshoot, so in the tail they
+        oscillate about the optimum, and shorter last steps end nearer their average,
+        the output whose gap Shalev-Shwartz & Zhang (2013, Thm. 2) bound for Lipschitz
+        losses; on the hinge the dual converges far ahead of P(W(A)).
         """
         if self.epoch % UNSHRINK_EVERY == 0:
             self.unshrink()
@@ -239,9 +244,9 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     """Minimize a softmax or multiclass_hinge ``problem`` by multiclass SDCA.
 
     ``max_iter`` counts epochs; ``check_every``: the most epochs between two exact
-    gap computations (on the multiclass hinge each follows a finishing epoch, the last
-    one, at ``max_iter`` or once the estimated gap reached ``tol``, FINISH_EPOCHS of
-    them: ``_MSDCA.run_epoch``); ``n_threads``: threads of the exact primal pass (None: the
+    gap computations (the last one, at ``max_iter`` or once the estimated gap reached
+    ``tol``, follows ``FINISHING[loss][1]`` finishing epochs, and on the multiclass
+    hinge every one follows one: ``_MSDCA.run_epoch``); ``n_threads``: threads of the exact primal pass (None: the
     problem's n_threads; the epochs are sequential); ``start``: a previous Result (its ``extra["dual"]``) or dual points;
     ``shrinking`` (multiclass hinge): drop from a row's active classes a class c with
     p_ic = 0 whose dual gradient s_c + 1 is below that of every class with p_ic' > 0
@@ -293,22 +298,23 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
         (w, P_obj), D = state.certify((None, np.inf))
     status = mon.check(0, w, P_obj, max(P_obj - D, 0.0), keep_best=False)
     epoch, gap_estimates, next_exact = 0, [], check_every
-    hinge = state.loss == LOSS_IDS["multiclass_hinge"]
-    last_run = mon.max_iter - FINISH_EPOCHS + 1  # the first epoch of the last finishing run
+    periodic, n_finish = FINISHING[spec.name]
+    last_run = mon.max_iter - n_finish + 1  # the first epoch of the last finishing run
     final = last_run
     while status is None:
         epoch += 1
-        # the hinge's certified iterates come after a finishing epoch, the last one after
-        # FINISH_EPOCHS of them (_MSDCA.run_epoch)
-        finishing = hinge and (epoch >= next_exact or epoch >= final)
+        # the last certified iterate comes after n_finish finishing epochs, the hinge's
+        # periodic ones after one (_MSDCA.run_epoch)
+        finishing = (periodic and epoch >= next_exact) or epoch >= final
         P_est, D_est = state.run_epoch(finishing)
         gap_estimates.append(P_est - D_est)
         triggered = P_est - D_est <= max(mon.tol * abs(P_est), mon.abs_tol)
-        if triggered and hinge and epoch < min(next_exact, mon.max_iter) and len(state.active):
-            # the estimate reached tol: the check follows FINISH_EPOCHS finishing epochs
+        if triggered and n_finish and epoch < min(next_exact, mon.max_iter) \
+                and len(state.active):
+            # the estimate reached tol: the check follows n_finish finishing epochs
             triggered = False
             if epoch < final:
-                final, next_exact = epoch + 1, epoch + FINISH_EPOCHS
+                final, next_exact = epoch + 1, epoch + n_finish
         if triggered or epoch >= next_exact or epoch >= mon.max_iter or not len(state.active):
             (w, P_obj), D = state.certify((w, P_obj))
             status = mon.check(epoch, w, P_obj, max(P_obj - D, 0.0), keep_best=False)
