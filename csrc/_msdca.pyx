@@ -152,13 +152,14 @@ cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, doubl
 
     The step zeroes the residuals' linear part, so what it leaves is the Taylor
     remainder: a e_c (e^{dz_c} - 1 - dz_c) in F_c and sum_c e_c (e^{dz_c} - 1 - dz_c)
-    in G, with e_c before the step; e^t - 1 - t <= e^t t^2 for |t| <= 1 bounds them
-    by a q_c and sum_c q_c, q_c = e_c dz_c^2 with e_c after it.  When those are
-    below the rounding level the iteration stops without another pass to measure it.
+    in G, with e_c before the step.  As e^t - 1 - t is at most t^2 / 2 for t <= 0 and
+    e^t t^2 for t >= 0, they are at most a q_c and sum_c q_c with
+    q_c = max(e_c before, e_c after) dz_c^2; when those are below the rounding level
+    the iteration stops without another pass to measure it.
     """
     cdef Py_ssize_t c
     cdef int it
-    cdef double G, sh, shf, res, tol = 0.0, dnu, dz, h, q2, qmax, qsum
+    cdef double G, sh, shf, res, tol = 0.0, dnu, dz, h, e_old, q2, qmax, qsum
     cdef double* F = work
     cdef double* inv = work + k
     for c in range(k):
@@ -185,8 +186,9 @@ cdef bint joint_newton(const double* r, double nu, Py_ssize_t k, double a, doubl
         for c in range(k):
             dz = -(F[c] + dnu) * inv[c]
             z[c] += dz
-            e[c] = e[c] * exp_small(dz) if fabs(dz) <= EXP_SMALL else exp(z[c])
-            q2 = e[c] * dz * dz
+            e_old = e[c]
+            e[c] = e_old * exp_small(dz) if fabs(dz) <= EXP_SMALL else exp(z[c])
+            q2 = max(e_old, e[c]) * dz * dz
             qmax = max(qmax, q2)
             qsum += q2
         nu += dnu
@@ -221,7 +223,7 @@ cdef double softmax_step(const double* s, const double* p_old, double* logp, Py_
     """
     cdef Py_ssize_t c
     cdef int it
-    cdef double mx, tot, nu, dnu, phi, dphi, loga, H, pmin = INFINITY
+    cdef double mx, tot, nu, dnu, phi, dphi, loga, H, t, inv_tot, pmin = INFINITY
     cdef double* r = work
     cdef double* z = work + k
     cdef bint joint = False
@@ -273,14 +275,14 @@ cdef double softmax_step(const double* s, const double* p_old, double* logp, Py_
         # z = log p: H(p / tot) = -(1/tot) sum_c p_c z_c + log tot, no logarithm per class;
         # the converged tot is 1 to rounding, where log tot = t - t^2/2 (t = tot - 1) to
         # within |t|^3 / 3
-        dnu = tot - 1.0
-        loga = dnu - 0.5 * dnu * dnu if fabs(dnu) <= 1e-6 else log(tot)
-        phi = 1.0 / tot
+        t = tot - 1.0
+        loga = t - 0.5 * t * t if fabs(t) <= 1e-6 else log(tot)
+        inv_tot = 1.0 / tot
         for c in range(k):
             H -= p[c] * z[c]
-            p[c] = p[c] * phi
+            p[c] = p[c] * inv_tot
             logp[c] = z[c] - loga
-        return H * phi + loga
+        return H * inv_tot + loga
     for c in range(k):
         p[c] = p[c] / tot
         logp[c] = log(p[c]) if p[c] > 0.0 else -INFINITY
