@@ -245,23 +245,23 @@ cdef inline Py_ssize_t sdca_pass(
     return n_active
 
 
-cdef inline double gap_from_sums(const double* sums, Py_ssize_t n, double lam, double kappa,
-                                 double* P) noexcept nogil:
-    """The duality gap estimated from the running sums of ``sdca_epoch`` (sum of the rows'
-    losses, sum of their dual terms, ||w||^2, ||w||_1); P gets the estimated primal
-    P = sum l / n + lam (||w||^2 / 2 + kappa ||w||_1), the dual is
-    D = sum (-l*) / n - lam ||w||^2 / 2."""
-    P[0] = sums[0] / n + lam * (0.5 * sums[2] + kappa * sums[3])
-    return P[0] - (sums[1] / n - 0.5 * lam * sums[2])
+cdef inline double objectives_from_sums(const double* sums, Py_ssize_t n, double lam,
+                                        double kappa, double* D) noexcept nogil:
+    """The primal and dual objectives from the running sums of an SDCA epoch (sum of the
+    rows' losses, sum of their dual terms, ||w||^2, ||w||_1; msdca's epochs keep the same
+    four): returns P = sum l / n + lam (||w||^2 / 2 + kappa ||w||_1), D gets
+    sum (-l*) / n - lam ||w||^2 / 2."""
+    D[0] = sums[1] / n - 0.5 * lam * sums[2]
+    return sums[0] / n + lam * (0.5 * sums[2] + kappa * sums[3])
 
 
-def estimated_gap(const double[::1] sums, Py_ssize_t n, double lam, double kappa):
-    """(estimated P, estimated gap) from ``sums`` (``gap_from_sums``), in O(1)."""
-    cdef double P
+def estimated_objectives(const double[::1] sums, Py_ssize_t n, double lam, double kappa):
+    """(estimated P, D) from ``sums`` (``objectives_from_sums``), in O(1)."""
+    cdef double P, D
     if sums.shape[0] != 4 or n <= 0:
         raise ValueError("sums must have 4 entries and n must be positive")
-    cdef double gap = gap_from_sums(&sums[0], n, lam, kappa, &P)
-    return P, gap
+    P = objectives_from_sums(&sums[0], n, lam, kappa, &D)
+    return P, D
 
 
 cdef inline Py_ssize_t shrinking_passes(
@@ -286,7 +286,7 @@ cdef inline Py_ssize_t shrinking_passes(
     max(gap_tol |P|, gap_abs).  Returns the new n_active; acc[6] counts the row visits.
     """
     cdef Py_ssize_t visits = 0
-    cdef double P
+    cdef double P, D
     while True:
         visits += n_active
         if rng != NULL:
@@ -310,9 +310,10 @@ cdef inline Py_ssize_t shrinking_passes(
         pg[1] = acc[5] if acc[5] < 0.0 else -INFINITY
         if visits >= size:
             break
-        if gap_tol >= 0.0 and gap_from_sums(acc, size, lam_n / size, kappa, &P) <= max(
-                gap_tol * fabs(P), gap_abs):
-            break
+        if gap_tol >= 0.0:
+            P = objectives_from_sums(acc, size, lam_n / size, kappa, &D)
+            if P - D <= max(gap_tol * fabs(P), gap_abs):
+                break
     acc[6] = visits
     return n_active
 

@@ -31,7 +31,7 @@ nearer the optimum than a plain epoch's (``_MSDCA.run_epoch``).
 
 import numpy as np
 
-from fastrisk import _msdca
+from fastrisk import _msdca, _sdca
 from fastrisk.config import solver_threads
 from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq, use_acceleration
 from fastrisk.solvers._epochs import run_epochs
@@ -202,10 +202,9 @@ class _MSDCA:
         return self.estimate()
 
     def estimate(self):
-        """(P, D) from the kernel's running sums: the loss at the visited scores."""
-        s, n, lam = self.sums, self.n, self.lam
-        return (s[0] / n + lam * (0.5 * s[2] + self.kappa * s[3]),
-                s[1] / n - 0.5 * lam * s[2])
+        """(P, D) from the kernel's running sums: the loss at the visited scores (the
+        formula of binary SDCA, ``_sdca.objectives_from_sums``)."""
+        return _sdca.estimated_objectives(self.sums, self.n, self.lam, self.kappa)
 
     def exact_sums(self):
         """(sum c_i phi(W x_i, y_i), sum of the dual terms) in one pass; ``sums`` resynced

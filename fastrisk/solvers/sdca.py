@@ -261,7 +261,7 @@ class _SDCA:
         w = self.weights()
         self.sums[:] = (0.0, self._dual_terms(), float(w @ w),
                         float(np.abs(w).sum()) if self.kappa else 0.0)
-        self.best, self.D = (w, np.inf), self.sums[1] / n - 0.5 * self.lam * self.sums[2]
+        self.best, self.D = (w, np.inf), self._estimated_objectives()[1]
         c = problem.sample_weight
         self.mean_c, self.step_tol = (1.0 if c is None else float(np.mean(c))), 0.0
         self.certified = []  # (epoch, certified gap, P) of the start (when known), each check
@@ -428,14 +428,15 @@ class _SDCA:
                             f"a non-finite value with the {self.problem.loss.name} loss; "
                             "check the scale of X and alpha")
 
-    def _estimated_gap(self):
-        """(estimated P(w), estimated gap) from the running sums, in O(1) (the formula the
-        epochs' own stop reads, ``_sdca.gap_from_sums``)."""
-        return _sdca.estimated_gap(self.sums, self.n, self.lam, self.kappa)
+    def _estimated_objectives(self):
+        """(P(w), D(u)) from the running sums, in O(1) (the formula the epochs' own stop
+        reads, ``_sdca.objectives_from_sums``; exact right after ``_resync``)."""
+        return _sdca.estimated_objectives(self.sums, self.n, self.lam, self.kappa)
 
     def estimate(self, tol, abs_tol):
         """(estimated P(w), whether to check exactly now) from the running sums."""
-        P_est, gap = self._estimated_gap()
+        P_est, D_est = self._estimated_objectives()
+        gap = P_est - D_est
         self.gap_estimates.append(gap)
         self.tighten_steps(gap)
         self.target = (tol, abs_tol)
@@ -454,7 +455,7 @@ class _SDCA:
         self.sums[:] = (total, self._dual_terms(), float(w @ w),
                         float(np.abs(w).sum()) if self.kappa else 0.0)
         P = total / n + problem.alpha * problem.regularizer.value(w)
-        return P, self.sums[1] / n - 0.5 * self.lam * self.sums[2]
+        return P, self._estimated_objectives()[1]
 
     def certify(self):
         """(w, P(w), P(w) - D(u)) for the best primal iterate of the exact checks.
