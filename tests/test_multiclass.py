@@ -12,6 +12,7 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import fastrisk as fr
 from fastrisk.problem import Problem
@@ -331,3 +332,47 @@ def test_cold_start_certificate_is_the_objective_at_zero(loss):
     # the run continues from that state: its final certificate still bounds the true gap
     ref = solve(prob, "msdca", tol=1e-12, max_iter=50000, random_state=1)
     assert r.gap >= prob.objective(r.w) - (ref.objective - ref.gap) - 1e-12
+
+
+@pytest.mark.parametrize("loss,penalty,kw", [
+    ("softmax", "l2", {}), ("softmax", "elasticnet", {}),
+    ("multiclass_hinge", "l2", {"accelerated": True}), ("multiclass_hinge", "l2", {})])
+def test_hot_first_layout_gives_the_same_bits(monkeypatch, loss, penalty, kw):
+    """V and W in the order of decreasing feature frequency (msdca._hot_first) change
+    where the weights live, not the steps: the same w bit for bit and the same epochs as
+    in X's order, cold and warm-started, with an intercept, and the same iterates seen
+    by a callback.  The objectives agree to
+    rounding: ||W||^2 is summed over W's rows in the layout's order (and the dual
+    objective, a difference of two larger terms, loses digits to cancellation)."""
+    from fastrisk.solvers import msdca
+
+    rng = np.random.default_rng(5)
+    m, d, k = 300, 60, 4
+    # column j kept with probability falling from 0.9 to 0.05: frequencies far from sorted
+    keep = rng.random((m, d)) < rng.permutation(np.linspace(0.9, 0.05, d))
+    X = sp.csr_matrix(rng.normal(size=(m, d)) * keep)
+    y = rng.integers(0, k, m)
+    prob = Problem(X, y, loss=loss, alpha=1e-3, penalty=penalty, fit_intercept=True)
+    q = msdca._msdca.block_width(k)
+
+    def run(limit):
+        monkeypatch.setattr(msdca, "HOT_FIRST_BYTES", limit)
+        rows, order = msdca._hot_first(prob.data, q)
+        first = solve(prob, "msdca", tol=1e-5, max_iter=40, random_state=1, **kw)
+        seen = []
+        warm = solve(prob, "msdca", tol=1e-9, max_iter=40, random_state=2, start=first,
+                     callback=lambda r: seen.append(r.w.copy()), **kw)
+        return order, seen, first, warm
+
+    order, seen, *hot = run(0)
+    assert not np.array_equal(order, np.arange(d + 1)) and order[-1] == d
+    counts = np.bincount(X.indices, minlength=d)
+    assert (np.diff(counts[order[:-1]]) <= 0).all()
+    none, seen_plain, *plain = run(1 << 62)
+    assert none is None
+    assert len(seen) == len(seen_plain) > 1
+    assert all(np.array_equal(a, b) for a, b in zip(seen, seen_plain))
+    for a, b in zip(hot, plain):
+        assert np.array_equal(a.w, b.w) and a.n_iter == b.n_iter
+        assert a.objective == pytest.approx(b.objective, rel=1e-13, abs=0)
+        assert a.extra["dual_objective"] == pytest.approx(b.extra["dual_objective"], rel=1e-9)

@@ -61,6 +61,8 @@ FINISHING = {"multiclass_hinge": (True, 3), "softmax": (False, 1)}
 # Newsgroups at alpha 1e-2 to 1e-4, where Young's omega is 1, it reaches 1e-3 and 1e-4
 # relative suboptimality in as many or fewer epochs than omega = 1 (fewest near 1.5)
 HINGE_MIN_OMEGA = 1.5
+# V and W larger than this (bytes) are laid out hot-first (``_hot_first``) on sparse data
+HOT_FIRST_BYTES = 1 << 20
 
 
 def _initial_dual(problem, start, k):
@@ -77,6 +79,32 @@ def _initial_dual(problem, start, k):
         raise ValueError(f"start must be a Result of solver 'msdca' or dual points of shape "
                          f"{(n, k)} on the simplex")
     return P / P.sum(axis=1, keepdims=True)
+
+
+def _hot_first(data, q):
+    """(rows, order): the epoch kernel's row arguments with the features renumbered by
+    decreasing number of rows that store them, and ``order`` (D,) the original index of
+    each renumbered weight row (the intercept's stays last); (data's rows, None) for
+    dense data or V of at most HOT_FIRST_BYTES.
+
+    Every row visit reads and writes the q-wide blocks of V and W of the row's features,
+    in random row order.  On sparse text most rows share a few frequent features: packed
+    at the front, their blocks share cache lines and pages and stay cached, where in the
+    data's own order they are spread over all of W.  Each row keeps its entries in their
+    order, so the sums over a row and every iterate are the same numbers; the renumbered
+    column indices are a copy of X's (nnz index entries) that lives as long as the solve.
+    """
+    rows = (data.data, data.indices, data.indptr, data.dense, data.bias)
+    if data.dense or data.n_weights * q * 8 <= HOT_FIRST_BYTES:
+        return rows, None
+    d = data.n_features
+    counts = np.bincount(data.indices, minlength=d)
+    order = np.argsort(-counts, kind="stable")
+    rank = np.empty(d, dtype=data.indices.dtype)
+    rank[order] = np.arange(d, dtype=data.indices.dtype)
+    indices = rank[data.indices]
+    return (data.data, indices, data.indptr, False, data.bias), \
+        np.concatenate([order, np.arange(d, data.n_weights)])
 
 
 def _dual_sum(problem, P, lam_n):
@@ -110,7 +138,8 @@ class _MSDCA:
         c = problem.sample_weight
         self.c_arg = np.empty(0) if c is None else c
         self.loss = LOSS_IDS[problem.loss.spec.name]
-        self.rows = (data.data, data.indices, data.indptr, data.dense, data.bias)
+        # the rows with V's and W's rows in the order of ``_hot_first`` (None: X's own)
+        self.rows, self.order = _hot_first(data, _msdca.block_width(k))
         self.sqnorm = data.row_sqnorms()
         self.R2 = radius_sq(self.sqnorm, c)
         self.P = _initial_dual(problem, start, k)
@@ -118,8 +147,12 @@ class _MSDCA:
         with np.errstate(divide="ignore"):
             self.logP = np.log(self.P) if self.loss == LOSS_IDS["softmax"] else np.empty((0, 0))
         # V and W (D, q) with zero padding columns (csrc/_msdca.pyx: block_width)
-        self.v = _dual_sum(problem, self.P, self.lam_n) if start is not None \
-            else np.zeros((data.n_weights, _msdca.block_width(k)))
+        if start is None:
+            self.v = np.zeros((data.n_weights, _msdca.block_width(k)))
+        else:
+            self.v = _dual_sum(problem, self.P, self.lam_n)
+            if self.order is not None:
+                self.v = self.v[self.order]
         self.W = self.v if self.kappa == 0.0 \
             else np.sign(self.v) * np.maximum(np.abs(self.v) - self.kappa, 0.0)
         self.row_loss, self.row_dual, self.sums = np.zeros(n), np.empty(n), np.zeros(4)
@@ -129,6 +162,7 @@ class _MSDCA:
         self.classes = np.tile(np.arange(k, dtype=np.intc), (n, 1))
         self.n_classes = np.full(n, k, dtype=np.intc)
         self.epoch, self.row_visits, self.class_visits = 0, 0, 0
+        self.best_W = None  # the best certified W (``certify``)
 
     def relaxation(self):
         """The over-relaxation factor omega of the steps.
@@ -220,13 +254,24 @@ class _MSDCA:
         return self.sums[0], self.sums[1]
 
     def certify(self, best):
-        """Exact P(W_now), D(A); the better of (W_now, P(W_now)) and ``best``."""
+        """Exact P(W_now), D(A); the better of (W_now, P(W_now)) and ``best``: W_now copied
+        to ``best_W``, in the epochs' layout (``output`` makes the Result's w of it)."""
         self.exact_sums()
         P_now, D_now = self.estimate()
-        return ((self.output(self.W), P_now) if P_now <= best[1] else best), D_now
+        if P_now > best[1]:
+            return best, D_now
+        if self.best_W is None:
+            self.best_W = np.empty_like(self.W)
+        np.copyto(self.best_W, self.W)
+        return (self.best_W, P_now), D_now
 
     def output(self, V):
-        """V (D, q) feature-major as the Result's class-major w (the k classes)."""
+        """V (D, q) feature-major (rows in ``order``) as the Result's class-major w (the k
+        classes, features in X's order)."""
+        if self.order is not None:
+            ordered = np.empty((V.shape[0], self.k))
+            ordered[self.order] = V[:, : self.k]
+            V = ordered
         return np.ascontiguousarray(V[:, : self.k].T).ravel()
 
     def dual(self):
@@ -292,10 +337,16 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
             1.0 if c is None else c)
         state.row_dual[:] = 0.0
         state.sums[:] = (state.row_loss.sum(), 0.0, 0.0, 0.0)
-        w, P_obj, D = np.zeros(k * problem.data.n_weights), state.sums[0] / n, 0.0
+        w, P_obj, D = np.zeros_like(state.W), state.sums[0] / n, 0.0
     else:
         (w, P_obj), D = state.certify((None, np.inf))
-    status = mon.check(0, w, P_obj, max(P_obj - D, 0.0), keep_best=False)
+
+    def result_w(W):
+        # the Monitor reads the certified iterate only for a callback's Result: the Result's
+        # layout is made then, and once at the end
+        return state.output(W) if callback is not None else None
+
+    status = mon.check(0, result_w(w), P_obj, max(P_obj - D, 0.0), keep_best=False)
     epoch, gap_estimates, next_exact = 0, [], check_every
     periodic, n_finish = FINISHING[spec.name]
     last_run = mon.max_iter - n_finish + 1  # the first epoch of the last finishing run
@@ -316,20 +367,20 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
                 final, next_exact = epoch + 1, epoch + n_finish
         if triggered or epoch >= next_exact or epoch >= mon.max_iter or not len(state.active):
             (w, P_obj), D = state.certify((w, P_obj))
-            status = mon.check(epoch, w, P_obj, max(P_obj - D, 0.0), keep_best=False)
+            status = mon.check(epoch, result_w(w), P_obj, max(P_obj - D, 0.0), keep_best=False)
             next_exact, final = epoch + check_every, last_run
             # not converged with shrunk rows (whose terms the exact pass has just
             # refreshed): all rows back
             state.unshrink()
         else:
-            # O(1): the Monitor gets the last certified iterate (the current one, transposed,
-            # only for a callback)
-            status = mon.check(epoch, state.output(state.W) if callback is not None else w,
-                               P_est, np.nan, keep_best=False, exact=False)
+            # O(1): the current iterate for a callback, as the estimate is the current one's
+            status = mon.check(epoch, result_w(state.W), P_est, np.nan, keep_best=False,
+                               exact=False)
             if status is not None:
                 (w, P_obj), D = state.certify((w, P_obj))
-    return mon.result(status, epoch, w=w, objective=P_obj, bound=max(P_obj - D, 0.0),
-                      dual_objective=D, gap_estimates=np.array(gap_estimates), **state.extra())
+    return mon.result(status, epoch, w=state.output(w), objective=P_obj,
+                      bound=max(P_obj - D, 0.0), dual_objective=D,
+                      gap_estimates=np.array(gap_estimates), **state.extra())
 
 
 SOLVER_INFO = SolverInfo(
