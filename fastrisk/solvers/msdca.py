@@ -26,7 +26,9 @@ the end) one parallel pass computes the exact P(W) and the certified gap
 P(W_best) - D(A) >= J(W_best) - J* (weak duality), which the Monitor stops on.
 The last such pass (at max_iter, or once the estimate reached tol), and on the hinge
 every pass, follows finishing epochs of shorter steps (``FINISHING``), whose W is
-nearer the optimum than a plain epoch's (``_MSDCA.run_epoch``).
+nearer the optimum than a plain epoch's (``_MSDCA.run_epoch``); the last one also
+certifies the mean W of a long finishing run, the averaged output of Shalev-Shwartz &
+Zhang (2013, Thm. 2) over the run's tail.
 """
 
 import numpy as np
@@ -49,20 +51,35 @@ UNSHRINK_EVERY = 3
 # relaxed length
 FINISH_STEP = 0.5
 # per loss: (whether the epoch before each periodic exact gap computation is a finishing one,
-# the finishing epochs before the last computation, at max_iter or once the estimated gap
-# reached tol).  The hinge: one before every check, and three before the last, each one more
-# lowering P(W) - P* again where the steps are strongly over-relaxed (20 Newsgroups at alpha
-# 1e-6), while in every periodic check they would slow the dual.  Softmax: one before the
-# last, after which W is nearer P* than after a plain epoch (MNIST at alpha 1e-4, 20
-# Newsgroups at 1e-4 and 1e-6), while one before each periodic check slows the dual more
-# than it gains (MNIST)
-FINISHING = {"multiclass_hinge": (True, 3), "softmax": (False, 1)}
+# the least number of finishing epochs before the last computation, at max_iter or once the
+# estimated gap reached tol, and the fraction of the epochs run that the finishing run
+# spans when that is more: ``finishing_run``).  The hinge: one before every check, and at
+# least three before the last, each one more lowering P(W) - P* again where the steps are
+# strongly over-relaxed (20 Newsgroups at alpha 1e-6), while in every periodic check they
+# would slow the dual; a sixteenth of the run in long runs, whose mean W (``AVERAGE_AFTER``)
+# is nearer P* than any one of them (20 Newsgroups at alpha 1e-6: 1e-3 relative
+# suboptimality in about 15% fewer epochs), while in short runs (alpha 1e-4) more
+# finishing epochs would slow the dual more than they gain.  Softmax: one before the last,
+# after which W is nearer P* than after a plain epoch (MNIST at alpha 1e-4, 20 Newsgroups at
+# 1e-4 and 1e-6), while one before each periodic check slows the dual more than it gains
+# (MNIST)
+FINISHING = {"multiclass_hinge": (True, 3, 1 / 16), "softmax": (False, 1, 0.0)}
+# the finishing epochs of a run whose W enter the mean certified with the last one: all but
+# the first AVERAGE_AFTER, which bring the over-relaxed iterate to the shorter steps' regime
+AVERAGE_AFTER = 2
 # the least over-relaxation of the multiclass hinge's steps (_MSDCA.relaxation): on 20
 # Newsgroups at alpha 1e-2 to 1e-4, where Young's omega is 1, it reaches 1e-3 and 1e-4
 # relative suboptimality in as many or fewer epochs than omega = 1 (fewest near 1.5)
 HINGE_MIN_OMEGA = 1.5
 # V and W larger than this (bytes) are laid out hot-first (``_hot_first``) on sparse data
 HOT_FIRST_BYTES = 1 << 20
+
+
+def finishing_run(loss_name, epochs):
+    """The finishing epochs before the last exact gap of a run of ``epochs`` epochs
+    (``FINISHING``)."""
+    _, least, fraction = FINISHING[loss_name]
+    return max(least, round(fraction * epochs))
 
 
 def _initial_dual(problem, start, k):
@@ -163,6 +180,8 @@ class _MSDCA:
         self.n_classes = np.full(n, k, dtype=np.intc)
         self.epoch, self.row_visits, self.class_visits = 0, 0, 0
         self.best_W = None  # the best certified W (``certify``)
+        # the sum of the W of the finishing epochs to average (``accumulate``) and their number
+        self.W_sum, self.n_sum = None, 0
 
     def relaxation(self):
         """The over-relaxation factor omega of the steps.
@@ -254,16 +273,45 @@ class _MSDCA:
         return self.sums[0], self.sums[1]
 
     def certify(self, best):
-        """Exact P(W_now), D(A); the better of (W_now, P(W_now)) and ``best``: W_now copied
-        to ``best_W``, in the epochs' layout (``output`` makes the Result's w of it)."""
+        """Exact P(W_now), D(A); the best of (W_now, P(W_now)), the mean of the accumulated
+        W (when there are two or more) and ``best``, kept in ``best_W`` in the epochs' layout
+        (``output`` makes the Result's w of it)."""
         self.exact_sums()
         P_now, D_now = self.estimate()
-        if P_now > best[1]:
-            return best, D_now
+        best = self._better(self.W, P_now, best)
+        if self.n_sum > 1:
+            mean = self.W_sum / self.n_sum
+            # sums[1] (the dual terms) does not enter P
+            sums = np.array([_msdca.primal_loss_sum(*self.rows, mean, self.k, self.y,
+                                                    self.c_arg, self.loss, np.empty(self.n),
+                                                    self.n_threads),
+                             0.0, float(np.einsum("ij,ij->", mean, mean)),
+                             float(np.abs(mean).sum()) if self.kappa else 0.0])
+            best = self._better(mean, _sdca.estimated_objectives(sums, self.n, self.lam,
+                                                                 self.kappa)[0], best)
+        return best, D_now
+
+    def _better(self, W, P, best):
+        """(W copied to ``best_W``, P) when P <= best[1], else ``best``."""
+        if P > best[1]:
+            return best
         if self.best_W is None:
             self.best_W = np.empty_like(self.W)
-        np.copyto(self.best_W, self.W)
-        return (self.best_W, P_now), D_now
+        np.copyto(self.best_W, W)
+        return self.best_W, P
+
+    def accumulate(self):
+        """W into the sum of the finishing epochs' W that ``certify`` averages."""
+        if self.W_sum is None:
+            self.W_sum = np.zeros_like(self.W)
+        self.W_sum += self.W
+        self.n_sum += 1
+
+    def clear_mean(self):
+        """A new sum to average from the next ``accumulate`` on."""
+        if self.n_sum:
+            self.W_sum[:] = 0.0
+            self.n_sum = 0
 
     def output(self, V):
         """V (D, q) feature-major (rows in ``order``) as the Result's class-major w (the k
@@ -289,9 +337,11 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
 
     ``max_iter`` counts epochs; ``check_every``: the most epochs between two exact
     gap computations (the last one, at ``max_iter`` or once the estimated gap reached
-    ``tol``, follows ``FINISHING[loss][1]`` finishing epochs, and on the multiclass
-    hinge every one follows one: ``_MSDCA.run_epoch``); ``n_threads``: threads of the exact primal pass (None: the
-    problem's n_threads; the epochs are sequential); ``start``: a previous Result (its ``extra["dual"]``) or dual points;
+    ``tol``, follows ``finishing_run`` finishing epochs and also certifies the mean W
+    of those after the first ``AVERAGE_AFTER``; on the multiclass hinge every one
+    follows one: ``_MSDCA.run_epoch``); ``n_threads``: threads of the exact primal
+    passes (None: the problem's n_threads; the epochs are sequential); ``start``: a
+    previous Result (its ``extra["dual"]``) or dual points;
     ``shrinking`` (multiclass hinge): drop from a row's active classes a class c with
     p_ic = 0 whose dual gradient s_c + 1 is below that of every class with p_ic' > 0
     (its step would not move it), and skip the rows left with y_i alone (at the vertex
@@ -348,26 +398,30 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
 
     status = mon.check(0, result_w(w), P_obj, max(P_obj - D, 0.0), keep_best=False)
     epoch, gap_estimates, next_exact = 0, [], check_every
-    periodic, n_finish = FINISHING[spec.name]
-    last_run = mon.max_iter - n_finish + 1  # the first epoch of the last finishing run
+    periodic = FINISHING[spec.name][0]
+    # the first epoch of the last finishing run
+    last_run = mon.max_iter - finishing_run(spec.name, mon.max_iter) + 1
     final = last_run
     while status is None:
         epoch += 1
-        # the last certified iterate comes after n_finish finishing epochs, the hinge's
-        # periodic ones after one (_MSDCA.run_epoch)
+        # the last certified iterate comes after a finishing run (finishing_run), the
+        # hinge's periodic ones after one finishing epoch (_MSDCA.run_epoch)
         finishing = (periodic and epoch >= next_exact) or epoch >= final
         P_est, D_est = state.run_epoch(finishing)
+        if epoch >= final + AVERAGE_AFTER:
+            state.accumulate()
         gap_estimates.append(P_est - D_est)
         triggered = P_est - D_est <= max(mon.tol * abs(P_est), mon.abs_tol)
-        if triggered and n_finish and epoch < min(next_exact, mon.max_iter) \
-                and len(state.active):
-            # the estimate reached tol: the check follows n_finish finishing epochs
+        if triggered and epoch < min(next_exact, mon.max_iter) and len(state.active):
+            # the estimate reached tol: the check follows a finishing run
             triggered = False
             if epoch < final:
-                final, next_exact = epoch + 1, epoch + n_finish
+                final, next_exact = epoch + 1, epoch + finishing_run(spec.name, epoch)
         if triggered or epoch >= next_exact or epoch >= mon.max_iter or not len(state.active):
             (w, P_obj), D = state.certify((w, P_obj))
             status = mon.check(epoch, result_w(w), P_obj, max(P_obj - D, 0.0), keep_best=False)
+            if epoch < last_run:  # a periodic check within the last run keeps its mean
+                state.clear_mean()
             next_exact, final = epoch + check_every, last_run
             # not converged with shrunk rows (whose terms the exact pass has just
             # refreshed): all rows back
