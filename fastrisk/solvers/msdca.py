@@ -399,16 +399,17 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     status = mon.check(0, result_w(w), P_obj, max(P_obj - D, 0.0), keep_best=False)
     epoch, gap_estimates, next_exact = 0, [], check_every
     periodic = FINISHING[spec.name][0]
-    # the first epoch of the last finishing run
-    last_run = mon.max_iter - finishing_run(spec.name, mon.max_iter) + 1
-    final = last_run
+    n_last = finishing_run(spec.name, mon.max_iter)
+    last_run = mon.max_iter - n_last + 1  # the first epoch of the last finishing run
+    final, n_run = last_run, n_last  # the next finishing run: its first epoch, its length
     while status is None:
         epoch += 1
         # the last certified iterate comes after a finishing run (finishing_run), the
         # hinge's periodic ones after one finishing epoch (_MSDCA.run_epoch)
         finishing = (periodic and epoch >= next_exact) or epoch >= final
         P_est, D_est = state.run_epoch(finishing)
-        if epoch >= final + AVERAGE_AFTER:
+        # the run's epochs after the first AVERAGE_AFTER enter its mean, when two or more do
+        if epoch >= final + AVERAGE_AFTER and n_run >= AVERAGE_AFTER + 2:
             state.accumulate()
         gap_estimates.append(P_est - D_est)
         triggered = P_est - D_est <= max(mon.tol * abs(P_est), mon.abs_tol)
@@ -416,13 +417,14 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
             # the estimate reached tol: the check follows a finishing run
             triggered = False
             if epoch < final:
-                final, next_exact = epoch + 1, epoch + finishing_run(spec.name, epoch)
+                n_run = finishing_run(spec.name, epoch)
+                final, next_exact = epoch + 1, epoch + n_run
         if triggered or epoch >= next_exact or epoch >= mon.max_iter or not len(state.active):
             (w, P_obj), D = state.certify((w, P_obj))
             status = mon.check(epoch, result_w(w), P_obj, max(P_obj - D, 0.0), keep_best=False)
             if epoch < last_run:  # a periodic check within the last run keeps its mean
                 state.clear_mean()
-            next_exact, final = epoch + check_every, last_run
+            next_exact, final, n_run = epoch + check_every, last_run, n_last
             # not converged with shrunk rows (whose terms the exact pass has just
             # refreshed): all rows back
             state.unshrink()
