@@ -10,13 +10,13 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    1e-4 relative suboptimality as a ratio to the best peer, scikit-learn
    lbfgs/saga/newton-cg, cyanure, LIBLINEAR Crammer-Singer; 1 thread unless
    said): 20 Newsgroups (130108 features > 11314 rows) softmax alpha 1e-4,
-   msdca 0.15 / 0.26 (2 threads 0.15 / 0.22), lbfgs 1.94 / 3.75; alpha 1e-6,
-   msdca 0.10 / 0.22 (2 threads 0.11 / 0.20), lbfgs not there within the
-   budget; multiclass hinge alpha 1e-4, msdca 0.44 / 0.33 (2 threads 0.47 /
-   0.33); alpha 1e-6 (six times the budget), msdca 0.52 / 0.40 (2 threads
-   0.41 / 0.37) against LIBLINEAR.  MNIST (780 features < 10000 rows) softmax
-   alpha 1e-4: msdca 0.37 / 0.43 (2 threads 0.39 / 0.42; cyanure the best
-   peer), lbfgs 0.96 / 1.00 (2 threads 0.57 / 0.60): msdca's over-relaxed
+   msdca 0.17 / 0.21 (2 threads 0.24 / 0.25), lbfgs 1.69 / 2.29; alpha 1e-6,
+   msdca 0.11 / 0.22 (2 threads 0.11 / 0.20), lbfgs not there within the
+   budget; multiclass hinge alpha 1e-4, msdca 0.42 / 0.26 (2 threads 0.45 /
+   0.32); alpha 1e-6 (six times the budget), msdca 0.38 / 0.32 (2 threads
+   0.43 / 0.43) against LIBLINEAR.  MNIST (780 features < 10000 rows) softmax
+   alpha 1e-4: msdca 0.42 / 0.44 (2 threads 0.43 / 0.44; cyanure the best
+   peer), lbfgs 0.91 / 0.96 (2 threads 0.54 / 0.58): msdca's over-relaxed
    epochs win on few features as on many, though
    only lbfgs's oracle uses a second thread;
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
