@@ -368,9 +368,9 @@ def test_hot_first_layout_gives_the_same_bits(monkeypatch, loss, penalty, kw):
     """V and W in the order of decreasing feature frequency (msdca._hot_first) change
     where the weights live, not the steps: the same w bit for bit and the same epochs as
     in X's order, cold and warm-started, with an intercept, and the same iterates seen
-    by a callback.  The objectives agree to
-    rounding: ||W||^2 is summed over W's rows in the layout's order (and the dual
-    objective, a difference of two larger terms, loses digits to cancellation)."""
+    by a callback.  The objectives agree to rounding: ||W||^2 is summed over W's rows in
+    the layout's order (and the dual objective, a difference of two larger terms, loses
+    digits to cancellation)."""
     from fastrisk.solvers import msdca
 
     rng = np.random.default_rng(5)
