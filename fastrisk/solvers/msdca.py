@@ -259,17 +259,20 @@ class _MSDCA:
         formula of binary SDCA, ``_sdca.objectives_from_sums``)."""
         return _sdca.estimated_objectives(self.sums, self.n, self.lam, self.kappa)
 
-    def exact_sums(self):
-        """(sum c_i phi(W x_i, y_i), sum of the dual terms) in one pass; ``sums`` resynced
-        (the norms of W without a temporary of W's size: ||W||_1 only with an l1 term, the
-        only case that reads it)."""
-        W = self.W
+    def _primal_sums(self, W, values):
+        """The running sums' primal entries for W (epochs' layout) in one parallel pass:
+        [sum c_i phi(W x_i, y_i), 0 (the dual terms' place), ||W||^2, ||W||_1] (the norms
+        without a temporary of W's size; ||W||_1 only with an l1 term, the only case that
+        reads it); ``values`` gets the rows' terms."""
         loss_sum = _msdca.primal_loss_sum(*self.rows, W, self.k, self.y, self.c_arg, self.loss,
-                                          self.row_loss, self.n_threads)
-        self.sums[:] = (loss_sum, _msdca.dual_terms(self.P, self.y, self.c_arg, self.loss,
-                                                    self.row_dual),
-                        float(np.einsum("ij,ij->", W, W)),
-                        float(np.abs(W).sum()) if self.kappa else 0.0)
+                                          values, self.n_threads)
+        return np.array([loss_sum, 0.0, float(np.einsum("ij,ij->", W, W)),
+                         float(np.abs(W).sum()) if self.kappa else 0.0])
+
+    def exact_sums(self):
+        """(sum c_i phi(W x_i, y_i), sum of the dual terms) in one pass; ``sums`` resynced."""
+        self.sums[:] = self._primal_sums(self.W, self.row_loss)
+        self.sums[1] = _msdca.dual_terms(self.P, self.y, self.c_arg, self.loss, self.row_dual)
         return self.sums[0], self.sums[1]
 
     def certify(self, best):
@@ -281,12 +284,7 @@ class _MSDCA:
         best = self._better(self.W, P_now, best)
         if self.n_sum > 1:
             mean = self.W_sum / self.n_sum
-            # sums[1] (the dual terms) does not enter P
-            sums = np.array([_msdca.primal_loss_sum(*self.rows, mean, self.k, self.y,
-                                                    self.c_arg, self.loss, np.empty(self.n),
-                                                    self.n_threads),
-                             0.0, float(np.einsum("ij,ij->", mean, mean)),
-                             float(np.abs(mean).sum()) if self.kappa else 0.0])
+            sums = self._primal_sums(mean, np.empty(self.n))
             best = self._better(mean, _sdca.estimated_objectives(sums, self.n, self.lam,
                                                                  self.kappa)[0], best)
         return best, D_now
