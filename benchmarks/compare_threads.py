@@ -13,7 +13,11 @@ five ``comp.*`` groups against the other fifteen).  For each, in one process:
    solver that certifies these problems and runs threads (the registry's
    ``certificate`` and ``threads``), and ``solver="auto"``, to a certified
    relative gap of 1e-3 on 1 thread and on 2 (``n_threads`` of the Problem,
-   which every kernel of the solver follows), wall time best of ``--repeat``.
+   which every kernel of the solver follows), wall time best of ``--repeat``;
+3. SDCA's epoch (hinge, alpha 1e-4, the rows in a fixed order, no shrinking): whole
+   rows on 1 thread against the row-split epoch on 2 (``_sdca.sdca_epoch``'s
+   ``parts``, coordinate ranges of ``sdca._column_bounds``), best of interleaved
+   rounds as for the oracle, with the rule's choice (``sdca.split_parts``).
 
 The summary row of each problem compares the fastest 2-thread run with the
 fastest 1-thread run: the claim to check is that the parallel solvers on 2
@@ -93,6 +97,27 @@ def oracle_times(X, y, repeat):
     return wall, cpu, rule
 
 
+def epoch_times(X, y, repeat):
+    """({"whole rows, 1 thread": wall, "row-split, 2 threads": wall}, the rule's parts on
+    2 threads, stored entries per row): one SDCA epoch each, on states of their own."""
+    from fastrisk import _sdca
+    from fastrisk.solvers.sdca import _SDCA, _column_bounds, split_parts
+
+    calls = {}
+    for label, n in (("whole rows, 1 thread", 1), ("row-split, 2 threads", 2)):
+        p = fr.Problem(X, y, loss="hinge", alpha=ALPHA, fit_intercept=False, n_threads=n)
+        s = _SDCA(p, batch_size=1, variant="safe", n_threads=n, start=None, shrinking=False,
+                  seed=0, blocks=1)
+        parts = _column_bounds(p.data, 2) if n == 2 else None
+        calls[label] = lambda p=p, s=s, parts=parts: _sdca.sdca_epoch(
+            *s.rows, p.y, s.c_arg, s.sqnorm, s.index, s.n, np.empty(0, np.uint64), s.kid,
+            s.p, s.lam_n, 0.0, s.u, s.v, s.row_loss, s.row_dual, s.sums, False, s.pg,
+            parts=parts)
+    wall, _ = best_times(calls, repeat)
+    rule = split_parts(p, 2, 1, 1)
+    return wall, 1 if rule is None else len(rule) - 1, p.data.nnz / p.n_samples
+
+
 def solver_times(X, y, loss, repeat, time_limit):
     rows = {}
     for n in (1, 2):
@@ -125,7 +150,7 @@ def render(results, command):
              f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC.", "",
              "Each time is the best of the repeats, in seconds; a run that did not reach a "
              f"certified relative gap of {TOL:g} shows its status.", ""]
-    for (name, shape), ((wall, cpu, rule), problems) in results.items():
+    for (name, shape), ((wall, cpu, rule), epochs, problems) in results.items():
         lines += [f"## {name} ({shape[0]} x {shape[1]})", "",
                   f"Oracle (logistic): the rule's path 1 thread "
                   f"{wall[rule[1], 1] * 1e3:.1f} ms ({rule[1]}), 2 threads "
@@ -138,6 +163,12 @@ def render(results, command):
                          f"{wall[path, 1] / wall[path, 2]:.2f} | {cpu[path, 1] * 1e3:.1f} | "
                          f"{cpu[path, 2] * 1e3:.1f} |")
         lines.append("")
+        ewall, parts, per_row = epochs
+        (l1, t1), (l2, t2) = ewall.items()
+        lines += [f"SDCA epoch (hinge, {per_row:.0f} stored entries per row): {l1} "
+                  f"{t1 * 1e3:.1f} ms, {l2} {t2 * 1e3:.1f} ms, speed-up {t1 / t2:.2f}; "
+                  f"the rule (sdca.split_parts) on 2 threads: "
+                  f"{'row-split' if parts > 1 else 'whole rows'}.", ""]
         for loss, rows in problems.items():
             lines += [f"### {loss}, l2, alpha {ALPHA:g}", "",
                       "| solver | 1 thread s | 2 threads s | speed-up |", "|---|---:|---:|---:|"]
@@ -173,9 +204,10 @@ def main(argv=None):
     for name in args.datasets.split(","):
         X, y = load(name)
         oracle = oracle_times(X, y, max(15, args.repeat))
+        epochs = epoch_times(X, y, max(15, args.repeat))
         problems = {loss: solver_times(X, y, loss, args.repeat, args.time_limit)
                     for loss in args.losses.split(",") if loss}
-        results[(name, X.shape)] = (oracle, problems)
+        results[(name, X.shape)] = (oracle, epochs, problems)
         print(render({(name, X.shape): results[(name, X.shape)]}, ""), flush=True)
     command = "python benchmarks/compare_threads.py " + shlex.join(argv or sys.argv[1:])
     text = render(results, command.strip())

@@ -21,6 +21,7 @@ from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, fabs, isfinite, pow
 from libc.stdint cimport int64_t, uint64_t
+from libc.stdlib cimport free, malloc
 
 from fr_rows cimport index_t, row_view, row_dot, row_axpy, row_sqnorm, fr_prefetch
 from fr_loss cimport FR_OK, FR_ERR_OVERFLOW, FR_ERR_BAD_LOSS
@@ -43,6 +44,9 @@ cdef extern from "fr_sdca.h" nogil:
     int fr_num_threads()
     void fr_barrier()
     double FR_SDCA_QMIN
+    ctypedef struct fr_slot:
+        pass
+    double fr_exchange_sum(fr_slot* slots, int part, int n_parts, double x, int64_t round)
 
 STATUS_OK = FR_OK
 STATUS_NONFINITE = FR_ERR_OVERFLOW
@@ -160,13 +164,27 @@ cdef enum:
     ROW_AHEAD = 8
 
 
+cdef struct Split:
+    # one part of a row-split pass (``sdca_epoch`` with n_parts > 1): the part owns the
+    # coordinates [bounds[part], bounds[part + 1]) of v, reads and updates only those,
+    # and sums its partial scores with the other parts' through ``slots``
+    # (fr_exchange_sum); ``round`` counts its exchanges, ``order`` is its copy of the
+    # row order (part 0: the shared one)
+    const int64_t* bounds
+    int part
+    int n_parts
+    fr_slot* slots
+    int64_t round
+    int64_t* order
+
+
 cdef inline Py_ssize_t sdca_pass(
         const floating* data, const index_t* indices, const index_t* indptr, bint dense,
         double bias, Py_ssize_t d, const double* y, const double* c, const double* sqnorm,
         int64_t* index, Py_ssize_t n_active, fr_sdca_visit_fn visit, double loss_param,
         double lam_n, double kappa, double sigma, bint local, double* u, double* v,
         double* row_loss, double* row_dual, bint shrink, double pg_max_old, double pg_min_old,
-        double step_tol, double* acc) noexcept nogil:
+        double step_tol, double* acc, Split* sp) noexcept nogil:
     """Single-coordinate SDCA over the rows ``index[:n_active]`` in that order; returns the
     new n_active (shrunk rows swapped behind the active ones).
 
@@ -176,15 +194,30 @@ cdef inline Py_ssize_t sdca_pass(
     the curvature is sigma' q_i and the increment is added times sigma'.
     ``acc`` = [loss sum, dual sum, ||w||^2, ||w||_1, pg_max, pg_min] updated by differences
     (the norms only when not ``local``).
+
+    ``sp`` not NULL (not ``local``): this thread is one part of a row-split pass.  Every
+    part visits the same rows (``index`` is its copy of the order), scores its own
+    coordinates of each row, and the parts' sum (fr_exchange_sum) is the row's score, so
+    every part takes the same step and makes the same shrinking swaps; each part adds
+    the step to its own coordinates.  Each part keeps its own copies of ``u``,
+    ``row_loss`` and ``row_dual`` (part 0's are the caller's), which take the same
+    values, so no part reads a cache line that another writes.  With kappa > 0,
+    ``acc[2]`` and ``acc[3]`` then hold this part's coordinates' share of the change
+    of the norms (``shrinking_passes`` sums them); with kappa = 0, ``acc[2]`` is the
+    whole ||v||^2, updated from the whole score.
     """
-    cdef Py_ssize_t t = 0, i, j, nnz
+    cdef Py_ssize_t t = 0, i, j, nnz, klo, khi
     cdef const floating* val
     cdef const index_t* idx
-    cdef double ci, f, q, unew, a, G, pg, lv, dv
+    cdef double ci, f, q, unew, a, G, pg, lv, dv, u_i, loss_i, dual_i, b = bias
     cdef double loss_total = acc[0], dual_total = acc[1], wsq = acc[2], wl1 = acc[3]
     cdef double pg_max = acc[4], pg_min = acc[5]
     cdef int bound
     cdef int64_t tmp
+    cdef Py_ssize_t lo = 0 if sp == NULL else sp.bounds[sp.part]
+    cdef Py_ssize_t hi = d + 1 if sp == NULL else sp.bounds[sp.part + 1]
+    if not lo <= d < hi:
+        b = 0.0  # the constant feature belongs to another part
     while t < n_active:
         if t + STATE_AHEAD < n_active:
             prefetch_row_state(index[t + STATE_AHEAD], indptr, y, c, sqnorm, u, row_loss,
@@ -200,12 +233,21 @@ cdef inline Py_ssize_t sdca_pass(
             t += 1
             continue
         nnz = row_view(data, indices, indptr, dense, i, &val, &idx)
-        f = score(val, idx, nnz, v, d, bias, kappa)
+        u_i, loss_i, dual_i = u[i], row_loss[i], row_dual[i]
+        if sp == NULL:
+            f = score(val, idx, nnz, v, d, b, kappa)
+        else:
+            klo = lower_bound(idx, nnz, lo) if lo > 0 else 0
+            khi = lower_bound(idx, nnz, hi) if hi <= d else nnz
+            val, idx, nnz = val + klo, idx + klo, khi - klo
+            sp.round += 1
+            f = fr_exchange_sum(sp.slots, sp.part, sp.n_parts, score(val, idx, nnz, v, d, b,
+                                                                     kappa), sp.round)
         q = sigma * ci * sqnorm[i] / lam_n
-        unew = visit(u[i], f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN,
+        unew = visit(u_i, f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN,
                      step_tol, &lv, &dv, &G, &bound)
         lv = ci * lv
-        loss_total += lv - row_loss[i]
+        loss_total += lv - loss_i
         row_loss[i] = lv
         if shrink:
             pg = G
@@ -222,23 +264,23 @@ cdef inline Py_ssize_t sdca_pass(
             pg_max = pg if pg > pg_max else pg_max
             pg_min = pg if pg < pg_min else pg_min
         dv = ci * dv
-        dual_total += dv - row_dual[i]
+        dual_total += dv - dual_i
+        a = ci * (unew - u_i) / lam_n
         row_dual[i] = dv
-        a = ci * (unew - u[i]) / lam_n
         u[i] = unew
         if a != 0.0:
             if local:
                 a = sigma * a
                 row_axpy(a, val, idx, nnz, v)
-                if bias != 0.0:
-                    v[d] += a * bias
+                if b != 0.0:
+                    v[d] += a * b
             elif kappa == 0.0:
                 wsq += a * (2.0 * f + a * sqnorm[i])
                 row_axpy(a, val, idx, nnz, v)
-                if bias != 0.0:
-                    v[d] += a * bias
+                if b != 0.0:
+                    v[d] += a * b
             else:
-                axpy_tracked(a, val, idx, nnz, v, bias, d, kappa, &wsq, &wl1)
+                axpy_tracked(a, val, idx, nnz, v, b, d, kappa, &wsq, &wl1)
         t += 1
     acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = (loss_total, dual_total, wsq, wl1,
                                                       pg_max, pg_min)
@@ -270,7 +312,8 @@ cdef inline Py_ssize_t shrinking_passes(
         int64_t* index, Py_ssize_t size, Py_ssize_t n_active, uint64_t* rng,
         fr_sdca_visit_fn visit, double loss_param, double lam_n, double kappa, double sigma,
         bint local, double* u, double* v, double* row_loss, double* row_dual, bint shrink,
-        double* pg, double step_tol, double gap_tol, double gap_abs, double* acc) noexcept nogil:
+        double* pg, double step_tol, double gap_tol, double gap_abs, double* acc,
+        Split* sp) noexcept nogil:
     """SDCA passes (``sdca_pass``) over the active rows of a set of ``size`` rows
     ``index[:size]``, each shuffled first (unless ``rng`` is NULL) and followed by
     LIBLINEAR's shrinking bookkeeping (Hsieh et al. 2008, Algorithm 3), until the passes
@@ -284,18 +327,39 @@ cdef inline Py_ssize_t shrinking_passes(
     ``gap_tol >= 0`` (the shared iterate, not ``local``) the passes also stop once the
     duality gap estimated from the running sums ``acc`` (``sdca_epoch``) is at most
     max(gap_tol |P|, gap_abs).  Returns the new n_active; acc[6] counts the row visits.
+
+    ``sp`` (a part of a row-split pass, see ``sdca_pass``; every part calls this with
+    its own ``acc`` and ``pg``, which stay equal): part 0 shuffles ``index`` and the
+    other parts copy it into their ``sp.order`` between two barriers; after each pass
+    the parts' shares of the norms' change are summed.
     """
-    cdef Py_ssize_t visits = 0
-    cdef double P, D
+    cdef Py_ssize_t visits = 0, k
+    cdef double P, D, sq0, l10
+    cdef int64_t* order = index
     while True:
         visits += n_active
-        if rng != NULL:
+        if rng != NULL and (sp == NULL or sp.part == 0):
             fr_shuffle(index, n_active, rng)
+        if sp != NULL:
+            fr_barrier()
+            if sp.part > 0:
+                order = sp.order
+                for k in range(size):
+                    order[k] = index[k]
+            fr_barrier()
         acc[4] = -INFINITY
         acc[5] = INFINITY
-        n_active = sdca_pass(data, indices, indptr, dense, bias, d, y, c, sqnorm, index,
+        sq0, l10 = acc[2], acc[3]
+        n_active = sdca_pass(data, indices, indptr, dense, bias, d, y, c, sqnorm, order,
                              n_active, visit, loss_param, lam_n, kappa, sigma, local, u, v,
-                             row_loss, row_dual, shrink, pg[0], pg[1], step_tol, acc)
+                             row_loss, row_dual, shrink, pg[0], pg[1], step_tol, acc, sp)
+        if sp != NULL and kappa != 0.0:
+            sp.round += 1
+            acc[2] = sq0 + fr_exchange_sum(sp.slots, sp.part, sp.n_parts, acc[2] - sq0,
+                                           sp.round)
+            sp.round += 1
+            acc[3] = l10 + fr_exchange_sum(sp.slots, sp.part, sp.n_parts, acc[3] - l10,
+                                           sp.round)
         if not shrink:
             break
         if pg[2] != pg[2]:
@@ -318,13 +382,91 @@ cdef inline Py_ssize_t shrinking_passes(
     return n_active
 
 
+cdef Py_ssize_t split_passes(
+        const floating* data, const index_t* indices, const index_t* indptr, bint dense,
+        double bias, Py_ssize_t d, const double* y, const double* c, const double* sqnorm,
+        int64_t[::1] index, Py_ssize_t n_active, uint64_t* rng, fr_sdca_visit_fn visit,
+        double loss_param, double lam_n, double kappa, double* u, double* v,
+        double* row_loss, double* row_dual, bint shrink, double[::1] pg, double step_tol,
+        double gap_tol, double gap_abs, double* acc, const int64_t[::1] parts):
+    """``shrinking_passes`` as a row-split pass on len(parts) - 1 threads (``sdca_epoch``):
+    each part gets its Split, copies of ``acc`` and ``pg`` (equal on every part at the
+    end; part 0's are kept), a row order and, but part 0, copies of the rows' u,
+    row_loss and row_dual (4 n doubles per part); one 64-byte slot per part."""
+    cdef int P = <int>parts.shape[0] - 1, part
+    cdef Py_ssize_t n = index.shape[0], k
+    cdef Py_ssize_t[::1] result = np.full(1, n_active, dtype=np.intp)
+    orders_ = np.empty((P, n), dtype=np.int64)
+    # parts 1.. keep their own row scalars: the rows' u, row_loss, row_dual
+    scalars_ = np.empty((P, 3, n))
+    accs_ = np.empty((P, 7))
+    pgs_ = np.empty((P, 3))
+    slot_bytes = np.zeros(64 * (P + 1), dtype=np.uint8)
+    cdef int64_t[:, ::1] orders = orders_
+    cdef double[:, ::1] accs = accs_, pgs = pgs_
+    cdef double[:, :, ::1] scalars = scalars_
+    cdef double* us[64]
+    cdef double* losses[64]
+    cdef double* duals[64]
+    if P > 64:
+        raise ValueError("at most 64 parts")
+    us[0], losses[0], duals[0] = u, row_loss, row_dual
+    for part in range(1, P):
+        for k in range(n):
+            scalars[part, 0, k] = u[k]
+            scalars[part, 1, k] = row_loss[k]
+            scalars[part, 2, k] = row_dual[k]
+        us[part], losses[part], duals[part] = (&scalars[part, 0, 0], &scalars[part, 1, 0],
+                                               &scalars[part, 2, 0])
+    cdef unsigned char[::1] raw = slot_bytes
+    cdef fr_slot* slots = <fr_slot*>&raw[(64 - (<size_t>&raw[0]) % 64) % 64]
+    cdef Split* splits = <Split*>malloc(P * sizeof(Split))
+    if splits == NULL:
+        raise MemoryError()
+    for part in range(P):
+        splits[part].bounds = &parts[0]
+        splits[part].part = part
+        splits[part].n_parts = P
+        splits[part].slots = slots
+        splits[part].round = 0
+        splits[part].order = &orders[part, 0]
+        for k in range(7):
+            accs[part, k] = acc[k]
+        for k in range(3):
+            pgs[part, k] = pg[k]
+    try:
+        with nogil, parallel(num_threads=P):
+            part = threadid()
+            if fr_num_threads() == P:
+                k = shrinking_passes(data, indices, indptr, dense, bias, d, y, c, sqnorm,
+                                     &index[0], n, n_active, rng, visit, loss_param, lam_n,
+                                     kappa, 1.0, False, us[part], v, losses[part],
+                                     duals[part], shrink, &pgs[part, 0], step_tol, gap_tol,
+                                     gap_abs, &accs[part, 0], &splits[part])
+            elif part == 0:  # fewer threads than parts: the whole rows on one
+                k = shrinking_passes(data, indices, indptr, dense, bias, d, y, c, sqnorm,
+                                     &index[0], n, n_active, rng, visit, loss_param, lam_n,
+                                     kappa, 1.0, False, u, v, row_loss, row_dual, shrink,
+                                     &pgs[0, 0], step_tol, gap_tol, gap_abs, &accs[0, 0],
+                                     NULL)
+            if part == 0:
+                result[0] = k
+    finally:
+        free(splits)
+    for k in range(7):
+        acc[k] = accs[0, k]
+    for k in range(3):
+        pg[k] = pgs[0, k]
+    return result[0]
+
+
 def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                bint dense, double bias, const double[::1] y, const double[::1] sample_weight,
                const double[::1] sqnorm, int64_t[::1] index, Py_ssize_t n_active,
                uint64_t[::1] rng, int loss, double loss_param, double lam_n, double kappa,
                double[::1] u, double[::1] v, double[::1] row_loss, double[::1] row_dual,
                double[::1] sums, bint shrinking, double[::1] pg, double gap_tol=-1.0,
-               double gap_abs=0.0, double step_tol=0.0):
+               double gap_abs=0.0, double step_tol=0.0, const int64_t[::1] parts=None):
     """One epoch of single-coordinate SDCA over the rows ``index`` (active rows
     ``index[:n_active]`` first): ``shrinking_passes`` over all of them.
 
@@ -347,12 +489,21 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
     active rows; ``pg`` (3 entries) as in ``shrinking_passes``, which also gives the
     passes' stop on the estimated gap (``gap_tol``, ``gap_abs``; gap_tol < 0: none).
     Returns (n_active, row visits, status); ``index`` stays a permutation of its entries.
+
+    ``parts`` (P + 1 increasing coordinate bounds from 0 to len(v), P > 1): the epoch
+    runs on P threads, thread p owning the coordinates [parts[p], parts[p + 1]) of v
+    (``sdca_pass``'s row-split pass): the same rows, steps and shrinking as one thread,
+    each row's score summed over the parts in order, so the bits depend on ``parts``
+    only.  If OpenMP grants fewer than P threads, the epoch runs on one.
     """
     cdef Py_ssize_t d = v.shape[0] - (bias != 0.0), n = index.shape[0]
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
     cdef double acc[7]
     cdef fr_sdca_visit_fn visit = fr_sdca_visit_for(loss)
     cdef bint shrink = shrinking and fr_sdca_grad_for(loss) != NULL
+    cdef int P = 1 if parts is None else <int>parts.shape[0] - 1
+    cdef Py_ssize_t k
+    cdef uint64_t* state = &rng[0] if rng.shape[0] > 0 else NULL
     if visit == NULL:
         return n_active, 0, FR_ERR_BAD_LOSS
     if (u.shape[0] != y.shape[0] or sqnorm.shape[0] != y.shape[0]
@@ -361,14 +512,22 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
     if n_active < 0 or n_active > n or n == 0 or sums.shape[0] != 4 or pg.shape[0] != 3:
         raise ValueError("n_active must be in [0, len(index)], len(index) > 0, sums must "
                          "have 4 entries and pg 3")
+    if P > 1 and (parts[0] != 0 or parts[P] != v.shape[0]
+                  or any(parts[k + 1] < parts[k] for k in range(P))):
+        raise ValueError("parts must increase from 0 to len(v)")
     acc[0], acc[1], acc[2], acc[3] = sums[0], sums[1], sums[2], sums[3]
-    with nogil:
-        n_active = shrinking_passes(&data[0], &indices[0], &indptr[0], dense, bias, d, &y[0],
-                                    c, &sqnorm[0], &index[0], n, n_active,
-                                    &rng[0] if rng.shape[0] > 0 else NULL, visit, loss_param,
-                                    lam_n, kappa, 1.0, False, &u[0], &v[0], &row_loss[0],
-                                    &row_dual[0], shrink, &pg[0], step_tol, gap_tol, gap_abs,
-                                    acc)
+    if P == 1:
+        with nogil:
+            n_active = shrinking_passes(&data[0], &indices[0], &indptr[0], dense, bias, d,
+                                        &y[0], c, &sqnorm[0], &index[0], n, n_active, state,
+                                        visit, loss_param, lam_n, kappa, 1.0, False, &u[0],
+                                        &v[0], &row_loss[0], &row_dual[0], shrink, &pg[0],
+                                        step_tol, gap_tol, gap_abs, acc, NULL)
+    else:
+        n_active = split_passes(&data[0], &indices[0], &indptr[0], dense, bias, d, &y[0], c,
+                                &sqnorm[0], index, n_active, state, visit, loss_param,
+                                lam_n, kappa, &u[0], &v[0], &row_loss[0], &row_dual[0],
+                                shrink, pg, step_tol, gap_tol, gap_abs, acc, parts)
     sums[0], sums[1], sums[2], sums[3] = acc[0], acc[1], acc[2], acc[3]
     if not (isfinite(acc[0]) and isfinite(acc[1]) and isfinite(acc[2])):
         return n_active, <Py_ssize_t>acc[6], FR_ERR_OVERFLOW
@@ -439,7 +598,7 @@ def sdca_cocoa_round(const floating[::1] data, const index_t[::1] indices,
                 &data[0], &indices[0], &indptr[0], dense, bias, d, &y[0], c, &sqnorm[0],
                 &index[lo], block_bounds[blk + 1] - lo, n_active[blk], &rng[blk], visit,
                 loss_param, lam_n, 0.0, sigma, True, &u[0], &local[blk, 0], &row_loss[0],
-                &row_dual[0], shrink, &pg[blk, 0], step_tol, -1.0, 0.0, &acc[blk, 0])
+                &row_dual[0], shrink, &pg[blk, 0], step_tol, -1.0, 0.0, &acc[blk, 0], NULL)
         fr_barrier()
         # the merge, coordinate range blk of K (fixed ranges: the same bits on any threads)
         for blk in range(K):

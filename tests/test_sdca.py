@@ -451,6 +451,132 @@ def test_epoch_sums_track_the_exact_terms_with_shrinking():
     assert sums[0] == pytest.approx(rl.sum(), rel=1e-10)
 
 
+def _split_epochs(prob, parts, kappa, weights, shrinking, epochs=6):
+    """(u, v, sums, index, n_active) after ``epochs`` sdca_epoch calls with ``parts``."""
+    d, n, kid = prob.data, prob.n_samples, prob.loss.spec.kernel_id
+    lam_n = prob.alpha * (1.0 - kappa / (1.0 + kappa)) * n
+    u, v, rl, rd, sums = np.zeros(n), np.zeros(d.n_weights), np.zeros(n), np.zeros(n), np.zeros(4)
+    index, n_active, state = np.arange(n, dtype=np.int64), n, np.array([5], dtype=np.uint64)
+    pg = np.array([np.inf, -np.inf, np.nan])
+    for _ in range(epochs):
+        n_active, visits, st = _sdca.sdca_epoch(
+            d.data, d.indices, d.indptr, d.dense, d.bias, prob.y, weights, d.row_sqnorms(),
+            index, n_active, state, kid, 0.0, lam_n, kappa, u, v, rl, rd, sums, shrinking, pg,
+            -1.0, 0.0, 1e-3, parts)
+        assert st == 0 and visits >= n_active
+    return u, v, sums, rl, index, n_active
+
+
+@pytest.mark.parametrize("loss, kappa, weighted, intercept", [
+    ("hinge", 0.0, False, True), ("hinge", 0.5, True, False),
+    ("logistic", 0.0, True, True), ("squared_hinge", 0.25, False, True)])
+@pytest.mark.parametrize("n_parts, layout", [(2, "csr"), (3, "csr"), (2, "dense")])
+def test_row_split_epochs_take_the_steps_of_one_thread(loss, kappa, weighted, intercept,
+                                                       n_parts, layout):
+    # the parts of a row-split epoch each score and update their own coordinates; the
+    # rows, steps and shrinking swaps are those of the sequential epoch, up to the rounding
+    # of a score summed in parts (3 parts on 2 cores: the waits must yield)
+    rng = np.random.default_rng(3)
+    X = sp.random(240, 400, density=0.08, random_state=3, format="csr")
+    X = X.toarray() if layout == "dense" else X
+    y = np.where(rng.normal(size=240) > 0, 1.0, -1.0)
+    penalty = "elasticnet" if kappa else "l2"
+    prob = fr.Problem(X, y, loss=loss, alpha=1e-3, penalty=penalty,
+                      fit_intercept=intercept, **({"l1_ratio": kappa / (1 + kappa)}
+                                                 if kappa else {}))
+    weights = rng.uniform(0.5, 2.0, size=240) if weighted else np.empty(0)
+    if weighted:
+        weights[::17] = 0.0  # rows of weight 0 are skipped by every part
+    shrink = loss != "logistic"
+    parts = _column_bounds(prob.data, n_parts)
+    assert parts[0] == 0 and parts[-1] == prob.n_weights and (np.diff(parts) >= 0).all()
+    one = _split_epochs(prob, None, kappa, weights, shrink)
+    split = _split_epochs(prob, parts, kappa, weights, shrink)
+    again = _split_epochs(prob, parts, kappa, weights, shrink)
+    for a, b in zip(split, again):  # the same bits on every run
+        np.testing.assert_array_equal(a, b)
+    u1, v1, sums1, rl1, index1, n1 = one
+    u2, v2, sums2, rl2, index2, n2 = split
+    assert n1 == n2
+    np.testing.assert_array_equal(index1, index2)  # the same order and shrinking swaps
+    np.testing.assert_allclose(u2, u1, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(v2, v1, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(rl2, rl1, rtol=1e-9, atol=1e-12)
+    # the running sums follow the iterate: ||w||^2 and ||w||_1 summed over the parts
+    w = np.sign(v2) * np.maximum(np.abs(v2) - kappa, 0.0)
+    assert sums2[2] == pytest.approx(w @ w, rel=1e-10)
+    if kappa:
+        assert sums2[3] == pytest.approx(np.abs(w).sum(), rel=1e-10)
+    assert sums2[0] == pytest.approx(rl2.sum(), rel=1e-10)
+
+
+def test_row_split_epoch_runs_whole_rows_when_openmp_grants_one_thread():
+    # OMP_THREAD_LIMIT=1: the parts could not meet; the epoch is the sequential one, bit
+    # for bit (a fresh process: the limit is read when OpenMP starts)
+    import os
+    import subprocess
+    import sys
+    code = """
+import numpy as np, scipy.sparse as sp, fastrisk as fr
+from fastrisk import _sdca
+from fastrisk.solvers.sdca import _column_bounds
+X = sp.random(120, 300, density=0.1, random_state=2, format="csr")
+y = np.where(np.arange(120) % 3 == 0, 1.0, -1.0)
+prob = fr.Problem(X, y, loss="hinge", alpha=1e-3)
+d, n = prob.data, prob.n_samples
+out = []
+for parts in (None, _column_bounds(d, 2)):
+    u, v = np.zeros(n), np.zeros(d.n_weights)
+    for _ in range(3):
+        _sdca.sdca_epoch(d.data, d.indices, d.indptr, d.dense, d.bias, prob.y, np.empty(0),
+                         d.row_sqnorms(), np.arange(n, dtype=np.int64), n,
+                         np.empty(0, np.uint64), prob.loss.spec.kernel_id, 0.0,
+                         prob.alpha * n, 0.0, u, v, np.zeros(n), np.zeros(n), np.zeros(4),
+                         False, np.array([np.inf, -np.inf, np.nan]), parts=parts)
+    out.append(v.tobytes())
+print(out[0] == out[1])
+"""
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, check=True)
+    assert proc.stdout.strip() == "True"
+
+
+def test_row_split_is_chosen_for_long_rows_on_several_threads():
+    rng = np.random.default_rng(0)
+    long_rows = sp.random(100, 5000, density=0.06, random_state=0, format="csr")  # 300 / row
+    short_rows = sp.random(100, 5000, density=0.01, random_state=0, format="csr")  # 50 / row
+    y = np.where(rng.normal(size=100) > 0, 1.0, -1.0)
+    dense_rows = np.random.default_rng(1).normal(size=(100, 300))
+    for X, threads, expected in [(long_rows, 2, 2), (long_rows, 1, None),
+                                 (short_rows, 2, None), (dense_rows, 2, 2),
+                                 (dense_rows[:, :200], 2, None)]:
+        prob = fr.Problem(X, y, loss="hinge", alpha=1e-3, n_threads=threads)
+        res = fr.solve(prob, "sdca", tol=1e-6, random_state=0)
+        assert res.extra.get("parts") == expected
+        if expected:  # the certified optimum of the sequential epochs
+            ref = fr.solve(fr.Problem(X, y, loss="hinge", alpha=1e-3, n_threads=1), "sdca",
+                           tol=1e-6, random_state=0)
+            assert res.objective == pytest.approx(ref.objective, rel=2e-6)
+            assert res.gap <= 1e-6 * res.objective
+    # no split with mini-batches or CoCoA+ blocks
+    prob = fr.Problem(long_rows, y, loss="logistic", alpha=1e-3, n_threads=2)
+    assert fr.solve(prob, "sdca", blocks=2, max_iter=2).extra.get("parts") is None
+    assert fr.solve(prob, "sdca", batch_size=8, max_iter=2).extra.get("parts") is None
+
+
+def test_column_bounds_balance_the_stored_entries():
+    rng = np.random.default_rng(1)  # columns denser at high indices
+    X = sp.csr_matrix(rng.random((400, 3000)) < np.linspace(0.001, 0.2, 3000), dtype=float)
+    prob = fr.Problem(X, np.ones(400), loss="squared", alpha=1.0)
+    counts = np.bincount(X.indices, minlength=3000)
+    for k in (2, 3):
+        bounds = _column_bounds(prob.data, k)
+        share = np.add.reduceat(counts, bounds[:-1]) / counts.sum()
+        # cuts on multiples of 64 coordinates: each part within 64 columns' worth
+        assert np.abs(share - 1.0 / k).max() < 64 * counts.max() / counts.sum()
+
+
 @pytest.mark.parametrize("variant", ["safe", "aggressive"])
 def test_minibatch_reaches_the_optimum(variant):
     X, y = _small_problem("hinge", n=200, d=10, seed=2)

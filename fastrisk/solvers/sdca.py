@@ -61,12 +61,21 @@ Mini-batch epochs run in one OpenMP region: each thread owns blocks of
 coordinates, computes the batch's partial scores on them, and after one
 barrier per batch (two for aggressive) every thread forms the same deltas and
 updates its own blocks (see ``_sdca.sdca_minibatch_epoch``).
+
+Single-coordinate epochs on several threads split each row the same way (on long
+rows, ``split_parts``): every thread visits the same rows in the same order,
+owns a range of coordinates, and the threads sum each row's partial scores through
+one cache line each instead of a barrier (``_sdca.sdca_epoch`` with ``parts``); every
+thread then takes the same step, the same shrinking decision, and updates its own
+coordinates.  The iterates are those of the one-thread epoch up to the rounding of
+a score summed in parts; the bits depend on the ranges, which depend on the thread
+count.
 """
 
 import numpy as np
 
 from fastrisk import _sdca
-from fastrisk.config import solver_threads
+from fastrisk.config import single_threaded_blas, solver_threads
 from fastrisk.regularizers import soft_threshold
 from fastrisk.solvers._catalyst import (PROBE_BAND, Accelerated, Probe, check_accelerated, pays,
                                         radius_sq, use_acceleration)
@@ -79,6 +88,10 @@ VARIANTS = ("naive", "safe", "aggressive")
 # nonzeros per thread below which a parallel region costs more than it saves (a region
 # costs microseconds, far more when the cores are shared): exact pass, mini-batch update
 PASS_GRAIN, BATCH_GRAIN = 50_000, 4_000
+# row-split epochs (see split_parts): stored entries per row per part, at least; the
+# sample and the granularity of the coordinate ranges (_column_bounds)
+SPLIT_GRAIN = 128
+BOUND_SAMPLE, BOUND_BUCKET = 2**18, 64
 # CoCoA+ (see cocoa_blocks): nonzeros per row block below which it does not pay, the
 # least alpha n / R^2 where it does (losses without, with a box-constrained dual), and the
 # most weights (a block's private copy of w, 2 MiB: about one core's L2 cache)
@@ -143,19 +156,46 @@ def spectral_norm_sq(data, sample_weight=None, *, rtol=1e-4, max_iter=100):
 
 
 def _column_bounds(data, n_threads):
-    """Coordinate ranges [b_t, b_{t+1}) with about equal nonzeros, one per thread."""
+    """Coordinate ranges [b_t, b_{t+1}) with about equal nonzeros, one per thread.
+
+    The cuts fall on multiples of BOUND_BUCKET coordinates, placed from the counts of
+    every k-th stored entry of X (at most BOUND_SAMPLE of them): a count of every entry
+    would cost a pass over the indices and a cumulative sum over every coordinate
+    (tens of milliseconds on 1.5M features, more than an epoch), and the balance is
+    no better for it."""
     D = data.n_weights
     if n_threads == 1:
         return np.array([0, D], dtype=np.int64)
     if data.dense:
-        counts = np.ones(D)
+        cuts = (np.arange(1, n_threads) * D) // n_threads
     else:
-        counts = np.bincount(data.indices, minlength=data.n_features).astype(np.float64)
+        stride = max(1, data.nnz // BOUND_SAMPLE)
+        buckets = -(-D // BOUND_BUCKET)
+        counts = np.bincount(data.indices[::stride] // BOUND_BUCKET,
+                             minlength=buckets).astype(np.float64)
         if data.bias:
-            counts = np.append(counts, data.n_samples)
-    cum = np.cumsum(counts)
-    cuts = np.searchsorted(cum, cum[-1] * np.arange(1, n_threads) / n_threads, side="right")
-    return np.concatenate([[0], cuts, [D]]).astype(np.int64)
+            counts[-1] += data.n_samples / stride
+        cum = np.cumsum(counts)
+        cuts = BOUND_BUCKET * (1 + np.searchsorted(
+            cum, cum[-1] * np.arange(1, n_threads) / n_threads))
+    return np.concatenate([[0], np.minimum(cuts, D), [D]]).astype(np.int64)
+
+
+def split_parts(problem, n_threads, batch_size, blocks):
+    """The coordinate ranges of row-split epochs (``_sdca.sdca_epoch``'s ``parts``), or
+    None for whole rows on one thread: min(n_threads, nnz(X) / (n SPLIT_GRAIN)) parts,
+    for single-coordinate epochs outside CoCoA+.
+
+    A row-split epoch sums every row's score across the cores, a cache-line round trip
+    per row; each part then reads and updates only its share of the row.  The round
+    trip pays where a row costs several times as much: long rows, sparse ones whose
+    weights miss the caches (IMDB bigrams) or dense ones of several hundred features;
+    on shorter rows (20 Newsgroups, Reuters) whole rows on one thread run as fast or
+    faster (benchmarks/compare_threads.py times the epoch both ways)."""
+    if n_threads < 2 or batch_size > 1 or blocks > 1:
+        return None
+    parts = min(n_threads, int(problem.data.nnz / (problem.n_samples * SPLIT_GRAIN)))
+    return _column_bounds(problem.data, parts) if parts > 1 else None
 
 
 def cocoa_blocks(problem, n_threads, batch_size, R2):
@@ -252,6 +292,9 @@ class _SDCA:
         self.blocks = min(blocks, n)
         if self.blocks > 1:
             self._setup_cocoa(data, seed, n_threads)
+        self.parts = split_parts(problem, n_threads, b, self.blocks)
+        if self.parts is not None:
+            self.info.update(parts=len(self.parts) - 1)
         # shrinking's pg_max_old, pg_min_old and the projected-gradient range below which
         # all rows come back (NaN: set by the first pass); _sdca.shrinking_passes
         self.pg = np.array([np.inf, -np.inf, np.nan])
@@ -394,7 +437,7 @@ class _SDCA:
             *self.rows, self.problem.y, self.c_arg, self.sqnorm, self.index, self.n_active,
             self.order_state, self.kid, self.p, self.lam_n, self.kappa, self.u, self.v,
             self.row_loss, self.row_dual, self.sums, self.shrinking, self.pg, *self.target,
-            self.step_tol)
+            self.step_tol, self.parts)
         self._check_status(status)
         self.row_visits += visits
 
@@ -516,8 +559,8 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     or with shrinking the passes over the active rows that add up to n row visits):
     batch_size: rows per mini-batch (1 = single-coordinate SDCA).
     variant: "naive", "safe" or "aggressive" mini-batch step (ignored for b = 1).
-    n_threads: threads for mini-batch deltas and the exact primal pass (None = the
-        problem's n_threads).
+    n_threads: threads for mini-batch deltas, row-split epochs (``split_parts``) and the
+        exact primal pass (None = the problem's n_threads).
     start: a previous Result (e.g. along a regularization path): its dual variables
         ``extra["dual"]`` when they fit this problem, else the dual derived from its w;
         or a weight vector w (dual u_i = -l'(<w, x_i>, y_i)).
@@ -550,7 +593,7 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     paper's alpha_i), ``dual_objective`` (D(u)), ``gap_estimates`` (per epoch),
     ``beta`` (final step factor), ``spectral_norm_sq`` and ``beta_b`` (safe), ``n_undone``
     (aggressive), ``batch_size``, ``variant`` ("cocoa+" with ``blocks``: K),
-    ``row_visits`` (rows read by the epochs), ``n_active`` (rows not shrunk at the
+    ``parts`` (the threads of row-split epochs, when they run), ``row_visits`` (rows read by the epochs), ``n_active`` (rows not shrunk at the
     end), ``step_tol`` (the final
     tolerance of the inexact logistic step on |logit(y u_i) - t*|, t* the coordinate's
     maximiser).
@@ -569,16 +612,21 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
         raise ValueError(f"blocks={blocks} (CoCoA+) needs the l2 penalty (an elastic net "
                          "with l1_ratio 0); use blocks=1")
     rng = np.random.default_rng(random_state)
-    method = _SDCA(problem, batch_size=batch_size, variant=variant, n_threads=n_threads,
-                   start=start, shrinking=shrinking, seed=rng.integers(2**63), blocks=blocks)
-    R2 = method.R2
-    if accelerated == "auto" and problem.loss.spec.smooth:
-        method = Probe(method, R2) if pays(problem, R2, PROBE_BAND) else method
-    elif use_acceleration(accelerated, problem, R2):
-        method = Accelerated(method, R2)
-    return run_epochs(problem, "sdca", method, tol=tol, abs_tol=abs_tol, max_iter=max_iter,
-                      time_limit=time_limit, callback=callback, verbose=verbose,
-                      check_every=check_every)
+    # the vector operations of length n_weights run in BLAS: its pool, left to spin after
+    # a call, would take the cores from the OpenMP threads (row-split epochs wait on
+    # each other at every row)
+    with single_threaded_blas():
+        method = _SDCA(problem, batch_size=batch_size, variant=variant, n_threads=n_threads,
+                       start=start, shrinking=shrinking, seed=rng.integers(2**63),
+                       blocks=blocks)
+        R2 = method.R2
+        if accelerated == "auto" and problem.loss.spec.smooth:
+            method = Probe(method, R2) if pays(problem, R2, PROBE_BAND) else method
+        elif use_acceleration(accelerated, problem, R2):
+            method = Accelerated(method, R2)
+        return run_epochs(problem, "sdca", method, tol=tol, abs_tol=abs_tol,
+                          max_iter=max_iter, time_limit=time_limit, callback=callback,
+                          verbose=verbose, check_every=check_every)
 
 
 def _minibatch_workspace(data, b, n_blocks, aggressive):
