@@ -166,11 +166,14 @@ cdef enum:
 
 cdef struct Split:
     # one part of a row-split pass (``sdca_epoch`` with n_parts > 1): the part owns the
-    # coordinates [bounds[part], bounds[part + 1]) of v, reads and updates only those,
-    # and sums its partial scores with the other parts' through ``slots``
-    # (fr_exchange_sum); ``round`` counts its exchanges, ``order`` is its copy of the
-    # row order (part 0: the shared one)
+    # coordinates [bounds[part], bounds[part + 1]) of v, which are the stored entries
+    # [cuts[(part - 1) n_rows + i], cuts[part n_rows + i]) of row i (``row_cuts``; 0 and
+    # the row's length at the ends), reads and updates only those, and sums its partial
+    # scores with the other parts' through ``slots`` (fr_exchange_sum); ``round`` counts
+    # its exchanges, ``order`` is its copy of the row order (part 0: the shared one)
     const int64_t* bounds
+    const int64_t* cuts
+    Py_ssize_t n_rows
     int part
     int n_parts
     fr_slot* slots
@@ -237,8 +240,8 @@ cdef inline Py_ssize_t sdca_pass(
         if sp == NULL:
             f = score(val, idx, nnz, v, d, b, kappa)
         else:
-            klo = lower_bound(idx, nnz, lo) if lo > 0 else 0
-            khi = lower_bound(idx, nnz, hi) if hi <= d else nnz
+            klo = sp.cuts[(sp.part - 1) * sp.n_rows + i] if sp.part > 0 else 0
+            khi = sp.cuts[sp.part * sp.n_rows + i] if sp.part < sp.n_parts - 1 else nnz
             val, idx, nnz = val + klo, idx + klo, khi - klo
             sp.round += 1
             f = fr_exchange_sum(sp.slots, sp.part, sp.n_parts, score(val, idx, nnz, v, d, b,
@@ -382,13 +385,34 @@ cdef inline Py_ssize_t shrinking_passes(
     return n_active
 
 
+def row_cuts(const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+             const int64_t[::1] parts):
+    """(len(parts) - 2, n_rows) array: row i's stored entries below the coordinate
+    parts[p + 1] (its entries are sorted), the row-split epoch's boundary between parts
+    p and p + 1 (``sdca_epoch``); the constant feature, the last coordinate, is stored in
+    no row.  One binary search per row and boundary, once per solve instead of per
+    visit."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1, P = parts.shape[0] - 1, i, p, nnz
+    out_ = np.empty((max(P - 1, 0), n), dtype=np.int64)
+    cdef int64_t[:, ::1] out = out_
+    cdef const index_t* idx
+    with nogil:
+        for p in range(P - 1):
+            for i in range(n):
+                nnz = indptr[i + 1] - indptr[i]
+                idx = &indices[0] if dense else &indices[indptr[i]]
+                out[p, i] = lower_bound(idx, nnz, parts[p + 1])
+    return out_
+
+
 cdef Py_ssize_t split_passes(
         const floating* data, const index_t* indices, const index_t* indptr, bint dense,
         double bias, Py_ssize_t d, const double* y, const double* c, const double* sqnorm,
         int64_t[::1] index, Py_ssize_t n_active, uint64_t* rng, fr_sdca_visit_fn visit,
         double loss_param, double lam_n, double kappa, double* u, double* v,
         double* row_loss, double* row_dual, bint shrink, double[::1] pg, double step_tol,
-        double gap_tol, double gap_abs, double* acc, const int64_t[::1] parts):
+        double gap_tol, double gap_abs, double* acc, const int64_t[::1] parts,
+        const int64_t[:, ::1] cuts):
     """``shrinking_passes`` as a row-split pass on len(parts) - 1 threads (``sdca_epoch``):
     each part gets its Split, copies of ``acc`` and ``pg`` (equal on every part at the
     end; part 0's are kept), a row order and, but part 0, copies of the rows' u,
@@ -425,6 +449,8 @@ cdef Py_ssize_t split_passes(
         raise MemoryError()
     for part in range(P):
         splits[part].bounds = &parts[0]
+        splits[part].cuts = &cuts[0, 0]
+        splits[part].n_rows = cuts.shape[1]
         splits[part].part = part
         splits[part].n_parts = P
         splits[part].slots = slots
@@ -466,7 +492,8 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
                uint64_t[::1] rng, int loss, double loss_param, double lam_n, double kappa,
                double[::1] u, double[::1] v, double[::1] row_loss, double[::1] row_dual,
                double[::1] sums, bint shrinking, double[::1] pg, double gap_tol=-1.0,
-               double gap_abs=0.0, double step_tol=0.0, const int64_t[::1] parts=None):
+               double gap_abs=0.0, double step_tol=0.0, const int64_t[::1] parts=None,
+               const int64_t[:, ::1] cuts=None):
     """One epoch of single-coordinate SDCA over the rows ``index`` (active rows
     ``index[:n_active]`` first): ``shrinking_passes`` over all of them.
 
@@ -490,11 +517,12 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
     passes' stop on the estimated gap (``gap_tol``, ``gap_abs``; gap_tol < 0: none).
     Returns (n_active, row visits, status); ``index`` stays a permutation of its entries.
 
-    ``parts`` (P + 1 increasing coordinate bounds from 0 to len(v), P > 1): the epoch
-    runs on P threads, thread p owning the coordinates [parts[p], parts[p + 1]) of v
-    (``sdca_pass``'s row-split pass): the same rows, steps and shrinking as one thread,
-    each row's score summed over the parts in order, so the bits depend on ``parts``
-    only.  If OpenMP grants fewer than P threads, the epoch runs on one.
+    ``parts`` (P + 1 increasing coordinate bounds from 0 to len(v), P > 1) and ``cuts``
+    (``row_cuts(..., parts)``, made here when None): the epoch runs on P threads, thread p owning the
+    coordinates [parts[p], parts[p + 1]) of v (``sdca_pass``'s row-split pass): the same
+    rows, steps and shrinking as one thread, each row's score summed over the parts in
+    order, so the bits depend on ``parts`` only.  If OpenMP grants fewer than P
+    threads, the epoch runs on one.
     """
     cdef Py_ssize_t d = v.shape[0] - (bias != 0.0), n = index.shape[0]
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
@@ -515,6 +543,10 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
     if P > 1 and (parts[0] != 0 or parts[P] != v.shape[0]
                   or any(parts[k + 1] < parts[k] for k in range(P))):
         raise ValueError("parts must increase from 0 to len(v)")
+    if P > 1 and cuts is None:
+        cuts = row_cuts(indices, indptr, dense, parts)
+    if P > 1 and (cuts.shape[0] != P - 1 or cuts.shape[1] != y.shape[0]):
+        raise ValueError("cuts must be row_cuts(..., parts): (len(parts) - 2, n_rows)")
     acc[0], acc[1], acc[2], acc[3] = sums[0], sums[1], sums[2], sums[3]
     if P == 1:
         with nogil:
@@ -527,7 +559,7 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
         n_active = split_passes(&data[0], &indices[0], &indptr[0], dense, bias, d, &y[0], c,
                                 &sqnorm[0], index, n_active, state, visit, loss_param,
                                 lam_n, kappa, &u[0], &v[0], &row_loss[0], &row_dual[0],
-                                shrink, pg, step_tol, gap_tol, gap_abs, acc, parts)
+                                shrink, pg, step_tol, gap_tol, gap_abs, acc, parts, cuts)
     sums[0], sums[1], sums[2], sums[3] = acc[0], acc[1], acc[2], acc[3]
     if not (isfinite(acc[0]) and isfinite(acc[1]) and isfinite(acc[2])):
         return n_active, <Py_ssize_t>acc[6], FR_ERR_OVERFLOW

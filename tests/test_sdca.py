@@ -575,6 +575,12 @@ def test_column_bounds_balance_the_stored_entries():
         share = np.add.reduceat(counts, bounds[:-1]) / counts.sum()
         # cuts on multiples of 64 coordinates: each part within 64 columns' worth
         assert np.abs(share - 1.0 / k).max() < 64 * counts.max() / counts.sum()
+        # each row's entries below each inner bound
+        d = prob.data
+        cuts = _sdca.row_cuts(d.indices, d.indptr, d.dense, bounds)
+        expected = [[np.searchsorted(X.indices[X.indptr[i]:X.indptr[i + 1]], b)
+                     for i in range(400)] for b in bounds[1:-1]]
+        np.testing.assert_array_equal(cuts, expected)
 
 
 @pytest.mark.parametrize("variant", ["safe", "aggressive"])

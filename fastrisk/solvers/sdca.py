@@ -293,7 +293,9 @@ class _SDCA:
         if self.blocks > 1:
             self._setup_cocoa(data, seed, n_threads)
         self.parts = split_parts(problem, n_threads, b, self.blocks)
+        self.cuts = None  # each row's entries per part (_sdca.row_cuts)
         if self.parts is not None:
+            self.cuts = _sdca.row_cuts(data.indices, data.indptr, data.dense, self.parts)
             self.info.update(parts=len(self.parts) - 1)
         # shrinking's pg_max_old, pg_min_old and the projected-gradient range below which
         # all rows come back (NaN: set by the first pass); _sdca.shrinking_passes
@@ -437,7 +439,7 @@ class _SDCA:
             *self.rows, self.problem.y, self.c_arg, self.sqnorm, self.index, self.n_active,
             self.order_state, self.kid, self.p, self.lam_n, self.kappa, self.u, self.v,
             self.row_loss, self.row_dual, self.sums, self.shrinking, self.pg, *self.target,
-            self.step_tol, self.parts)
+            self.step_tol, self.parts, self.cuts)
         self._check_status(status)
         self.row_visits += visits
 
