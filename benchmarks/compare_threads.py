@@ -124,7 +124,7 @@ def epoch_times(X, y, repeat):
             s.lam_n, 0.0, s.u, s.v, s.row_loss, s.row_dual, s.sums, False, s.pg,
             parts=parts)
     wall, _ = best_times(calls, repeat)
-    rule = split_parts(p, 2, 1, 1)
+    rule, _ = split_parts(p.data, 2)
     return wall, 1 if rule is None else len(rule) - 1, p.data.nnz / p.n_samples
 
 

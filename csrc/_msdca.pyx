@@ -37,13 +37,29 @@ coordinates of the row at once.
 
 import numpy as np
 from cython cimport floating
-from cython.parallel cimport prange, threadid
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, log, fabs, INFINITY
 from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, free
 
 from fr_rows cimport index_t, row_view
 from fr_vec cimport *
+
+cdef extern from "fr_split.h" nogil:
+    size_t fr_split_stride(Py_ssize_t width)
+    void fr_exchange(char* base, int part, int n_parts, const double* x, double* sum,
+                     Py_ssize_t width, int64_t round)
+
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    static int fr_msdca_threads(void) { return omp_get_num_threads(); }
+    #else
+    static int fr_msdca_threads(void) { return 1; }
+    #endif
+    """
+    int omp_threads "fr_msdca_threads"() nogil
 
 cdef enum:
     NEWTON_MAX_ITER = 100
@@ -317,9 +333,12 @@ cdef inline void prefetch_row_start(const floating[::1] data, const index_t[::1]
 
 cdef inline void prefetch_row_blocks(const floating[::1] data, const index_t[::1] indices,
                                      const index_t[::1] indptr, bint dense, Py_ssize_t i,
-                                     const double* W, Py_ssize_t k) noexcept nogil:
-    """Prefetch the weight blocks of row i's first FR_VEC_PREFETCH stored entries."""
-    cdef Py_ssize_t p, start = indptr[i], nnz = min(indptr[i + 1] - start, FR_VEC_PREFETCH)
+                                     Py_ssize_t skip, const double* W,
+                                     Py_ssize_t k) noexcept nogil:
+    """Prefetch the weight blocks of row i's first FR_VEC_PREFETCH stored entries after
+    its first ``skip``."""
+    cdef Py_ssize_t p, start = indptr[i] + skip
+    cdef Py_ssize_t nnz = min(indptr[i + 1] - start, FR_VEC_PREFETCH)
     if dense:
         return  # the blocks of a dense row are consecutive: the hardware follows them
     for p in range(nnz):
@@ -366,6 +385,205 @@ cdef inline void row_scores_classes(const floating* val, const index_t* idx, Py_
         s[c0], s[c1], s[c2], s[c3] = t0, t1, t2, t3
 
 
+cdef struct Split:
+    # one part of a row-split epoch (``msdca_epoch`` with parts): the part owns the
+    # weight rows [bounds[part], bounds[part + 1]) of V and W, which are the stored
+    # entries [cuts[(part - 1) n_rows + i], cuts[part n_rows + i]) of row i (0 and the
+    # row's length at the ends), and sums its partial scores with the other parts'
+    # through ``slots`` (fr_split.h); ``round`` counts its exchanges
+    const int64_t* bounds
+    const int64_t* cuts
+    Py_ssize_t n_rows
+    int part
+    int n_parts
+    char* slots
+    int64_t round
+
+
+cdef void epoch_rows(const floating[::1] data, const index_t[::1] indices,
+                     const index_t[::1] indptr, bint dense, double bias, const int64_t[::1] y,
+                     const double[::1] sample_weight, const double[::1] sqnorm,
+                     const int64_t[::1] order, int loss, double lam_n, double kappa,
+                     double[:, ::1] P, double[:, ::1] logP, double[:, ::1] V,
+                     double[:, ::1] W, double[::1] row_loss, double[::1] row_dual,
+                     double* sums, unsigned char[::1] shrink, int[:, ::1] classes,
+                     int[::1] n_classes, bint shrinking, double omega, double* buf,
+                     Split* sp) noexcept nogil:
+    """The row loop of ``msdca_epoch``; ``buf``: 12 q scratch doubles.
+
+    ``sp`` not NULL: this thread is one part of a row-split epoch.  Every part visits
+    the same rows, scores its share of each row's entries, and the parts' sums
+    (fr_exchange) are the row's scores, so every part takes the same step and makes the
+    same shrinking decision; each part adds the step to its own weight rows.  A part
+    works on copies of the row's dual point, log dual point and active classes, read
+    before the exchange; part 0 writes the new ones (and the row's terms) after it, so no
+    part reads what another writes.  With kappa > 0, sums[2] and sums[3] take each part's
+    share of the change, summed at the end.
+    """
+    cdef Py_ssize_t k = P.shape[1], q = V.shape[1], D = V.shape[0], d = D - (bias != 0)
+    cdef Py_ssize_t t, i, c, nnz, n_active, e, j, u, m, kept, yi, klo = 0
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double ci, a, scale, old, old_dual, new, xv, min_g, rl, b = bias
+    cdef double sq0 = sums[2], l10 = sums[3]
+    cdef double* s = buf
+    cdef double* g = buf + q
+    cdef double* pn = buf + 2 * q
+    cdef double* z = buf + 3 * q  # 4 q scratch doubles
+    cdef double* p_row = buf + 7 * q  # the split's copies of P[i] and logP[i]
+    cdef double* logp_row = buf + 8 * q
+    cdef int* active = <int*>(buf + 9 * q)
+    cdef int* cls_row = <int*>(buf + 10 * q)
+    cdef int* cls
+    cdef double* pold
+    cdef double* logp
+    cdef bint same = &V[0, 0] == &W[0, 0], hinge = loss == FR_VEC_MULTICLASS_HINGE
+    cdef bint owner = sp == NULL or sp.part == 0
+    # W's blocks are prefetched only when W is larger than W_PREFETCH_BYTES: else they
+    # stay in cache, and the prefetch loop's index loads are pure cost
+    cdef bint far = D * q * sizeof(double) > W_PREFETCH_BYTES
+    if sp != NULL and not sp.bounds[sp.part] <= d < sp.bounds[sp.part + 1]:
+        b = 0.0  # the intercept's weight row belongs to another part
+    for c in range(k, q):  # the padding columns' updates: zero
+        g[c] = 0.0
+    for t in range(order.shape[0]):
+        # the rows come in random order, so the hardware cannot guess the next one:
+        # two rows ahead, its first stored entries and its dual point are fetched;
+        # one row ahead, the weight blocks of those entries (row_scores prefetches
+        # the rest of a row from within), when W is ``far``
+        if t + 2 < order.shape[0]:
+            prefetch_row_start(data, indices, indptr, dense, order[t + 2], &P[0, 0], k)
+        if far and t + 1 < order.shape[0]:
+            j = order[t + 1]
+            prefetch_row_blocks(data, indices, indptr, dense, j,
+                                0 if sp == NULL or sp.part == 0
+                                else sp.cuts[(sp.part - 1) * sp.n_rows + j], &W[0, 0], q)
+        i = order[t]
+        yi = y[i]
+        ci = sample_weight[i] if sample_weight.shape[0] > 0 else 1.0
+        nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+        m = n_classes[i] if hinge else k
+        cls, pold = &classes[i, 0], &P[i, 0]
+        logp = &logP[i, 0] if not hinge else NULL
+        if sp != NULL:
+            klo = sp.cuts[(sp.part - 1) * sp.n_rows + i] if sp.part > 0 else 0
+            nnz = (sp.cuts[sp.part * sp.n_rows + i] if sp.part < sp.n_parts - 1 else nnz) - klo
+            val, idx = val + klo, idx + klo
+            for c in range(k):
+                p_row[c] = pold[c]
+            pold = p_row
+            if hinge:
+                for u in range(m):
+                    cls_row[u] = cls[u]
+                cls = cls_row
+            else:
+                for c in range(k):
+                    logp_row[c] = logp[c]
+                logp = logp_row
+        old, old_dual = row_loss[i], row_dual[i]
+        if m == k:
+            row_scores(val, idx, nnz, nnz if far else 0, b, d, &W[0, 0], q, q, s)
+        else:
+            row_scores_classes(val, idx, nnz, b, d, &W[0, 0], k, q, cls, m, s)
+        if sp != NULL:
+            sp.round += 1
+            fr_exchange(sp.slots, sp.part, sp.n_parts, s, s, q, sp.round)
+        # the softmax gradient is not needed (g is the step's update below)
+        rl = vector_loss_row(loss, s, k, yi, NULL, NULL, NULL, ci, g if hinge else NULL,
+                             active, &n_active)
+        sums[0] += rl - old
+        if owner:
+            row_loss[i] = rl
+            shrink[i] = 0
+        if hinge:
+            # the classes the step would not move: p_c = 0 and g_c below every
+            # g_c' with p_c' > 0 (g_c = s_c + [c != y], the dual gradient)
+            min_g = INFINITY
+            for u in range(m):
+                c = cls[u]
+                if pold[c] > 0.0:
+                    min_g = min(min_g, s[c] + (c != yi))
+            kept = 0
+            for u in range(m):
+                c = cls[u]
+                if c == yi or pold[c] > 0.0 or s[c] + 1.0 >= min_g:
+                    if shrinking:
+                        cls[kept] = <int>c
+                    kept += 1
+            if shrinking:
+                m = kept
+                if owner:
+                    n_classes[i] = <int>m
+                    if sp != NULL:
+                        for u in range(m):
+                            classes[i, u] = cls[u]
+            if kept == 1:  # p = e_y and the step leaves it there
+                if owner:
+                    shrink[i] = 1
+                continue
+        if ci == 0.0 or sqnorm[i] == 0.0:
+            continue
+        a = ci * sqnorm[i] / lam_n
+        if hinge:
+            # the projection of p_old + omega (s + 1 - e_y)/a over the active classes
+            for u in range(m):
+                c = cls[u]
+                z[u] = pold[c] + omega * (s[c] + (c != yi)) / a
+            project_simplex(z, m, z + q)
+            for u in range(m):
+                pn[cls[u]] = z[u]
+            new = ci * (1.0 - pn[yi])
+        else:
+            new = ci * softmax_step(s, pold, logp, k, a / omega, pn, z)
+        sums[1] += new - old_dual
+        # A changes by p_old - p_new: V += c_i x_i (p_old - p_new)^T / (lambda n)
+        n_active = 0
+        scale = ci / lam_n
+        for u in range(m):
+            c = cls[u] if hinge else u
+            g[c] = scale * (pold[c] - pn[c])
+            pold[c] = pn[c]
+            if g[c] != 0.0:
+                active[n_active] = <int>c
+                n_active += 1
+        if owner:
+            row_dual[i] = new
+            if sp != NULL:
+                for c in range(k):
+                    P[i, c] = p_row[c]
+                    if not hinge:
+                        logP[i, c] = logp_row[c]
+        if n_active == 0:
+            continue
+        if same:
+            # W = V: ||W + x g^T||^2 - ||W||^2 = 2 <g, s> + ||x||^2 ||g||^2 with s = W^T x
+            # the scores (||W||_1 is not needed without an l1 term)
+            for u in range(n_active):
+                c = active[u]
+                sums[2] += g[c] * (2.0 * s[c] + sqnorm[i] * g[c])
+            # only the classes whose dual moved (a hinge step moves a few of the k);
+            # all of them: the whole padded block (the padding's g is 0)
+            row_scatter(val, idx, nnz, b, d, g, q, q, active,
+                        q if n_active == k else n_active, &V[0, 0])
+        else:
+            for e in range(nnz + (b != 0)):
+                j = idx[e] if e < nnz else d
+                xv = val[e] if e < nnz else b
+                for u in range(n_active):
+                    c = active[u]
+                    V[j, c] += xv * g[c]
+                    old = W[j, c]
+                    new = soft(V[j, c], kappa)
+                    W[j, c] = new
+                    sums[2] += new * new - old * old
+                    sums[3] += fabs(new) - fabs(old)
+    if sp != NULL and not same:  # each part's share of the change of the norms
+        sp.round += 1
+        s[0], s[1] = sums[2] - sq0, sums[3] - l10
+        fr_exchange(sp.slots, sp.part, sp.n_parts, s, s, 2, sp.round)
+        sums[2], sums[3] = sq0 + s[0], l10 + s[1]
+
+
 def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                 bint dense, double bias, const int64_t[::1] y, const double[::1] sample_weight,
                 const double[::1] sqnorm, const int64_t[::1] order, int loss, double lam_n,
@@ -373,7 +591,8 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                 double[:, ::1] W,
                 double[::1] row_loss, double[::1] row_dual, double[::1] sums,
                 unsigned char[::1] shrink, int[:, ::1] classes, int[::1] n_classes,
-                bint shrinking, double omega):
+                bint shrinking, double omega, const int64_t[::1] parts=None,
+                const int64_t[:, ::1] cuts=None):
     """One epoch of coordinate steps over the rows in ``order``, in place.
 
     Multiclass hinge rows carry an active class set (Keerthi et al. 2008, Sec. 4;
@@ -400,29 +619,26 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
     c_i times the new dual term; ``sums`` = [sum row_loss, sum row_dual, ||W||^2,
     ||W||_1] is updated by differences, so the estimated gap costs O(1) (||W||_1 only
     when kappa > 0, the only case that uses it).
+
+    ``parts`` (P + 1 increasing coordinate bounds from 0 to len(V), P > 1) and
+    ``cuts`` (``_sdca.row_cuts`` of X's sorted rows and ``parts``): the epoch runs on P
+    threads, each owning the weight rows [parts[p], parts[p + 1]) of V and W
+    (``epoch_rows``): the same rows and steps as one thread, each row's scores summed
+    over the parts in order, so the bits depend on ``parts`` only.  If OpenMP grants
+    fewer than P threads, the epoch runs on one.
     """
-    cdef Py_ssize_t k = P.shape[1], q = V.shape[1], D = V.shape[0], d = D - (bias != 0)
-    cdef Py_ssize_t t, i, c, nnz, n_active, e, j, u, m, kept, yi
-    cdef const floating* val
-    cdef const index_t* idx
-    cdef double ci, a, scale, old, new, xv, min_g
+    cdef Py_ssize_t k = P.shape[1], q = V.shape[1], D = V.shape[0], r
+    cdef int n_parts = 1 if parts is None else <int>parts.shape[0] - 1, part
+    cdef bint same = &V[0, 0] == &W[0, 0]
     cdef double* buf
-    cdef double* s
-    cdef double* g
-    cdef double* pn
-    cdef double* z
-    cdef int* active
-    cdef int* cls
-    cdef bint same = &V[0, 0] == &W[0, 0], hinge = loss == FR_VEC_MULTICLASS_HINGE
-    # W's blocks are prefetched only when W is larger than W_PREFETCH_BYTES: else they
-    # stay in cache, and the prefetch loop's index loads are pure cost
-    cdef bint far = D * q * sizeof(double) > W_PREFETCH_BYTES
+    cdef double acc[4]
     if loss not in (FR_VEC_SOFTMAX, FR_VEC_MULTICLASS_HINGE):
         raise ValueError("msdca_epoch supports the softmax and multiclass_hinge losses")
     if q != block_width(k) or W.shape[0] != D or W.shape[1] != q or (kappa != 0.0 and same):
         raise ValueError("V and W must be distinct (D, block_width(k)) arrays unless "
                          "kappa = 0")
-    if (not hinge and (logP.shape[0] != P.shape[0] or logP.shape[1] != k)):
+    if (loss != FR_VEC_MULTICLASS_HINGE and (logP.shape[0] != P.shape[0]
+                                             or logP.shape[1] != k)):
         raise ValueError("logP must have the shape of P for softmax")
     if shrink.shape[0] != P.shape[0] or row_loss.shape[0] != P.shape[0] \
             or row_dual.shape[0] != P.shape[0] or y.shape[0] != P.shape[0] \
@@ -430,110 +646,57 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
             or classes.shape[1] != k:
         raise ValueError("shrink, row_loss, row_dual, y, n_classes and classes must have one "
                          "entry per row (classes: k)")
-    buf = <double*>malloc(8 * q * sizeof(double))
-    if buf == NULL:
+    if n_parts > 1 and (parts[0] != 0 or parts[n_parts] != D
+                        or any(parts[r + 1] < parts[r] for r in range(n_parts))
+                        or cuts is None or cuts.shape[0] != n_parts - 1
+                        or cuts.shape[1] != P.shape[0]):
+        raise ValueError("parts must increase from 0 to len(V) and cuts be "
+                         "_sdca.row_cuts(..., parts)")
+    if n_parts == 1:
+        buf = <double*>malloc(12 * q * sizeof(double))
+        if buf == NULL:
+            raise MemoryError()
+        with nogil:
+            epoch_rows(data, indices, indptr, dense, bias, y, sample_weight, sqnorm, order,
+                       loss, lam_n, kappa, P, logP, V, W, row_loss, row_dual, &sums[0],
+                       shrink, classes, n_classes, shrinking, omega, buf, NULL)
+        free(buf)
+        return
+    # per part: its Split, sums (equal on every part at the end: part 0's are kept) and
+    # scratch; the exchange's lines (fr_split.h)
+    accs_ = np.tile(np.asarray(sums), (n_parts, 1))
+    bufs_ = np.empty((n_parts, 12 * q))
+    slot_bytes = np.zeros(64 + n_parts * fr_split_stride(q), dtype=np.uint8)
+    cdef double[:, ::1] accs = accs_, bufs = bufs_
+    cdef unsigned char[::1] raw = slot_bytes
+    cdef char* slots = <char*>&raw[(64 - (<size_t>&raw[0]) % 64) % 64]
+    cdef Split* splits = <Split*>malloc(n_parts * sizeof(Split))
+    if splits == NULL:
         raise MemoryError()
-    s, g, pn, z = buf, buf + q, buf + 2 * q, buf + 3 * q  # z: 4q scratch doubles
-    active = <int*>(buf + 7 * q)
-    for c in range(k, q):  # the padding columns' updates: zero
-        g[c] = 0.0
-    with nogil:
-        for t in range(order.shape[0]):
-            # the rows come in random order, so the hardware cannot guess the next one:
-            # two rows ahead, its first stored entries and its dual point are fetched;
-            # one row ahead, the weight blocks of those entries (row_scores prefetches
-            # the rest of a row from within), when W is ``far``
-            if t + 2 < order.shape[0]:
-                prefetch_row_start(data, indices, indptr, dense, order[t + 2], &P[0, 0], k)
-            if far and t + 1 < order.shape[0]:
-                prefetch_row_blocks(data, indices, indptr, dense, order[t + 1], &W[0, 0], q)
-            i = order[t]
-            yi = y[i]
-            ci = sample_weight[i] if sample_weight.shape[0] > 0 else 1.0
-            nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
-            cls = &classes[i, 0]
-            m = n_classes[i] if hinge else k
-            if m == k:
-                row_scores(val, idx, nnz, nnz if far else 0, bias, d, &W[0, 0], q, q, s)
-            else:
-                row_scores_classes(val, idx, nnz, bias, d, &W[0, 0], k, q, cls, m, s)
-            old = row_loss[i]
-            # the softmax gradient is not needed (g is the step's update below)
-            row_loss[i] = vector_loss_row(loss, s, k, yi, NULL, NULL, NULL, ci,
-                                          g if hinge else NULL, active, &n_active)
-            sums[0] += row_loss[i] - old
-            shrink[i] = 0
-            if hinge:
-                # the classes the step would not move: p_c = 0 and g_c below every
-                # g_c' with p_c' > 0 (g_c = s_c + [c != y], the dual gradient)
-                min_g = INFINITY
-                for u in range(m):
-                    c = cls[u]
-                    if P[i, c] > 0.0:
-                        min_g = min(min_g, s[c] + (c != yi))
-                kept = 0
-                for u in range(m):
-                    c = cls[u]
-                    if c == yi or P[i, c] > 0.0 or s[c] + 1.0 >= min_g:
-                        if shrinking:
-                            cls[kept] = <int>c
-                        kept += 1
-                if shrinking:
-                    n_classes[i] = m = kept
-                if kept == 1:  # p = e_y and the step leaves it there
-                    shrink[i] = 1
-                    continue
-            if ci == 0.0 or sqnorm[i] == 0.0:
-                continue
-            a = ci * sqnorm[i] / lam_n
-            if hinge:
-                # the projection of p_old + omega (s + 1 - e_y)/a over the active classes
-                for u in range(m):
-                    c = cls[u]
-                    z[u] = P[i, c] + omega * (s[c] + (c != yi)) / a
-                project_simplex(z, m, z + q)
-                for u in range(m):
-                    pn[cls[u]] = z[u]
-                new = ci * (1.0 - pn[yi])
-            else:
-                new = ci * softmax_step(s, &P[i, 0], &logP[i, 0], k, a / omega, pn, z)
-            sums[1] += new - row_dual[i]
-            row_dual[i] = new
-            # A changes by p_old - p_new: V += c_i x_i (p_old - p_new)^T / (lambda n)
-            n_active = 0
-            scale = ci / lam_n
-            for u in range(m):
-                c = cls[u] if hinge else u
-                g[c] = scale * (P[i, c] - pn[c])
-                P[i, c] = pn[c]
-                if g[c] != 0.0:
-                    active[n_active] = <int>c
-                    n_active += 1
-            if n_active == 0:
-                continue
-            if same:
-                # W = V: ||W + x g^T||^2 - ||W||^2 = 2 <g, s> + ||x||^2 ||g||^2 with s = W^T x
-                # the scores (||W||_1 is not needed without an l1 term)
-                for u in range(n_active):
-                    c = active[u]
-                    sums[2] += g[c] * (2.0 * s[c] + sqnorm[i] * g[c])
-                # only the classes whose dual moved (a hinge step moves a few of the k);
-                # all of them: the whole padded block (the padding's g is 0)
-                row_scatter(val, idx, nnz, bias, d, g, q, q, active,
-                            q if n_active == k else n_active, &V[0, 0])
-            else:
-                for e in range(nnz + (bias != 0)):
-                    j = idx[e] if e < nnz else d
-                    xv = val[e] if e < nnz else bias
-                    for u in range(n_active):
-                        c = active[u]
-                        V[j, c] += xv * g[c]
-                        old = W[j, c]
-                        new = soft(V[j, c], kappa)
-                        W[j, c] = new
-                        sums[2] += new * new - old * old
-                        sums[3] += fabs(new) - fabs(old)
-    free(buf)
+    for part in range(n_parts):
+        splits[part].bounds = &parts[0]
+        splits[part].cuts = &cuts[0, 0]
+        splits[part].n_rows = cuts.shape[1]
+        splits[part].part = part
+        splits[part].n_parts = n_parts
+        splits[part].slots = slots
+        splits[part].round = 0
+    try:
+        with nogil, parallel(num_threads=n_parts):
+            part = threadid()
+            if omp_threads() == n_parts:
+                epoch_rows(data, indices, indptr, dense, bias, y, sample_weight, sqnorm,
+                           order, loss, lam_n, kappa, P, logP, V, W, row_loss, row_dual,
+                           &accs[part, 0], shrink, classes, n_classes, shrinking, omega,
+                           &bufs[part, 0], &splits[part])
+            elif part == 0:  # fewer threads than parts: the whole rows on one
+                epoch_rows(data, indices, indptr, dense, bias, y, sample_weight, sqnorm,
+                           order, loss, lam_n, kappa, P, logP, V, W, row_loss, row_dual,
+                           &accs[0, 0], shrink, classes, n_classes, shrinking, omega,
+                           &bufs[0, 0], NULL)
+    finally:
+        free(splits)
+    sums[:] = accs[0]
 
 
 def primal_loss_sum(const floating[::1] data, const index_t[::1] indices,

@@ -44,9 +44,11 @@ cdef extern from "fr_sdca.h" nogil:
     int fr_num_threads()
     void fr_barrier()
     double FR_SDCA_QMIN
-    ctypedef struct fr_slot:
-        pass
-    double fr_exchange_sum(fr_slot* slots, int part, int n_parts, double x, int64_t round)
+
+cdef extern from "fr_split.h" nogil:
+    size_t fr_split_stride(int64_t width)
+    void fr_exchange(char* base, int part, int n_parts, const double* x, double* sum,
+                     int64_t width, int64_t round)
 
 STATUS_OK = FR_OK
 STATUS_NONFINITE = FR_ERR_OVERFLOW
@@ -169,16 +171,23 @@ cdef struct Split:
     # coordinates [bounds[part], bounds[part + 1]) of v, which are the stored entries
     # [cuts[(part - 1) n_rows + i], cuts[part n_rows + i]) of row i (``row_cuts``; 0 and
     # the row's length at the ends), reads and updates only those, and sums its partial
-    # scores with the other parts' through ``slots`` (fr_exchange_sum); ``round`` counts
+    # scores with the other parts' through ``slots`` (``exchange_sum``); ``round`` counts
     # its exchanges, ``order`` is its copy of the row order (part 0: the shared one)
     const int64_t* bounds
     const int64_t* cuts
     Py_ssize_t n_rows
     int part
     int n_parts
-    fr_slot* slots
+    char* slots
     int64_t round
     int64_t* order
+
+
+cdef inline double exchange_sum(Split* sp, double x) noexcept nogil:
+    """The sum of the parts' x, in part order (fr_split.h)."""
+    sp.round += 1
+    fr_exchange(sp.slots, sp.part, sp.n_parts, &x, &x, 1, sp.round)
+    return x
 
 
 cdef inline Py_ssize_t sdca_pass(
@@ -200,7 +209,7 @@ cdef inline Py_ssize_t sdca_pass(
 
     ``sp`` not NULL (not ``local``): this thread is one part of a row-split pass.  Every
     part visits the same rows (``index`` is its copy of the order), scores its own
-    coordinates of each row, and the parts' sum (fr_exchange_sum) is the row's score, so
+    coordinates of each row, and the parts' sum (``exchange_sum``) is the row's score, so
     every part takes the same step and makes the same shrinking swaps; each part adds
     the step to its own coordinates.  Each part keeps its own copies of ``u``,
     ``row_loss`` and ``row_dual`` (part 0's are the caller's), which take the same
@@ -243,9 +252,7 @@ cdef inline Py_ssize_t sdca_pass(
             klo = sp.cuts[(sp.part - 1) * sp.n_rows + i] if sp.part > 0 else 0
             khi = sp.cuts[sp.part * sp.n_rows + i] if sp.part < sp.n_parts - 1 else nnz
             val, idx, nnz = val + klo, idx + klo, khi - klo
-            sp.round += 1
-            f = fr_exchange_sum(sp.slots, sp.part, sp.n_parts, score(val, idx, nnz, v, d, b,
-                                                                     kappa), sp.round)
+            f = exchange_sum(sp, score(val, idx, nnz, v, d, b, kappa))
         q = sigma * ci * sqnorm[i] / lam_n
         unew = visit(u_i, f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN,
                      step_tol, &lv, &dv, &G, &bound)
@@ -357,12 +364,8 @@ cdef inline Py_ssize_t shrinking_passes(
                              n_active, visit, loss_param, lam_n, kappa, sigma, local, u, v,
                              row_loss, row_dual, shrink, pg[0], pg[1], step_tol, acc, sp)
         if sp != NULL and kappa != 0.0:
-            sp.round += 1
-            acc[2] = sq0 + fr_exchange_sum(sp.slots, sp.part, sp.n_parts, acc[2] - sq0,
-                                           sp.round)
-            sp.round += 1
-            acc[3] = l10 + fr_exchange_sum(sp.slots, sp.part, sp.n_parts, acc[3] - l10,
-                                           sp.round)
+            acc[2] = sq0 + exchange_sum(sp, acc[2] - sq0)
+            acc[3] = l10 + exchange_sum(sp, acc[3] - l10)
         if not shrink:
             break
         if pg[2] != pg[2]:
@@ -416,7 +419,7 @@ cdef Py_ssize_t split_passes(
     """``shrinking_passes`` as a row-split pass on len(parts) - 1 threads (``sdca_epoch``):
     each part gets its Split, copies of ``acc`` and ``pg`` (equal on every part at the
     end; part 0's are kept), a row order and, but part 0, copies of the rows' u,
-    row_loss and row_dual (4 n doubles per part); one 64-byte slot per part."""
+    row_loss and row_dual (4 n doubles per part); the exchange's lines (fr_split.h)."""
     cdef int P = <int>parts.shape[0] - 1, part
     cdef Py_ssize_t n = index.shape[0], k
     cdef Py_ssize_t[::1] result = np.full(1, n_active, dtype=np.intp)
@@ -425,7 +428,7 @@ cdef Py_ssize_t split_passes(
     scalars_ = np.empty((P, 3, n))
     accs_ = np.empty((P, 7))
     pgs_ = np.empty((P, 3))
-    slot_bytes = np.zeros(64 * (P + 1), dtype=np.uint8)
+    slot_bytes = np.zeros(64 + P * fr_split_stride(1), dtype=np.uint8)
     cdef int64_t[:, ::1] orders = orders_
     cdef double[:, ::1] accs = accs_, pgs = pgs_
     cdef double[:, :, ::1] scalars = scalars_
@@ -443,7 +446,7 @@ cdef Py_ssize_t split_passes(
         us[part], losses[part], duals[part] = (&scalars[part, 0, 0], &scalars[part, 1, 0],
                                                &scalars[part, 2, 0])
     cdef unsigned char[::1] raw = slot_bytes
-    cdef fr_slot* slots = <fr_slot*>&raw[(64 - (<size_t>&raw[0]) % 64) % 64]
+    cdef char* slots = <char*>&raw[(64 - (<size_t>&raw[0]) % 64) % 64]
     cdef Split* splits = <Split*>malloc(P * sizeof(Split))
     if splits == NULL:
         raise MemoryError()

@@ -390,52 +390,6 @@ static inline void fr_barrier(void)
 #endif
 }
 
-/* Row-split SDCA (sdca_epoch with several parts): the parts of one pass sum their
- * partial scores of every row through these slots, one cache line per part.  A part
- * writes its value into the slot's buffer of the round's parity, publishes the round
- * with a release store and reads the other parts' values once their published rounds
- * reach it (acquire loads); the sum runs over the parts in order, so every part gets
- * the same bits.  Two buffers suffice: a part that publishes round r + 2 has read
- * round r + 1 from every part, which each published after reading round r.  The wait
- * spins (the parts run on their own cores) and yields the core after FR_SPIN_YIELD
- * polls, so that an oversubscribed machine makes progress. */
-typedef struct {
-    int64_t round;
-    double value[2];
-    char pad[64 - sizeof(int64_t) - 2 * sizeof(double)];
-} fr_slot;
-
-#define FR_SPIN_YIELD 4096
-
-#if defined(__x86_64__) || defined(__i386__)
-#define fr_spin_pause() __builtin_ia32_pause()
-#else
-#define fr_spin_pause() ((void)0)
-#endif
-
-#include <sched.h>
-
-static inline double fr_exchange_sum(fr_slot *slots, int part, int n_parts, double x,
-                                     int64_t round)
-{
-    int k;
-    long polls;
-    double s = 0.0;
-    slots[part].value[round & 1] = x;
-    __atomic_store_n(&slots[part].round, round, __ATOMIC_RELEASE);
-    for (k = 0; k < n_parts; ++k) {
-        polls = 0;
-        while (__atomic_load_n(&slots[k].round, __ATOMIC_ACQUIRE) < round) {
-            if (++polls % FR_SPIN_YIELD == 0)
-                sched_yield();
-            else
-                fr_spin_pause();
-        }
-        s += slots[k].value[round & 1];
-    }
-    return s;
-}
-
 /* Smallest curvature used in a step: a row of norm 0 (q = 0) maximises its
  * conjugate term alone; a tiny q gives that maximiser without 0/0. */
 #define FR_SDCA_QMIN 1e-100

@@ -403,3 +403,80 @@ def test_hot_first_layout_gives_the_same_bits(monkeypatch, loss, penalty, kw):
         assert np.array_equal(a.w, b.w) and a.n_iter == b.n_iter
         assert a.objective == pytest.approx(b.objective, rel=1e-13, abs=0)
         assert a.extra["dual_objective"] == pytest.approx(b.extra["dual_objective"], rel=1e-9)
+
+
+@pytest.mark.parametrize("loss,penalty,layout", [
+    ("softmax", "l2", "csr"), ("softmax", "elasticnet", "csr"),
+    ("multiclass_hinge", "l2", "csr"), ("multiclass_hinge", "l2", "dense")])
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_row_split_epochs_take_the_steps_of_one_thread(monkeypatch, loss, penalty, layout,
+                                                       n_threads):
+    """Row-split epochs (each thread owns a range of the weight rows and the threads sum
+    each row's k partial scores) visit the same rows and take the same steps as one
+    thread, to the rounding of scores summed in parts, with the same shrinking of rows and
+    classes; the running sums follow W; repeated runs give the same bits (3 parts on 2
+    cores: the waits must yield).  The split runs where W exceeds HOT_FIRST_BYTES, here
+    set to 0."""
+    from fastrisk import _msdca
+    from fastrisk.solvers import msdca
+    from fastrisk.solvers.msdca import _MSDCA
+
+    monkeypatch.setattr(msdca, "HOT_FIRST_BYTES", 0)
+
+    rng = np.random.default_rng(11)
+    m, d, k = 200, 160, 5
+    X = sp.random(m, d, density=0.6, random_state=11, format="csr")
+    X = X.toarray() if layout == "dense" else X
+    y = rng.integers(0, k, m)
+    c = rng.uniform(0.5, 2.0, m)
+    c[::13] = 0.0
+    kw = {"l1_ratio": 0.3} if penalty == "elasticnet" else {}
+    prob = Problem(X, y, loss=loss, alpha=1e-3, penalty=penalty, fit_intercept=True,
+                   sample_weight=c, **kw)
+
+    def epochs(threads):
+        state = _MSDCA(prob, None, threads, True, np.random.default_rng(4))
+        state.exact_sums()  # the rows' terms and the sums, as the solver starts
+        for _ in range(6):
+            state.run_epoch()
+        return state
+
+    one, split, again = epochs(1), epochs(n_threads), epochs(n_threads)
+    assert one.parts is None and split.parts is not None
+    assert split.extra()["parts"] == len(split.parts) - 1 == min(n_threads, 3)
+    for name in ("P", "v", "W", "sums", "classes", "n_classes", "active"):
+        np.testing.assert_array_equal(getattr(split, name), getattr(again, name))
+    np.testing.assert_array_equal(split.active, one.active)
+    np.testing.assert_array_equal(split.n_classes, one.n_classes)
+    np.testing.assert_allclose(split.P, one.P, rtol=1e-9, atol=1e-12)
+    # one thread on sparse data: W's rows hot-first (msdca._hot_first)
+    assert split.order is None and (one.order is None) == (layout == "dense")
+    W_one = one.W if one.order is None else one.W[np.argsort(one.order)]
+    np.testing.assert_allclose(split.W, W_one, rtol=1e-9, atol=1e-12)
+    W = split.W[:, :k]
+    assert split.sums[0] == pytest.approx(split.row_loss.sum(), rel=1e-10)
+    dual = _msdca.dual_terms(split.P, split.y, split.c_arg, split.loss, np.empty(m))
+    assert split.sums[1] == pytest.approx(dual, rel=1e-10)
+    assert split.sums[2] == pytest.approx((W * W).sum(), rel=1e-10)
+    if penalty == "elasticnet":
+        assert split.sums[3] == pytest.approx(np.abs(W).sum(), rel=1e-10)
+
+
+def test_row_split_solve_reaches_the_one_thread_optimum(monkeypatch):
+    from fastrisk.solvers import msdca
+
+    rng = np.random.default_rng(12)
+    X = sp.random(300, 400, density=0.2, random_state=12, format="csr")
+    y = rng.integers(0, 6, 300)
+    # W of 400 x 8 doubles stays in cache: whole rows on one thread even with two
+    prob = Problem(X, y, loss="softmax", alpha=1e-3, n_threads=2)
+    assert solve(prob, "msdca", max_iter=2).extra["parts"] is None
+    monkeypatch.setattr(msdca, "HOT_FIRST_BYTES", 0)
+    results = []
+    for threads in (1, 2):
+        prob = Problem(X, y, loss="softmax", alpha=1e-3, n_threads=threads)
+        results.append(solve(prob, "msdca", tol=1e-8, max_iter=500, random_state=0))
+    one, two = results
+    assert one.extra["parts"] is None and two.extra["parts"] == 2
+    assert two.status == "converged" and two.gap <= 1e-8 * two.objective
+    assert two.objective == pytest.approx(one.objective, rel=2e-8)

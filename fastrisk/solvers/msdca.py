@@ -29,6 +29,13 @@ every pass, follows finishing epochs of shorter steps (``FINISHING``), whose W i
 nearer the optimum than a plain epoch's (``_MSDCA.run_epoch``); the last one also
 certifies the mean W of a long finishing run, the averaged output of Shalev-Shwartz &
 Zhang (2013, Thm. 2) over the run's tail.
+
+Threads: on several threads the epochs split every row (``sdca.split_parts``, with k
+weights per feature): each thread owns a range of the features' weight rows of V and W,
+visits the same rows in the same order, and the threads add up each row's k partial
+scores through one cache line per thread (csrc/fr_split.h); every thread then takes the
+same step and updates its own weight rows.  The iterates are the one-thread epoch's up
+to the rounding of scores summed in parts.
 """
 
 import numpy as np
@@ -39,7 +46,7 @@ from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq
 from fastrisk.solvers._epochs import run_epochs
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers._checks import check_int
-from fastrisk.solvers.sdca import _penalty_split
+from fastrisk.solvers.sdca import _penalty_split, split_parts
 from fastrisk.stopping import Monitor
 
 LOSS_IDS = {"softmax": 0, "multiclass_hinge": 1}  # fr_vec.pxd's FR_VEC_* ids
@@ -155,8 +162,17 @@ class _MSDCA:
         c = problem.sample_weight
         self.c_arg = np.empty(0) if c is None else c
         self.loss = LOSS_IDS[problem.loss.spec.name]
-        # the rows with V's and W's rows in the order of ``_hot_first`` (None: X's own)
-        self.rows, self.order = _hot_first(data, _msdca.block_width(k))
+        # row-split epochs on several threads (sdca.split_parts) where W does not stay in
+        # cache (HOT_FIRST_BYTES: the parts' scores and updates then wait on memory, which
+        # two cores serve in parallel; a cached W leaves the step, which every part
+        # computes, most of a row's time), or the rows with V's and W's rows in the order
+        # of ``_hot_first`` (None: X's own): a part owns a range of X's sorted features,
+        # which the renumbering would scatter over its rows
+        far = data.n_weights * _msdca.block_width(k) * 8 > HOT_FIRST_BYTES
+        self.parts, self.cuts = split_parts(data, n_threads, k) if far else (None, None)
+        self.rows, self.order = _hot_first(data, _msdca.block_width(k)) \
+            if self.parts is None else ((data.data, data.indices, data.indptr, data.dense,
+                                         data.bias), None)
         self.sqnorm = data.row_sqnorms()
         self.R2 = radius_sq(self.sqnorm, c)
         self.P = _initial_dual(problem, start, k)
@@ -249,7 +265,8 @@ class _MSDCA:
                            self.row_loss,
                            self.row_dual, self.sums, self.shrunk, self.classes,
                            self.n_classes, self.shrinking,
-                           self.relaxation() * (FINISH_STEP if finishing else 1.0))
+                           self.relaxation() * (FINISH_STEP if finishing else 1.0),
+                           self.parts, self.cuts)
         if self.shrinking:
             self.active = self.active[self.shrunk[self.active] == 0]
         return self.estimate()
@@ -325,7 +342,8 @@ class _MSDCA:
 
     def extra(self):
         return dict(dual=self.P, row_visits=self.row_visits, class_visits=self.class_visits,
-                    n_active=len(self.active))
+                    n_active=len(self.active),
+                    parts=None if self.parts is None else len(self.parts) - 1)
 
 
 def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
@@ -337,8 +355,8 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     gap computations (the last one, at ``max_iter`` or once the estimated gap reached
     ``tol``, follows ``finishing_run`` finishing epochs and also certifies the mean W
     of those after the first ``AVERAGE_AFTER``; on the multiclass hinge every one
-    follows one: ``_MSDCA.run_epoch``); ``n_threads``: threads of the exact primal
-    passes (None: the problem's n_threads; the epochs are sequential); ``start``: a
+    follows one: ``_MSDCA.run_epoch``); ``n_threads``: threads of the row-split epochs
+    and of the exact primal passes (None: the problem's n_threads); ``start``: a
     previous Result (its ``extra["dual"]``) or dual points;
     ``shrinking`` (multiclass hinge): drop from a row's active classes a class c with
     p_ic = 0 whose dual gradient s_c + 1 is below that of every class with p_ic' > 0
@@ -354,7 +372,8 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     The Result then also has ``extra["kappa"]`` and ``extra["outer_iterations"]``.
     ``result.extra``: ``dual`` (the dual points p_i, (n, k)), ``dual_objective``
     (D), ``gap_estimates`` (per epoch), ``row_visits``, ``class_visits`` (the sum over
-    the visited rows of their active classes), ``n_active`` (rows not shrunk).
+    the visited rows of their active classes), ``n_active`` (rows not shrunk), ``parts``
+    (the threads of row-split epochs, None when the rows run whole on one).
     """
     spec = problem.loss.spec
     if problem.data is None or spec.name not in LOSS_IDS:

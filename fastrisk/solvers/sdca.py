@@ -88,8 +88,9 @@ VARIANTS = ("naive", "safe", "aggressive")
 # nonzeros per thread below which a parallel region costs more than it saves (a region
 # costs microseconds, far more when the cores are shared): exact pass, mini-batch update
 PASS_GRAIN, BATCH_GRAIN = 50_000, 4_000
-# row-split epochs (see split_parts): stored entries per row per part, at least; the
-# sample and the granularity of the coordinate ranges (_column_bounds)
+# row-split epochs (see split_parts): stored entries per row per part (times the weights
+# per feature), at least; the sample and the granularity of the coordinate ranges
+# (_column_bounds)
 SPLIT_GRAIN = 128
 BOUND_SAMPLE, BOUND_BUCKET = 2**18, 64
 # CoCoA+ (see cocoa_blocks): nonzeros per row block below which it does not pay, the
@@ -181,21 +182,25 @@ def _column_bounds(data, n_threads):
     return np.concatenate([[0], np.minimum(cuts, D), [D]]).astype(np.int64)
 
 
-def split_parts(problem, n_threads, batch_size, blocks):
-    """The coordinate ranges of row-split epochs (``_sdca.sdca_epoch``'s ``parts``), or
-    None for whole rows on one thread: min(n_threads, nnz(X) / (n SPLIT_GRAIN)) parts,
-    for single-coordinate epochs outside CoCoA+.
+def split_parts(data, n_threads, width=1):
+    """The coordinate ranges of row-split epochs (``_sdca.sdca_epoch``'s and
+    ``_msdca.msdca_epoch``'s ``parts``) and each row's entries per part
+    (``_sdca.row_cuts``), or (None, None) for whole rows on one thread:
+    min(n_threads, width nnz(X) / (n SPLIT_GRAIN)) parts, ``width`` the weights per
+    feature (the classes of a multiclass model).
 
-    A row-split epoch sums every row's score across the cores, a cache-line round trip
+    A row-split epoch sums every row's scores across the cores, a cache-line round trip
     per row; each part then reads and updates only its share of the row.  The round
     trip pays where a row costs several times as much: long rows, sparse ones whose
-    weights miss the caches (IMDB bigrams) or dense ones of several hundred features;
-    on shorter rows (20 Newsgroups, Reuters) whole rows on one thread run as fast or
-    faster (benchmarks/compare_threads.py times the epoch both ways)."""
-    if n_threads < 2 or batch_size > 1 or blocks > 1:
-        return None
-    parts = min(n_threads, int(problem.data.nnz / (problem.n_samples * SPLIT_GRAIN)))
-    return _column_bounds(problem.data, parts) if parts > 1 else None
+    weights miss the caches (IMDB bigrams) or dense ones of several hundred features,
+    and rows of many classes; on shorter binary rows (20 Newsgroups, Reuters) whole rows
+    on one thread run as fast or faster (benchmarks/compare_threads.py times the epoch
+    both ways)."""
+    parts = min(n_threads, int(width * data.nnz / (data.n_samples * SPLIT_GRAIN)))
+    if parts < 2:
+        return None, None
+    bounds = _column_bounds(data, parts)
+    return bounds, _sdca.row_cuts(data.indices, data.indptr, data.dense, bounds)
 
 
 def cocoa_blocks(problem, n_threads, batch_size, R2):
@@ -292,10 +297,10 @@ class _SDCA:
         self.blocks = min(blocks, n)
         if self.blocks > 1:
             self._setup_cocoa(data, seed, n_threads)
-        self.parts = split_parts(problem, n_threads, b, self.blocks)
-        self.cuts = None  # each row's entries per part (_sdca.row_cuts)
+        # row-split epochs: single-coordinate steps outside CoCoA+ (split_parts)
+        self.parts, self.cuts = split_parts(data, n_threads) \
+            if b == 1 and self.blocks == 1 else (None, None)
         if self.parts is not None:
-            self.cuts = _sdca.row_cuts(data.indices, data.indptr, data.dense, self.parts)
             self.info.update(parts=len(self.parts) - 1)
         # shrinking's pg_max_old, pg_min_old and the projected-gradient range below which
         # all rows come back (NaN: set by the first pass); _sdca.shrinking_passes
