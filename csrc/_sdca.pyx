@@ -521,11 +521,11 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
     Returns (n_active, row visits, status); ``index`` stays a permutation of its entries.
 
     ``parts`` (P + 1 increasing coordinate bounds from 0 to len(v), P > 1) and ``cuts``
-    (``row_cuts(..., parts)``, made here when None): the epoch runs on P threads, thread p owning the
-    coordinates [parts[p], parts[p + 1]) of v (``sdca_pass``'s row-split pass): the same
-    rows, steps and shrinking as one thread, each row's score summed over the parts in
-    order, so the bits depend on ``parts`` only.  If OpenMP grants fewer than P
-    threads, the epoch runs on one.
+    (``row_cuts(..., parts)``, made here when None): the epoch runs on P threads, thread
+    p owning the coordinates [parts[p], parts[p + 1]) of v (``sdca_pass``'s row-split
+    pass): the same rows, steps and shrinking as one thread, each row's score summed
+    over the parts in order, so the bits depend on ``parts`` only.  If OpenMP grants
+    fewer than P threads, the epoch runs on one.
     """
     cdef Py_ssize_t d = v.shape[0] - (bias != 0.0), n = index.shape[0]
     cdef const double* c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL

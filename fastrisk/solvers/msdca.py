@@ -41,7 +41,7 @@ to the rounding of scores summed in parts.
 import numpy as np
 
 from fastrisk import _msdca, _sdca
-from fastrisk.config import solver_threads
+from fastrisk.config import single_threaded_blas, solver_threads
 from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq, use_acceleration
 from fastrisk.solvers._epochs import run_epochs
 from fastrisk.solvers._info import SolverInfo
@@ -390,70 +390,73 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
         accelerated = False
     n_threads = solver_threads(problem, n_threads)
     rng = np.random.default_rng(random_state)
-    state = _MSDCA(problem, start, n_threads, shrinking, rng)
-    R2 = state.R2
-    if use_acceleration(accelerated, problem, R2):
-        return run_epochs(problem, "msdca", Accelerated(state, R2), tol=tol, abs_tol=abs_tol,
-                          max_iter=max_iter, time_limit=time_limit, callback=callback,
-                          verbose=verbose, check_every=check_every)
-    mon = Monitor(problem, "msdca", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                  callback=callback, verbose=verbose, abs_tol=abs_tol)
-    n, k, c = problem.n_samples, problem.n_classes, problem.sample_weight
-    if start is None:
-        state.row_loss[:] = (np.log(k) if state.loss == LOSS_IDS["softmax"] else 1.0) * (
-            1.0 if c is None else c)
-        state.row_dual[:] = 0.0
-        state.sums[:] = (state.row_loss.sum(), 0.0, 0.0, 0.0)
-        w, P_obj, D = np.zeros_like(state.W), state.sums[0] / n, 0.0
-    else:
-        (w, P_obj), D = state.certify((None, np.inf))
-
-    def result_w(W):
-        # the Monitor reads the certified iterate only for a callback's Result: the Result's
-        # layout is made then, and once at the end
-        return state.output(W) if callback is not None else None
-
-    status = mon.check(0, result_w(w), P_obj, max(P_obj - D, 0.0), keep_best=False)
-    epoch, gap_estimates, next_exact = 0, [], check_every
-    periodic = FINISHING[spec.name][0]
-    n_last = finishing_run(spec.name, mon.max_iter)
-    last_run = mon.max_iter - n_last + 1  # the first epoch of the last finishing run
-    final, n_run = last_run, n_last  # the next finishing run: its first epoch, its length
-    while status is None:
-        epoch += 1
-        # the last certified iterate comes after a finishing run (finishing_run), the
-        # hinge's periodic ones after one finishing epoch (_MSDCA.run_epoch)
-        finishing = (periodic and epoch >= next_exact) or epoch >= final
-        P_est, D_est = state.run_epoch(finishing)
-        # the run's epochs after the first AVERAGE_AFTER enter its mean, when two or more do
-        if epoch >= final + AVERAGE_AFTER and n_run >= AVERAGE_AFTER + 2:
-            state.accumulate()
-        gap_estimates.append(P_est - D_est)
-        triggered = P_est - D_est <= max(mon.tol * abs(P_est), mon.abs_tol)
-        if triggered and epoch < min(next_exact, mon.max_iter) and len(state.active):
-            # the estimate reached tol: the check follows a finishing run
-            triggered = False
-            if epoch < final:
-                n_run = finishing_run(spec.name, epoch)
-                final, next_exact = epoch + 1, epoch + n_run
-        if triggered or epoch >= next_exact or epoch >= mon.max_iter or not len(state.active):
-            (w, P_obj), D = state.certify((w, P_obj))
-            status = mon.check(epoch, result_w(w), P_obj, max(P_obj - D, 0.0), keep_best=False)
-            if epoch < last_run:  # a periodic check within the last run keeps its mean
-                state.clear_mean()
-            next_exact, final, n_run = epoch + check_every, last_run, n_last
-            # not converged with shrunk rows (whose terms the exact pass has just
-            # refreshed): all rows back
-            state.unshrink()
+    # the operations on W run in BLAS: its pool, left to spin after a call, would take the
+    # cores from the OpenMP threads (row-split epochs wait on each other at every row)
+    with single_threaded_blas():
+        state = _MSDCA(problem, start, n_threads, shrinking, rng)
+        R2 = state.R2
+        if use_acceleration(accelerated, problem, R2):
+            return run_epochs(problem, "msdca", Accelerated(state, R2), tol=tol, abs_tol=abs_tol,
+                              max_iter=max_iter, time_limit=time_limit, callback=callback,
+                              verbose=verbose, check_every=check_every)
+        mon = Monitor(problem, "msdca", tol=tol, max_iter=max_iter, time_limit=time_limit,
+                      callback=callback, verbose=verbose, abs_tol=abs_tol)
+        n, k, c = problem.n_samples, problem.n_classes, problem.sample_weight
+        if start is None:
+            state.row_loss[:] = (np.log(k) if state.loss == LOSS_IDS["softmax"] else 1.0) * (
+                1.0 if c is None else c)
+            state.row_dual[:] = 0.0
+            state.sums[:] = (state.row_loss.sum(), 0.0, 0.0, 0.0)
+            w, P_obj, D = np.zeros_like(state.W), state.sums[0] / n, 0.0
         else:
-            # O(1): the current iterate for a callback, as the estimate is the current one's
-            status = mon.check(epoch, result_w(state.W), P_est, np.nan, keep_best=False,
-                               exact=False)
-            if status is not None:
+            (w, P_obj), D = state.certify((None, np.inf))
+
+        def result_w(W):
+            # the Monitor reads the certified iterate only for a callback's Result: the Result's
+            # layout is made then, and once at the end
+            return state.output(W) if callback is not None else None
+
+        status = mon.check(0, result_w(w), P_obj, max(P_obj - D, 0.0), keep_best=False)
+        epoch, gap_estimates, next_exact = 0, [], check_every
+        periodic = FINISHING[spec.name][0]
+        n_last = finishing_run(spec.name, mon.max_iter)
+        last_run = mon.max_iter - n_last + 1  # the first epoch of the last finishing run
+        final, n_run = last_run, n_last  # the next finishing run: its first epoch, its length
+        while status is None:
+            epoch += 1
+            # the last certified iterate comes after a finishing run (finishing_run), the
+            # hinge's periodic ones after one finishing epoch (_MSDCA.run_epoch)
+            finishing = (periodic and epoch >= next_exact) or epoch >= final
+            P_est, D_est = state.run_epoch(finishing)
+            # the run's epochs after the first AVERAGE_AFTER enter its mean, when two or more do
+            if epoch >= final + AVERAGE_AFTER and n_run >= AVERAGE_AFTER + 2:
+                state.accumulate()
+            gap_estimates.append(P_est - D_est)
+            triggered = P_est - D_est <= max(mon.tol * abs(P_est), mon.abs_tol)
+            if triggered and epoch < min(next_exact, mon.max_iter) and len(state.active):
+                # the estimate reached tol: the check follows a finishing run
+                triggered = False
+                if epoch < final:
+                    n_run = finishing_run(spec.name, epoch)
+                    final, next_exact = epoch + 1, epoch + n_run
+            if triggered or epoch >= next_exact or epoch >= mon.max_iter or not len(state.active):
                 (w, P_obj), D = state.certify((w, P_obj))
-    return mon.result(status, epoch, w=state.output(w), objective=P_obj,
-                      bound=max(P_obj - D, 0.0), dual_objective=D,
-                      gap_estimates=np.array(gap_estimates), **state.extra())
+                status = mon.check(epoch, result_w(w), P_obj, max(P_obj - D, 0.0), keep_best=False)
+                if epoch < last_run:  # a periodic check within the last run keeps its mean
+                    state.clear_mean()
+                next_exact, final, n_run = epoch + check_every, last_run, n_last
+                # not converged with shrunk rows (whose terms the exact pass has just
+                # refreshed): all rows back
+                state.unshrink()
+            else:
+                # O(1): the current iterate for a callback, as the estimate is the current one's
+                status = mon.check(epoch, result_w(state.W), P_est, np.nan, keep_best=False,
+                                   exact=False)
+                if status is not None:
+                    (w, P_obj), D = state.certify((w, P_obj))
+        return mon.result(status, epoch, w=state.output(w), objective=P_obj,
+                          bound=max(P_obj - D, 0.0), dual_objective=D,
+                          gap_estimates=np.array(gap_estimates), **state.extra())
 
 
 SOLVER_INFO = SolverInfo(

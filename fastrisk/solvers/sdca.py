@@ -161,9 +161,8 @@ def _column_bounds(data, n_threads):
 
     The cuts fall on multiples of BOUND_BUCKET coordinates, placed from the counts of
     every k-th stored entry of X (at most BOUND_SAMPLE of them): a count of every entry
-    would cost a pass over the indices and a cumulative sum over every coordinate
-    (tens of milliseconds on 1.5M features, more than an epoch), and the balance is
-    no better for it."""
+    would cost a pass over all the indices and a cumulative sum over every coordinate,
+    as much as an epoch on wide data, and the balance is no better for it."""
     D = data.n_weights
     if n_threads == 1:
         return np.array([0, D], dtype=np.int64)
@@ -600,8 +599,8 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     paper's alpha_i), ``dual_objective`` (D(u)), ``gap_estimates`` (per epoch),
     ``beta`` (final step factor), ``spectral_norm_sq`` and ``beta_b`` (safe), ``n_undone``
     (aggressive), ``batch_size``, ``variant`` ("cocoa+" with ``blocks``: K),
-    ``parts`` (the threads of row-split epochs, when they run), ``row_visits`` (rows read by the epochs), ``n_active`` (rows not shrunk at the
-    end), ``step_tol`` (the final
+    ``parts`` (the threads of row-split epochs, when they run), ``row_visits`` (rows read
+    by the epochs), ``n_active`` (rows not shrunk at the end), ``step_tol`` (the final
     tolerance of the inexact logistic step on |logit(y u_i) - t*|, t* the coordinate's
     maximiser).
     """
