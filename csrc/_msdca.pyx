@@ -631,7 +631,6 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
     cdef int n_parts = 1 if parts is None else <int>parts.shape[0] - 1, part
     cdef bint same = &V[0, 0] == &W[0, 0]
     cdef double* buf
-    cdef double acc[4]
     if loss not in (FR_VEC_SOFTMAX, FR_VEC_MULTICLASS_HINGE):
         raise ValueError("msdca_epoch supports the softmax and multiclass_hinge losses")
     if q != block_width(k) or W.shape[0] != D or W.shape[1] != q or (kappa != 0.0 and same):

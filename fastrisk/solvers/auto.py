@@ -10,15 +10,14 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    1e-4 relative suboptimality as a ratio to the best peer, scikit-learn
    lbfgs/saga/newton-cg, cyanure, LIBLINEAR Crammer-Singer; 1 thread unless
    said): 20 Newsgroups (130108 features > 11314 rows) softmax alpha 1e-4,
-   msdca 0.17 / 0.21 (2 threads 0.24 / 0.25), lbfgs 1.69 / 2.29; alpha 1e-6,
-   msdca 0.11 / 0.22 (2 threads 0.11 / 0.20), lbfgs not there within the
-   budget; multiclass hinge alpha 1e-4, msdca 0.42 / 0.26 (2 threads 0.45 /
-   0.32); alpha 1e-6 (six times the budget), msdca 0.38 / 0.32 (2 threads
-   0.43 / 0.43) against LIBLINEAR.  MNIST (780 features < 10000 rows) softmax
-   alpha 1e-4: msdca 0.42 / 0.44 (2 threads 0.43 / 0.44; cyanure the best
-   peer), lbfgs 0.91 / 0.96 (2 threads 0.54 / 0.58): msdca's over-relaxed
-   epochs win on few features as on many, though
-   only lbfgs's oracle uses a second thread;
+   msdca 0.17 / 0.22 (2 threads, row-split epochs: 0.16 / 0.22), lbfgs 1.75 /
+   3.18; alpha 1e-6, msdca 0.11 / 0.21 (2 threads 0.09 / 0.14), lbfgs not there
+   within the budget; multiclass hinge alpha 1e-4, msdca 0.42 / 0.33 (2 threads
+   0.39 / 0.31); alpha 1e-6 (six times the budget), msdca 0.39 / 0.35 (2
+   threads 0.25 / 0.33) against LIBLINEAR.  MNIST (780 features < 10000 rows)
+   softmax alpha 1e-4: msdca 0.43 / 0.45 (2 threads 0.38 / 0.40; cyanure the
+   best peer), lbfgs 0.99 / 1.02 (2 threads 0.61 / 0.58): msdca's over-relaxed
+   epochs win on few features as on many;
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
    NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
