@@ -30,12 +30,14 @@ nearer the optimum than a plain epoch's (``_MSDCA.run_epoch``); the last one als
 certifies the mean W of a long finishing run, the averaged output of Shalev-Shwartz &
 Zhang (2013, Thm. 2) over the run's tail.
 
-Threads: on several threads the epochs split every row (``sdca.split_parts``, with k
-weights per feature): each thread owns a range of the features' weight rows of V and W,
+Threads: on several threads, where W exceeds HOT_FIRST_BYTES, the epochs split every long
+row (``sdca.split_parts``, with k weights per feature): each thread owns a range of the
+features' weight rows of V and W,
 visits the same rows in the same order, and the threads add up each row's k partial
 scores through one cache line per thread (csrc/fr_split.h); every thread then takes the
 same step and updates its own weight rows.  The iterates are the one-thread epoch's up
-to the rounding of scores summed in parts.
+to the rounding of scores summed in parts.  Where W stays in cache the step, which every
+thread computes, is most of a row's time: the rows run whole on one thread.
 """
 
 import numpy as np
