@@ -214,19 +214,24 @@ def run_fastrisk(name, make_problem, budget, snapshot_bytes=4e8):
     """[(seconds, J)] of one run (``timed_solve``), J computed exactly after the run.
 
     A solver's History may hold estimated objectives (SDCA between its exact
-    passes), so the iterates are captured by the callback (a copy of w per
-    iteration, thinned by halving to at most ``snapshot_bytes`` of copies, so
-    that late times have a coarser resolution on wide problems) and evaluated
-    afterwards, outside the timed run.
+    passes), so the iterates are captured by the callback and evaluated afterwards,
+    outside the timed run: a copy of w at every ``stride``-th iteration (and the
+    first), the stride doubled, and the copies off it dropped, whenever they exceed
+    ``snapshot_bytes``.  The iterations kept are evenly spaced over the whole run: a
+    solver that runs more iterations within the budget is not seen more coarsely at
+    its start.
     """
     problem = make_problem()
     max_snapshots = int(min(4096, max(16, snapshot_bytes // (8 * problem.n_weights))))
-    snapshots = []
+    snapshots, stride = [], [1]
 
     def keep(result_so_far):
-        snapshots.append((result_so_far.n_iter, result_so_far.w.copy()))
+        it = result_so_far.n_iter
+        if not snapshots or it % stride[0] == 0:
+            snapshots.append((it, result_so_far.w.copy()))
         if len(snapshots) > max_snapshots:
-            del snapshots[1::2]
+            stride[0] *= 2
+            snapshots[1:] = [s for s in snapshots[1:] if s[0] % stride[0] == 0]
         return True
 
     res, problem, setup = timed_solve(make_problem, name, tol=1e-9, max_iter=10**7,
