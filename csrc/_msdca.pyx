@@ -45,21 +45,8 @@ from libc.stdlib cimport malloc, free
 from fr_rows cimport index_t, row_view
 from fr_vec cimport *
 
-cdef extern from "fr_split.h" nogil:
-    size_t fr_split_stride(Py_ssize_t width)
-    void fr_exchange(char* base, int part, int n_parts, const double* x, double* sum,
-                     Py_ssize_t width, int64_t round)
-
-cdef extern from *:
-    """
-    #ifdef _OPENMP
-    #include <omp.h>
-    static int fr_msdca_threads(void) { return omp_get_num_threads(); }
-    #else
-    static int fr_msdca_threads(void) { return 1; }
-    #endif
-    """
-    int omp_threads "fr_msdca_threads"() nogil
+from fr_split cimport (fr_split, fr_exchange, fr_num_threads, fr_split_bytes, fr_split_end,
+                       fr_split_init, fr_split_start)
 
 cdef enum:
     NEWTON_MAX_ITER = 100
@@ -385,21 +372,6 @@ cdef inline void row_scores_classes(const floating* val, const index_t* idx, Py_
         s[c0], s[c1], s[c2], s[c3] = t0, t1, t2, t3
 
 
-cdef struct Split:
-    # one part of a row-split epoch (``msdca_epoch`` with parts): the part owns the
-    # weight rows [bounds[part], bounds[part + 1]) of V and W, which are the stored
-    # entries [cuts[(part - 1) n_rows + i], cuts[part n_rows + i]) of row i (0 and the
-    # row's length at the ends), and sums its partial scores with the other parts'
-    # through ``slots`` (fr_split.h); ``round`` counts its exchanges
-    const int64_t* bounds
-    const int64_t* cuts
-    Py_ssize_t n_rows
-    int part
-    int n_parts
-    char* slots
-    int64_t round
-
-
 cdef void epoch_rows(const floating[::1] data, const index_t[::1] indices,
                      const index_t[::1] indptr, bint dense, double bias, const int64_t[::1] y,
                      const double[::1] sample_weight, const double[::1] sqnorm,
@@ -408,7 +380,7 @@ cdef void epoch_rows(const floating[::1] data, const index_t[::1] indices,
                      double[:, ::1] W, double[::1] row_loss, double[::1] row_dual,
                      double* sums, unsigned char[::1] shrink, int[:, ::1] classes,
                      int[::1] n_classes, bint shrinking, double omega, double* buf,
-                     Split* sp) noexcept nogil:
+                     fr_split* sp) noexcept nogil:
     """The row loop of ``msdca_epoch``; ``buf``: 12 q scratch doubles.
 
     ``sp`` not NULL: this thread is one part of a row-split epoch.  Every part visits
@@ -456,8 +428,7 @@ cdef void epoch_rows(const floating[::1] data, const index_t[::1] indices,
         if far and t + 1 < order.shape[0]:
             j = order[t + 1]
             prefetch_row_blocks(data, indices, indptr, dense, j,
-                                0 if sp == NULL or sp.part == 0
-                                else sp.cuts[(sp.part - 1) * sp.n_rows + j], &W[0, 0], q)
+                                0 if sp == NULL else fr_split_start(sp, j), &W[0, 0], q)
         i = order[t]
         yi = y[i]
         ci = sample_weight[i] if sample_weight.shape[0] > 0 else 1.0
@@ -466,8 +437,8 @@ cdef void epoch_rows(const floating[::1] data, const index_t[::1] indices,
         cls, pold = &classes[i, 0], &P[i, 0]
         logp = &logP[i, 0] if not hinge else NULL
         if sp != NULL:
-            klo = sp.cuts[(sp.part - 1) * sp.n_rows + i] if sp.part > 0 else 0
-            nnz = (sp.cuts[sp.part * sp.n_rows + i] if sp.part < sp.n_parts - 1 else nnz) - klo
+            klo = fr_split_start(sp, i)
+            nnz = fr_split_end(sp, i, nnz) - klo
             val, idx = val + klo, idx + klo
             for c in range(k):
                 p_row[c] = pold[c]
@@ -486,8 +457,7 @@ cdef void epoch_rows(const floating[::1] data, const index_t[::1] indices,
         else:
             row_scores_classes(val, idx, nnz, b, d, &W[0, 0], k, q, cls, m, s)
         if sp != NULL:
-            sp.round += 1
-            fr_exchange(sp.slots, sp.part, sp.n_parts, s, s, q, sp.round)
+            fr_exchange(sp, s, q)
         # the softmax gradient is not needed (g is the step's update below)
         rl = vector_loss_row(loss, s, k, yi, NULL, NULL, NULL, ci, g if hinge else NULL,
                              active, &n_active)
@@ -578,9 +548,8 @@ cdef void epoch_rows(const floating[::1] data, const index_t[::1] indices,
                     sums[2] += new * new - old * old
                     sums[3] += fabs(new) - fabs(old)
     if sp != NULL and not same:  # each part's share of the change of the norms
-        sp.round += 1
         s[0], s[1] = sums[2] - sq0, sums[3] - l10
-        fr_exchange(sp.slots, sp.part, sp.n_parts, s, s, 2, sp.round)
+        fr_exchange(sp, s, 2)
         sums[2], sums[3] = sq0 + s[0], l10 + s[1]
 
 
@@ -661,40 +630,25 @@ def msdca_epoch(const floating[::1] data, const index_t[::1] indices, const inde
                        shrink, classes, n_classes, shrinking, omega, buf, NULL)
         free(buf)
         return
-    # per part: its Split, sums (equal on every part at the end: part 0's are kept) and
+    # per part: its fr_split, sums (equal on every part at the end: part 0's are kept) and
     # scratch; the exchange's lines (fr_split.h)
-    accs_ = np.tile(np.asarray(sums), (n_parts, 1))
-    bufs_ = np.empty((n_parts, 12 * q))
-    slot_bytes = np.zeros(64 + n_parts * fr_split_stride(q), dtype=np.uint8)
-    cdef double[:, ::1] accs = accs_, bufs = bufs_
-    cdef unsigned char[::1] raw = slot_bytes
-    cdef char* slots = <char*>&raw[(64 - (<size_t>&raw[0]) % 64) % 64]
-    cdef Split* splits = <Split*>malloc(n_parts * sizeof(Split))
-    if splits == NULL:
-        raise MemoryError()
-    for part in range(n_parts):
-        splits[part].bounds = &parts[0]
-        splits[part].cuts = &cuts[0, 0]
-        splits[part].n_rows = cuts.shape[1]
-        splits[part].part = part
-        splits[part].n_parts = n_parts
-        splits[part].slots = slots
-        splits[part].round = 0
-    try:
-        with nogil, parallel(num_threads=n_parts):
-            part = threadid()
-            if omp_threads() == n_parts:
-                epoch_rows(data, indices, indptr, dense, bias, y, sample_weight, sqnorm,
-                           order, loss, lam_n, kappa, P, logP, V, W, row_loss, row_dual,
-                           &accs[part, 0], shrink, classes, n_classes, shrinking, omega,
-                           &bufs[part, 0], &splits[part])
-            elif part == 0:  # fewer threads than parts: the whole rows on one
-                epoch_rows(data, indices, indptr, dense, bias, y, sample_weight, sqnorm,
-                           order, loss, lam_n, kappa, P, logP, V, W, row_loss, row_dual,
-                           &accs[0, 0], shrink, classes, n_classes, shrinking, omega,
-                           &bufs[0, 0], NULL)
-    finally:
-        free(splits)
+    cdef double[:, ::1] accs = np.tile(np.asarray(sums), (n_parts, 1))
+    cdef double[:, ::1] bufs = np.empty((n_parts, 12 * q))
+    cdef unsigned char[::1] raw = np.zeros(fr_split_bytes(n_parts, q), dtype=np.uint8)
+    cdef unsigned char[::1] mem = np.empty(n_parts * sizeof(fr_split), dtype=np.uint8)
+    cdef fr_split* splits = <fr_split*>&mem[0]
+    fr_split_init(splits, n_parts, &parts[0], &cuts[0, 0], cuts.shape[1], &raw[0])
+    with nogil, parallel(num_threads=n_parts):
+        part = threadid()
+        if fr_num_threads() == n_parts:
+            epoch_rows(data, indices, indptr, dense, bias, y, sample_weight, sqnorm, order,
+                       loss, lam_n, kappa, P, logP, V, W, row_loss, row_dual,
+                       &accs[part, 0], shrink, classes, n_classes, shrinking, omega,
+                       &bufs[part, 0], &splits[part])
+        elif part == 0:  # fewer threads than parts: the whole rows on one
+            epoch_rows(data, indices, indptr, dense, bias, y, sample_weight, sqnorm, order,
+                       loss, lam_n, kappa, P, logP, V, W, row_loss, row_dual, &accs[0, 0],
+                       shrink, classes, n_classes, shrinking, omega, &bufs[0, 0], NULL)
     sums[:] = accs[0]
 
 

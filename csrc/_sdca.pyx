@@ -21,10 +21,11 @@ from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, fabs, isfinite, pow
 from libc.stdint cimport int64_t, uint64_t
-from libc.stdlib cimport free, malloc
 
 from fr_rows cimport index_t, row_view, row_dot, row_axpy, row_sqnorm, fr_prefetch
 from fr_loss cimport FR_OK, FR_ERR_OVERFLOW, FR_ERR_BAD_LOSS
+from fr_split cimport (fr_split, fr_barrier, fr_exchange_sum, fr_num_threads, fr_split_bytes,
+                       fr_split_end, fr_split_init, fr_split_start)
 
 cdef extern from "fr_sdca.h" nogil:
     ctypedef double (*fr_sdca_step_fn)(double, double, double, double, double, double)
@@ -41,14 +42,7 @@ cdef extern from "fr_sdca.h" nogil:
     fr_conj_fn fr_conj_for(int kind)
     double fr_soft_threshold(double x, double t)
     void fr_shuffle(int64_t* a, int64_t n, uint64_t* state)
-    int fr_num_threads()
-    void fr_barrier()
     double FR_SDCA_QMIN
-
-cdef extern from "fr_split.h" nogil:
-    size_t fr_split_stride(int64_t width)
-    void fr_exchange(char* base, int part, int n_parts, const double* x, double* sum,
-                     int64_t width, int64_t round)
 
 STATUS_OK = FR_OK
 STATUS_NONFINITE = FR_ERR_OVERFLOW
@@ -166,37 +160,13 @@ cdef enum:
     ROW_AHEAD = 8
 
 
-cdef struct Split:
-    # one part of a row-split pass (``sdca_epoch`` with n_parts > 1): the part owns the
-    # coordinates [bounds[part], bounds[part + 1]) of v, which are the stored entries
-    # [cuts[(part - 1) n_rows + i], cuts[part n_rows + i]) of row i (``row_cuts``; 0 and
-    # the row's length at the ends), reads and updates only those, and sums its partial
-    # scores with the other parts' through ``slots`` (``exchange_sum``); ``round`` counts
-    # its exchanges, ``order`` is its copy of the row order (part 0: the shared one)
-    const int64_t* bounds
-    const int64_t* cuts
-    Py_ssize_t n_rows
-    int part
-    int n_parts
-    char* slots
-    int64_t round
-    int64_t* order
-
-
-cdef inline double exchange_sum(Split* sp, double x) noexcept nogil:
-    """The sum of the parts' x, in part order (fr_split.h)."""
-    sp.round += 1
-    fr_exchange(sp.slots, sp.part, sp.n_parts, &x, &x, 1, sp.round)
-    return x
-
-
 cdef inline Py_ssize_t sdca_pass(
         const floating* data, const index_t* indices, const index_t* indptr, bint dense,
         double bias, Py_ssize_t d, const double* y, const double* c, const double* sqnorm,
         int64_t* index, Py_ssize_t n_active, fr_sdca_visit_fn visit, double loss_param,
         double lam_n, double kappa, double sigma, bint local, double* u, double* v,
         double* row_loss, double* row_dual, bint shrink, double pg_max_old, double pg_min_old,
-        double step_tol, double* acc, Split* sp) noexcept nogil:
+        double step_tol, double* acc, fr_split* sp) noexcept nogil:
     """Single-coordinate SDCA over the rows ``index[:n_active]`` in that order; returns the
     new n_active (shrunk rows swapped behind the active ones).
 
@@ -209,7 +179,7 @@ cdef inline Py_ssize_t sdca_pass(
 
     ``sp`` not NULL (not ``local``): this thread is one part of a row-split pass.  Every
     part visits the same rows (``index`` is its copy of the order), scores its own
-    coordinates of each row, and the parts' sum (``exchange_sum``) is the row's score, so
+    coordinates of each row, and the parts' sum (fr_split.h) is the row's score, so
     every part takes the same step and makes the same shrinking swaps; each part adds
     the step to its own coordinates.  Each part keeps its own copies of ``u``,
     ``row_loss`` and ``row_dual`` (part 0's are the caller's), which take the same
@@ -249,10 +219,9 @@ cdef inline Py_ssize_t sdca_pass(
         if sp == NULL:
             f = score(val, idx, nnz, v, d, b, kappa)
         else:
-            klo = sp.cuts[(sp.part - 1) * sp.n_rows + i] if sp.part > 0 else 0
-            khi = sp.cuts[sp.part * sp.n_rows + i] if sp.part < sp.n_parts - 1 else nnz
+            klo, khi = fr_split_start(sp, i), fr_split_end(sp, i, nnz)
             val, idx, nnz = val + klo, idx + klo, khi - klo
-            f = exchange_sum(sp, score(val, idx, nnz, v, d, b, kappa))
+            f = fr_exchange_sum(sp, score(val, idx, nnz, v, d, b, kappa))
         q = sigma * ci * sqnorm[i] / lam_n
         unew = visit(u_i, f, y[i], loss_param, q if q > FR_SDCA_QMIN else FR_SDCA_QMIN,
                      step_tol, &lv, &dv, &G, &bound)
@@ -323,7 +292,7 @@ cdef inline Py_ssize_t shrinking_passes(
         fr_sdca_visit_fn visit, double loss_param, double lam_n, double kappa, double sigma,
         bint local, double* u, double* v, double* row_loss, double* row_dual, bint shrink,
         double* pg, double step_tol, double gap_tol, double gap_abs, double* acc,
-        Split* sp) noexcept nogil:
+        fr_split* sp) noexcept nogil:
     """SDCA passes (``sdca_pass``) over the active rows of a set of ``size`` rows
     ``index[:size]``, each shuffled first (unless ``rng`` is NULL) and followed by
     LIBLINEAR's shrinking bookkeeping (Hsieh et al. 2008, Algorithm 3), until the passes
@@ -364,8 +333,8 @@ cdef inline Py_ssize_t shrinking_passes(
                              n_active, visit, loss_param, lam_n, kappa, sigma, local, u, v,
                              row_loss, row_dual, shrink, pg[0], pg[1], step_tol, acc, sp)
         if sp != NULL and kappa != 0.0:
-            acc[2] = sq0 + exchange_sum(sp, acc[2] - sq0)
-            acc[3] = l10 + exchange_sum(sp, acc[3] - l10)
+            acc[2] = sq0 + fr_exchange_sum(sp, acc[2] - sq0)
+            acc[3] = l10 + fr_exchange_sum(sp, acc[3] - l10)
         if not shrink:
             break
         if pg[2] != pg[2]:
@@ -412,80 +381,47 @@ cdef Py_ssize_t split_passes(
         const floating* data, const index_t* indices, const index_t* indptr, bint dense,
         double bias, Py_ssize_t d, const double* y, const double* c, const double* sqnorm,
         int64_t[::1] index, Py_ssize_t n_active, uint64_t* rng, fr_sdca_visit_fn visit,
-        double loss_param, double lam_n, double kappa, double* u, double* v,
-        double* row_loss, double* row_dual, bint shrink, double[::1] pg, double step_tol,
-        double gap_tol, double gap_abs, double* acc, const int64_t[::1] parts,
-        const int64_t[:, ::1] cuts):
+        double loss_param, double lam_n, double kappa, double[::1] u, double* v,
+        double[::1] row_loss, double[::1] row_dual, bint shrink, double[::1] pg,
+        double step_tol, double gap_tol, double gap_abs, double* acc,
+        const int64_t[::1] parts, const int64_t[:, ::1] cuts):
     """``shrinking_passes`` as a row-split pass on len(parts) - 1 threads (``sdca_epoch``):
-    each part gets its Split, copies of ``acc`` and ``pg`` (equal on every part at the
-    end; part 0's are kept), a row order and, but part 0, copies of the rows' u,
-    row_loss and row_dual (4 n doubles per part); the exchange's lines (fr_split.h)."""
+    each part gets its fr_split, copies of ``acc`` and ``pg``, of the rows' u, row_loss
+    and row_dual (4 n doubles with its row order), all equal on every part at the end:
+    part 0's are kept."""
     cdef int P = <int>parts.shape[0] - 1, part
     cdef Py_ssize_t n = index.shape[0], k
     cdef Py_ssize_t[::1] result = np.full(1, n_active, dtype=np.intp)
-    orders_ = np.empty((P, n), dtype=np.int64)
-    # parts 1.. keep their own row scalars: the rows' u, row_loss, row_dual
-    scalars_ = np.empty((P, 3, n))
-    accs_ = np.empty((P, 7))
-    pgs_ = np.empty((P, 3))
-    slot_bytes = np.zeros(64 + P * fr_split_stride(1), dtype=np.uint8)
-    cdef int64_t[:, ::1] orders = orders_
-    cdef double[:, ::1] accs = accs_, pgs = pgs_
-    cdef double[:, :, ::1] scalars = scalars_
-    cdef double* us[64]
-    cdef double* losses[64]
-    cdef double* duals[64]
-    if P > 64:
-        raise ValueError("at most 64 parts")
-    us[0], losses[0], duals[0] = u, row_loss, row_dual
-    for part in range(1, P):
-        for k in range(n):
-            scalars[part, 0, k] = u[k]
-            scalars[part, 1, k] = row_loss[k]
-            scalars[part, 2, k] = row_dual[k]
-        us[part], losses[part], duals[part] = (&scalars[part, 0, 0], &scalars[part, 1, 0],
-                                               &scalars[part, 2, 0])
-    cdef unsigned char[::1] raw = slot_bytes
-    cdef char* slots = <char*>&raw[(64 - (<size_t>&raw[0]) % 64) % 64]
-    cdef Split* splits = <Split*>malloc(P * sizeof(Split))
-    if splits == NULL:
-        raise MemoryError()
+    cdef int64_t[:, ::1] orders = np.empty((P, n), dtype=np.int64)
+    cdef double[:, :, ::1] rows = np.tile(np.stack([u, row_loss, row_dual]), (P, 1, 1))
+    cdef double[:, ::1] accs = np.tile([acc[k] for k in range(7)], (P, 1))
+    cdef double[:, ::1] pgs = np.tile(pg, (P, 1))
+    cdef unsigned char[::1] raw = np.zeros(fr_split_bytes(P, 1), dtype=np.uint8)
+    cdef unsigned char[::1] mem = np.empty(P * sizeof(fr_split), dtype=np.uint8)
+    cdef fr_split* splits = <fr_split*>&mem[0]
+    fr_split_init(splits, P, &parts[0], &cuts[0, 0], cuts.shape[1], &raw[0])
     for part in range(P):
-        splits[part].bounds = &parts[0]
-        splits[part].cuts = &cuts[0, 0]
-        splits[part].n_rows = cuts.shape[1]
-        splits[part].part = part
-        splits[part].n_parts = P
-        splits[part].slots = slots
-        splits[part].round = 0
         splits[part].order = &orders[part, 0]
-        for k in range(7):
-            accs[part, k] = acc[k]
-        for k in range(3):
-            pgs[part, k] = pg[k]
-    try:
-        with nogil, parallel(num_threads=P):
-            part = threadid()
-            if fr_num_threads() == P:
-                k = shrinking_passes(data, indices, indptr, dense, bias, d, y, c, sqnorm,
-                                     &index[0], n, n_active, rng, visit, loss_param, lam_n,
-                                     kappa, 1.0, False, us[part], v, losses[part],
-                                     duals[part], shrink, &pgs[part, 0], step_tol, gap_tol,
-                                     gap_abs, &accs[part, 0], &splits[part])
-            elif part == 0:  # fewer threads than parts: the whole rows on one
-                k = shrinking_passes(data, indices, indptr, dense, bias, d, y, c, sqnorm,
-                                     &index[0], n, n_active, rng, visit, loss_param, lam_n,
-                                     kappa, 1.0, False, u, v, row_loss, row_dual, shrink,
-                                     &pgs[0, 0], step_tol, gap_tol, gap_abs, &accs[0, 0],
-                                     NULL)
-            if part == 0:
-                result[0] = k
-    finally:
-        free(splits)
+    with nogil, parallel(num_threads=P):
+        part = threadid()
+        if fr_num_threads() == P:
+            k = shrinking_passes(data, indices, indptr, dense, bias, d, y, c, sqnorm,
+                                 &index[0], n, n_active, rng, visit, loss_param, lam_n,
+                                 kappa, 1.0, False, &rows[part, 0, 0], v, &rows[part, 1, 0],
+                                 &rows[part, 2, 0], shrink, &pgs[part, 0], step_tol, gap_tol,
+                                 gap_abs, &accs[part, 0], &splits[part])
+        elif part == 0:  # fewer threads than parts: the whole rows on one
+            k = shrinking_passes(data, indices, indptr, dense, bias, d, y, c, sqnorm,
+                                 &index[0], n, n_active, rng, visit, loss_param, lam_n,
+                                 kappa, 1.0, False, &rows[0, 0, 0], v, &rows[0, 1, 0],
+                                 &rows[0, 2, 0], shrink, &pgs[0, 0], step_tol, gap_tol,
+                                 gap_abs, &accs[0, 0], NULL)
+        if part == 0:
+            result[0] = k
+    u[:], row_loss[:], row_dual[:] = rows[0, 0], rows[0, 1], rows[0, 2]
     for k in range(7):
         acc[k] = accs[0, k]
-    for k in range(3):
-        pg[k] = pgs[0, k]
+    pg[:] = pgs[0]
     return result[0]
 
 
@@ -561,8 +497,8 @@ def sdca_epoch(const floating[::1] data, const index_t[::1] indices, const index
     else:
         n_active = split_passes(&data[0], &indices[0], &indptr[0], dense, bias, d, &y[0], c,
                                 &sqnorm[0], index, n_active, state, visit, loss_param,
-                                lam_n, kappa, &u[0], &v[0], &row_loss[0], &row_dual[0],
-                                shrink, pg, step_tol, gap_tol, gap_abs, acc, parts, cuts)
+                                lam_n, kappa, u, &v[0], row_loss, row_dual, shrink, pg,
+                                step_tol, gap_tol, gap_abs, acc, parts, cuts)
     sums[0], sums[1], sums[2], sums[3] = acc[0], acc[1], acc[2], acc[3]
     if not (isfinite(acc[0]) and isfinite(acc[1]) and isfinite(acc[2])):
         return n_active, <Py_ssize_t>acc[6], FR_ERR_OVERFLOW

@@ -23,9 +23,6 @@
 #include <stdint.h>
 #include "fr_conj.h"
 #include "fr_loss.h"
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 typedef double (*fr_sdca_step_fn)(double u0, double f, double y, double p, double q,
                                    double tol);
@@ -370,24 +367,6 @@ static inline void fr_shuffle(int64_t *a, int64_t n, uint64_t *state)
                              : (int64_t)(r % (uint64_t)(k + 1));
         t = a[k]; a[k] = a[j]; a[j] = t;
     }
-}
-
-/* Inside one OpenMP parallel region: the thread count and a barrier (an
- * orphaned directive binds to the region of the calling thread). */
-static inline int fr_num_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_num_threads();
-#else
-    return 1;
-#endif
-}
-
-static inline void fr_barrier(void)
-{
-#ifdef _OPENMP
-#pragma omp barrier
-#endif
 }
 
 /* Smallest curvature used in a step: a row of norm 0 (q = 0) maximises its
