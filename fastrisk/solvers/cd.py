@@ -328,10 +328,10 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         wpd_w = wpd[working]  # w + d on entry: d = 0, or where the column passes stopped
         q = H @ (wpd_w - w_w)
         order = np.arange(n_w, dtype=np.int64)
-        passes, last = 0, MAX_INNER_PASSES
+        passes, last, every = 0, MAX_INNER_PASSES, POLISH_EVERY
         while passes < last:
             p_, done = _cd.inner_cd_gram(H, order, grad_w, w_w, wpd_w, q, lam1, lam2, NU, stop,
-                                         min(POLISH_EVERY, last - passes), inv_m, rng)
+                                         min(every, last - passes), inv_m, rng)
             passes += p_
             if done:
                 if stop <= tight:
@@ -339,8 +339,13 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                 build, gram_pass, _, _ = gram_costs(working)
                 stop = tight
                 last = min(last, passes + max(POLISH_EVERY, int(build / max(gram_pass, 1.0))))
-            if polish(H, grad_w, w_w, wpd_w):
+            t = polish(H, grad_w, w_w, wpd_w)
+            if t > 0.0:
                 np.dot(H, wpd_w - w_w, out=q)
+            # a step cut short at a sign change, which the passes may undo (the face's
+            # system singular along collinear columns: one-hot groups), waits twice as
+            # many passes for the next; a full one, the usual number
+            every = POLISH_EVERY if t == 1.0 else 2 * every
         wpd[working] = wpd_w
         _cd.column_combination(*cols.arrays, working, wpd_w - w_w, xtd)
         return passes
@@ -383,7 +388,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         return n_working, more
 
     def polish(H, grad_w, w_w, wpd_w):
-        """Move wpd toward the minimizer of the model on its orthant face; False if none.
+        """Move wpd toward the minimizer of the model on its orthant face; returns the
+        fraction of the way taken (0 if no move).
 
         On the face {x: x_j = 0 off S, sign(x_S) = sign(wpd_S)} the model is the smooth
         quadratic with gradient grad + H (x - w) + (lam2 + nu)(x - w) + lam1 sign; its
@@ -394,7 +400,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         """
         S = np.flatnonzero(wpd_w)
         if S.shape[0] == 0 or S.shape[0] > POLISH_MAX_SUPPORT:
-            return False
+            return 0.0
         x, sign = wpd_w[S], np.sign(wpd_w[S])
         off = wpd_w - w_w
         off[S] = 0.0  # d off S
@@ -403,7 +409,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         b = grad_w[S] + lam1 * sign + H[S] @ off  # the face model: b^T e + e^T A e / 2, e = x - w
         e = b.copy()
         if not _cd.cholesky_solve(A.copy(), e):
-            return False
+            return 0.0
         target = w_w[S] - e
         step = target - x
         ratios = np.full(S.shape[0], np.inf)
@@ -422,9 +428,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             return float(b @ e + 0.5 * e @ (A @ e))
 
         if not np.isfinite(new).all() or not face_model(new) < face_model(x):
-            return False  # round-off of a near-singular solve
+            return 0.0  # round-off of a near-singular solve
         wpd_w[S] = new
-        return True
+        return t
 
     M_prev, gnorm1_init, inner_eps = 0.0, None, 1.0
     D_best, u_best, gap = -math.inf, None, math.nan
