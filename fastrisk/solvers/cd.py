@@ -304,7 +304,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
 
         Every POLISH_EVERY passes without meeting the stopping rule, a Newton step on
         the model's nonzero coordinates S (``polish``) before the passes go on: on
-        nearly collinear columns coordinate descent creeps, the reduced system does not.
+        nearly collinear columns coordinate descent creeps, the reduced system does not
+        (after a step cut short at a sign change, twice as many passes as before the
+        last one).
         Once ``stop`` is met, the passes go on toward ``tight`` (< stop on certificate
         iterations: the model's dual point is as good as the model's minimizer) for at
         most as many passes as cost the Gram matrix's build, starting with a polish.
@@ -343,8 +345,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             if t > 0.0:
                 np.dot(H, wpd_w - w_w, out=q)
             # a step cut short at a sign change, which the passes may undo (the face's
-            # system singular along collinear columns: one-hot groups), waits twice as
-            # many passes for the next; a full one, the usual number
+            # system singular along collinear columns: one-hot groups), is followed by
+            # twice as many passes before the next; a full one, by the usual number
             every = POLISH_EVERY if t == 1.0 else 2 * every
         wpd[working] = wpd_w
         _cd.column_combination(*cols.arrays, working, wpd_w - w_w, xtd)
