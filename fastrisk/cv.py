@@ -25,7 +25,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from fastrisk.config import resolve_n_threads
-from fastrisk.estimators import LinearClassifier, LinearRegressor
+from fastrisk.estimators import LinearClassifier, LinearRegressor, _canonical, _check_structure
 from fastrisk.problem import Problem
 from fastrisk.regpath import alpha_max
 from fastrisk.solvers._checks import check_int, check_number
@@ -79,8 +79,11 @@ class _CVMixin:
     def fit(self, X, y, sample_weight=None):
         """Choose alpha by cross-validation, then fit on all of X, y with it."""
         self._validate_params()
+        # the index arrays are checked before scikit-learn's and scipy's routines read them
+        X = _check_structure(X)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", y_numeric=not self._classifier)
+        X = _canonical(X)
         check_int(self.n_jobs, "n_jobs", low=1, allow_none=True)
         if X.shape[0] < 2:
             raise ValueError(f"cross-validation needs more than 1 sample, got n_samples = "

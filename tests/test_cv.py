@@ -87,3 +87,55 @@ def test_cv_validates_its_arguments():
         LinearClassifierCV(eps=1.5).fit(X, y)
     with pytest.raises(ValueError, match=r"^n_alphas must be an integer >= 1, got True$"):
         LinearClassifierCV(n_alphas=True).fit(X, y)
+
+
+def _malformed(kind):
+    """A sparse 20 x 5 matrix whose index arrays are out of range, in three formats."""
+    import scipy.sparse as sp
+
+    M = sp.csr_matrix(np.eye(20, 5))
+    if kind == "csc_index":
+        M = M.tocsc()
+        M.indices = M.indices.copy()
+        M.indices[0] = 10**7
+    elif kind == "coo_row":
+        M = M.tocoo()
+        M.row = M.row.copy()
+        M.row[0] = 10**7
+    else:  # a CSR indptr that decreases
+        M.indptr = M.indptr.copy()
+        M.indptr[5] = 10**6
+    return M
+
+
+@pytest.mark.parametrize("kind", ["csc_index", "coo_row", "csr_indptr"])
+@pytest.mark.parametrize("cv_class,penalty", [(LinearClassifierCV, "l1"),
+                                              (LinearClassifierCV, "l2"),
+                                              (LinearRegressorCV, "l1")])
+def test_malformed_sparse_X_is_refused_before_any_slicing(kind, cv_class, penalty):
+    """The CV estimators check X's index arrays before scikit-learn or scipy read them (a
+    fold's X[train] on an out-of-range index reads outside the arrays)."""
+    y = np.where(np.arange(20) % 2, 1.0, -1.0)
+    with pytest.raises(ValueError, match="X"):
+        cv_class(penalty=penalty, n_alphas=2, cv=2).fit(_malformed(kind), y)
+
+
+def test_unsorted_csr_is_fitted_as_its_canonical_form():
+    """As the plain estimators do: a CSR X with unsorted or duplicate column indices is
+    fitted as the matrix it represents (a canonical copy; the caller's X unchanged)."""
+    import scipy.sparse as sp
+
+    X, y = make_classification(60, 6, random_state=0)
+    M = sp.csr_matrix(X)
+    perm = np.arange(M.indices.shape[0])
+    for i in range(M.shape[0]):  # reverse each row's entries
+        lo, hi = M.indptr[i], M.indptr[i + 1]
+        perm[lo:hi] = perm[lo:hi][::-1]
+    unsorted = sp.csr_matrix((M.data[perm], M.indices[perm], M.indptr), shape=M.shape)
+    unsorted.has_sorted_indices = False
+    before = unsorted.indices.copy()
+    a = LinearClassifierCV(n_alphas=3, cv=3, random_state=0).fit(unsorted, y)
+    b = LinearClassifierCV(n_alphas=3, cv=3, random_state=0).fit(M, y)
+    assert np.array_equal(unsorted.indices, before)
+    assert a.alpha_ == b.alpha_
+    assert np.array_equal(a.coef_, b.coef_)
