@@ -480,3 +480,38 @@ def test_row_split_solve_reaches_the_one_thread_optimum(monkeypatch):
     assert one.extra["parts"] is None and two.extra["parts"] == 2
     assert two.status == "converged" and two.gap <= 1e-8 * two.objective
     assert two.objective == pytest.approx(one.objective, rel=2e-8)
+
+
+@pytest.mark.parametrize("loss,ref_solver", [("softmax", "lbfgs"), ("multiclass_hinge", "bmrm")])
+@pytest.mark.parametrize("accelerated", [False, True])
+def test_rows_of_norm_zero_are_certified(loss, ref_solver, accelerated):
+    """Empty rows without an intercept score 0 for every W; the epochs skip them, so their
+    dual points start at their optimum (else their loss stays a gap the run never
+    closes): msdca certifies tol and reaches another solver's optimum, also with every
+    row empty (w = 0)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 6))
+    X[::12] = 0.0
+    y = np.arange(120) % 3
+    prob = Problem(sp.csr_matrix(X), y, loss=loss, alpha=1e-2)
+    r = solve(prob, "msdca", tol=1e-6, max_iter=2000, random_state=0, accelerated=accelerated)
+    ref = solve(prob, ref_solver, tol=1e-9, max_iter=20000)
+    assert r.status == "converged" and r.gap <= 1e-6 * r.objective
+    assert r.objective == pytest.approx(ref.objective, rel=2e-6)
+    assert r.objective - r.gap <= ref.objective + 1e-12
+    empty = Problem(np.zeros((30, 4)), np.arange(30) % 3, loss=loss, alpha=1e-3)
+    r = solve(empty, "msdca", tol=1e-6, random_state=0)
+    assert r.status == "converged" and not r.w.any()
+    assert r.objective == pytest.approx(np.log(3) if loss == "softmax" else 1.0, rel=1e-12)
+
+
+def test_alpha_too_small_for_doubles_raises():
+    """At alpha 1e-200 the softmax steps' scale 1 / (alpha n) overflows: a named
+    FloatingPointError, not NaN weights returned as a result (nor an estimator that runs
+    on NaN until its time limit)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 5)), np.arange(20) % 3
+    with pytest.raises(FloatingPointError, match="msdca.*alpha"):
+        solve(Problem(X, y, loss="softmax", alpha=1e-200), "msdca", max_iter=3)
+    with pytest.raises(FloatingPointError, match="msdca"):
+        fr.LinearClassifier(loss="softmax", alpha=1e-200).fit(X, y)

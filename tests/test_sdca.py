@@ -743,3 +743,19 @@ def test_objective_matches_liblinear_on_real_data(libsvm, name, loss, alpha):
     # certified J - J* <= 3e-5 J and LIBLINEAR at tol 1e-9: within 1e-4 relative
     assert_matches_liblinear(res, J_ll)
     assert res.extra["dual_objective"] <= J_ll * (1 + 1e-12)  # weak duality: D(u) <= J* <= J_ll
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "hinge"])
+def test_rows_all_of_norm_zero(loss):
+    """X = 0 without an intercept: every score is 0 and w = 0 is the optimum (J = l(0)).
+    sdca (and auto, whose acceleration rule divides by max_i ||x_i||^2) certify it rather
+    than divide by zero."""
+    y = np.where(np.arange(20) % 2, 1.0, -1.0)
+    prob = fr.Problem(np.zeros((20, 5)), y, loss=loss, alpha=1e-4)
+    loss0 = float(np.mean(prob.loss.values(np.zeros(20), y)[0]))
+    for solver in ("sdca", "auto"):
+        r = fr.solve(prob, solver, tol=1e-6, random_state=0)
+        assert r.status == "converged" and not r.w.any()
+        assert r.objective == pytest.approx(loss0, rel=1e-12)
+    est = fr.LinearClassifier(loss=loss, fit_intercept=False).fit(np.zeros((20, 5)), y)
+    assert not est.coef_.any()

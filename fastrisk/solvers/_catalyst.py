@@ -116,8 +116,9 @@ def radius_sq(sqnorm, sample_weight):
 
 
 def pays(problem, R2, band=AUTO_BAND):
-    """True when alpha n / R^2 is in ``band`` and n_features < n_samples (l2 only)."""
-    ratio = problem.alpha * problem.n_samples / R2
+    """True when alpha n / R^2 is in ``band`` and n_features < n_samples (l2 only); rows all
+    of norm 0 (R^2 = 0) leave nothing to accelerate."""
+    ratio = problem.alpha * problem.n_samples / R2 if R2 > 0.0 else math.inf
     return (problem.penalty == "l2" and band[0] <= ratio < band[1]
             and problem.data.n_features < problem.n_samples)
 

@@ -45,7 +45,7 @@ import numpy as np
 from fastrisk import _msdca, _sdca
 from fastrisk.config import single_threaded_blas, solver_threads
 from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq, use_acceleration
-from fastrisk.solvers._epochs import run_epochs
+from fastrisk.solvers._epochs import KERNEL_OVERFLOW, check_kernel_status, run_epochs
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers._checks import check_int
 from fastrisk.solvers.sdca import _penalty_split, split_parts
@@ -178,6 +178,17 @@ class _MSDCA:
         self.sqnorm = data.row_sqnorms()
         self.R2 = radius_sq(self.sqnorm, c)
         self.P = _initial_dual(problem, start, k)
+        # a row of norm 0 (an empty document without an intercept) scores 0 whatever W
+        # is, and the epochs skip it: its dual point is set to its own optimum, where the
+        # row's dual term equals its loss (softmax: uniform p, entropy log k; hinge: p on
+        # a class c != y_i, 1 - p_y = 1); its x_i = 0 leaves V unchanged
+        empty = np.flatnonzero(self.sqnorm == 0.0)
+        if empty.shape[0]:
+            if self.loss == LOSS_IDS["softmax"]:
+                self.P[empty] = 1.0 / k
+            else:
+                self.P[empty] = 0.0
+                self.P[empty, (self.y[empty] + 1) % k] = 1.0
         # log P for the softmax steps (csrc/_msdca.pyx: softmax_step); -inf at 0
         with np.errstate(divide="ignore"):
             self.logP = np.log(self.P) if self.loss == LOSS_IDS["softmax"] else np.empty((0, 0))
@@ -223,7 +234,8 @@ class _MSDCA:
         quadratic term curves the dual, degenerate along the rows' correlations, so its
         steps are over-relaxed by at least HINGE_MIN_OMEGA even where lambda n >= R^2.
         """
-        omega = 2.0 / (1.0 + np.sqrt(min(1.0, self.lam_n / self.R2)))
+        conditioning = self.lam_n / self.R2 if self.R2 > 0.0 else 1.0  # rows of norm 0: 1
+        omega = 2.0 / (1.0 + np.sqrt(min(1.0, conditioning)))
         return max(omega, HINGE_MIN_OMEGA) if self.loss == LOSS_IDS["multiclass_hinge"] \
             else omega
 
@@ -269,6 +281,10 @@ class _MSDCA:
                            self.n_classes, self.shrinking,
                            self.relaxation() * (FINISH_STEP if finishing else 1.0),
                            self.parts, self.cuts)
+        if not np.isfinite(self.sums).all():  # the running sums take every row's terms
+            check_kernel_status(KERNEL_OVERFLOW, "msdca", self.problem,
+                                f"a non-finite value with the {self.problem.loss.name} loss; "
+                                "check the scale of X and alpha")
         if self.shrinking:
             self.active = self.active[self.shrunk[self.active] == 0]
         return self.estimate()
@@ -407,9 +423,10 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
         if start is None:
             state.row_loss[:] = (np.log(k) if state.loss == LOSS_IDS["softmax"] else 1.0) * (
                 1.0 if c is None else c)
-            state.row_dual[:] = 0.0
-            state.sums[:] = (state.row_loss.sum(), 0.0, 0.0, 0.0)
-            w, P_obj, D = np.zeros_like(state.W), state.sums[0] / n, 0.0
+            dual_sum = _msdca.dual_terms(state.P, state.y, state.c_arg, state.loss,
+                                         state.row_dual)  # 0 but for the rows of norm 0
+            state.sums[:] = (state.row_loss.sum(), dual_sum, 0.0, 0.0)
+            w, P_obj, D = np.zeros_like(state.W), state.sums[0] / n, dual_sum / n
         else:
             (w, P_obj), D = state.certify((None, np.inf))
 
