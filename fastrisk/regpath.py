@@ -21,7 +21,7 @@ from fastrisk import _cd
 from fastrisk.config import solver_threads
 from fastrisk.problem import Problem
 from fastrisk.columns import column_view
-from fastrisk.solvers.cd import solve_cd
+from fastrisk.solvers.cd import SOLVER_INFO as CD_INFO, solve_cd
 
 
 @dataclass
@@ -42,7 +42,13 @@ class Path:
 
 
 def alpha_max(problem, columns=None):
-    """Smallest alpha at which w = 0 minimizes ``problem``'s objective (l1 / elastic net)."""
+    """Smallest alpha at which w = 0 minimizes ``problem``'s objective (l1 / elastic net).
+
+    It reads the columns of X as solver 'cd' does, and takes the problems cd takes."""
+    reason = CD_INFO.why_not(problem) if isinstance(problem, Problem) else \
+        f"problem must be a fastrisk Problem, got {type(problem).__name__}"
+    if reason is not None:
+        raise ValueError(f"alpha_max: {reason}")
     r = getattr(problem.regularizer, "l1_ratio", 1.0 if problem.penalty == "l1" else 0.0)
     if r <= 0.0:
         raise ValueError("alpha_max needs an l1 term: penalty 'l1' or 'elasticnet' with "
@@ -75,6 +81,9 @@ def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_al
                   sample_weight=sample_weight, fit_intercept=fit_intercept,
                   intercept_scaling=intercept_scaling, n_threads=n_threads)
     first = Problem(X, y, alpha=1.0, **common)
+    reason = CD_INFO.why_not(first)  # every alpha is solved by cd
+    if reason is not None:
+        raise ValueError(f"path: {reason}")
     cols = column_view(first.data, solver_threads(first, n_threads))
     if alphas is None:
         if not isinstance(n_alphas, (int, np.integer)) or isinstance(n_alphas, bool) \

@@ -520,6 +520,18 @@ def test_path_validates_its_arguments():
         fr.path(X, y, eps=2.0)
     with pytest.raises(ValueError, match="alphas"):
         fr.path(X, y, alphas=[0.1, -1.0])
+    # the losses cd does not take: named, before any kernel reads y as class indices
+    with pytest.raises(ValueError, match="path: solver 'cd' takes smooth scalar losses"):
+        fr.path(X, np.arange(X.shape[0]) % 3, loss="softmax")
+    with pytest.raises(ValueError, match="path: .*got loss 'hinge'"):
+        fr.path(X, y, loss="hinge", alphas=[0.1])
+    with pytest.raises(ValueError, match="alpha_max: .*got loss 'softmax'"):
+        fr.alpha_max(fr.Problem(X, np.arange(X.shape[0]) % 3, loss="softmax", penalty="l1",
+                                alpha=1.0))
+    oracle_only = fr.Problem.from_oracle(fr.Problem(X, y, loss="logistic").oracle,
+                                         penalty="l1", alpha=1.0)
+    with pytest.raises(ValueError, match="alpha_max: .*built from data"):
+        fr.alpha_max(oracle_only)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 33, 150])
