@@ -665,3 +665,26 @@ def test_degenerate_problems_found_by_the_fuzzer():
     with pytest.raises(FloatingPointError, match="scale X down"):
         fr.solve(fr.Problem(np.array([[1.0], [1e30]]), [1, -1], loss="hinge", penalty="l1",
                             alpha=1e-3), solver="bmrm")
+
+
+def test_random_state_and_start_are_checked_by_name_for_every_solver():
+    """random_state must be None, an integer >= 0 or a numpy Generator for every solver
+    (those whose steps are not random too: fastrisk.solve checks it); a start that is not
+    numbers is a ValueError naming start, not numpy's conversion error."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 4))
+    yb, y3 = np.where(X[:, 0] > 0, 1.0, -1.0), np.arange(30) % 3
+    problems = [fr.Problem(X, yb, loss="logistic", alpha=1e-2),
+                fr.Problem(X, yb, loss="logistic", penalty="l1", alpha=1e-2),
+                fr.Problem(X, yb, loss="hinge", alpha=1e-2),
+                fr.Problem(X, y3, loss="softmax", alpha=1e-2)]
+    for name, info in fr.SOLVERS.items():
+        prob = next(p for p in problems if info.why_not(p) is None)
+        for bad in ("abc", 1.5, -1, True):
+            with pytest.raises(ValueError, match="random_state must be None, an integer"):
+                fr.solve(prob, name, random_state=bad, max_iter=2)
+        fr.solve(prob, name, random_state=np.random.default_rng(1), max_iter=2)
+        if info.start == "w":
+            for bad in (object(), "abc"):
+                with pytest.raises(ValueError, match="start"):
+                    fr.solve(prob, name, start=bad, max_iter=2)

@@ -12,6 +12,7 @@ import importlib
 import pkgutil
 from collections.abc import Mapping
 
+from fastrisk.solvers._checks import check_rng
 from fastrisk.solvers._info import SolverInfo
 
 
@@ -84,7 +85,10 @@ def solve(problem, solver="auto", **options):
     """Minimize ``problem``'s objective with ``solver``; returns a Result.
 
     ``solver="auto"`` picks one (fastrisk/solvers/auto.py) and, without ``max_iter``,
-    runs until ``tol`` under a time limit instead of the solver's iteration default."""
+    runs until ``tol`` under a time limit instead of the solver's iteration default.
+    ``random_state`` is checked here for every solver, those without random steps too."""
+    if "random_state" in options:
+        check_rng(options["random_state"])
     if solver == "auto":
         from fastrisk.solvers.auto import default_budget, run
 

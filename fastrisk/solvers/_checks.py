@@ -48,6 +48,18 @@ def check_choice(value, name, choices):
     return value
 
 
+def check_rng(random_state, name="random_state"):
+    """A numpy Generator from ``random_state``: None (fresh entropy), an integer >= 0 (the
+    same integer, the same stream) or a numpy Generator (used as it is)."""
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, (numbers.Integral, np.integer)) \
+            and not isinstance(random_state, (bool, np.bool_)) and random_state >= 0:
+        return np.random.default_rng(int(random_state))
+    raise ValueError(f"{name} must be None, an integer >= 0 or a numpy Generator, "
+                     f"got {random_state!r}")
+
+
 def _range(low, high, low_open, high_open):
     parts = []
     if low is not None:
@@ -61,8 +73,11 @@ def start_weights(problem, start):
     """The initial w of ``start=``: zeros (None), a weight vector, or a Result (its ``w``)."""
     if start is None:
         return np.zeros(problem.n_weights)
-    w = np.array(getattr(start, "w", start), dtype=np.float64).ravel()
-    if w.shape != (problem.n_weights,) or not np.isfinite(w).all():
+    try:
+        w = np.array(getattr(start, "w", start), dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        w = None  # not numbers
+    if w is None or w.shape != (problem.n_weights,) or not np.isfinite(w).all():
         raise ValueError(f"start must be a Result or a finite vector of length "
                          f"{problem.n_weights}")
     return w

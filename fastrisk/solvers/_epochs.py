@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from fastrisk.solvers._checks import check_int
+from fastrisk.solvers._checks import check_int, check_rng
 from fastrisk.stopping import Monitor
 
 logger = logging.getLogger("fastrisk")
@@ -46,14 +46,16 @@ KERNEL_OK, KERNEL_OVERFLOW, KERNEL_BAD_LOSS = 0, 1, 2
 
 
 def epoch_orders(n_rows, shuffle, random_state, dtype=np.intp):
-    """Row orders, one per epoch: a fresh permutation from ``random_state`` or the identity."""
-    if not shuffle:
-        identity = np.arange(n_rows, dtype=dtype)
+    """Row orders, one per epoch: a fresh permutation from ``random_state`` (checked here,
+    before the first epoch) or the identity."""
+    rng = check_rng(random_state)
+
+    def orders():
+        identity = None if shuffle else np.arange(n_rows, dtype=dtype)
         while True:
-            yield identity
-    rng = np.random.default_rng(random_state)
-    while True:
-        yield rng.permutation(n_rows).astype(dtype)
+            yield identity if identity is not None else rng.permutation(n_rows).astype(dtype)
+
+    return orders()
 
 
 def observed_rate(gap_estimates):

@@ -96,7 +96,7 @@ import numpy as np
 from fastrisk import _cd
 from fastrisk.columns import Columns, column_view
 from fastrisk.config import solver_threads
-from fastrisk.solvers._checks import check_bool, check_choice, check_int, start_weights
+from fastrisk.solvers._checks import check_bool, check_choice, check_int, check_rng, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
@@ -192,7 +192,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     c = problem.sample_weight
     c_arg = np.empty(0) if c is None else c
     inv_m = 1.0 / m
-    rng = np.array([np.random.default_rng(random_state).integers(2**63)], dtype=np.uint64)
+    rng = np.array([check_rng(random_state).integers(2**63)], dtype=np.uint64)
 
     w = start_weights(problem, start)
     f = np.empty(m)  # X w, from the columns of the support only (warm starts on a path)

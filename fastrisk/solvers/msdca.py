@@ -47,7 +47,7 @@ from fastrisk.config import single_threaded_blas, solver_threads
 from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq, use_acceleration
 from fastrisk.solvers._epochs import KERNEL_OVERFLOW, check_kernel_status, run_epochs
 from fastrisk.solvers._info import SolverInfo
-from fastrisk.solvers._checks import check_int
+from fastrisk.solvers._checks import check_int, check_rng
 from fastrisk.solvers.sdca import _penalty_split, split_parts
 from fastrisk.stopping import Monitor
 
@@ -407,7 +407,7 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
         # _catalyst.AUTO_BAND (benchmarks/compare_multiclass.py)
         accelerated = False
     n_threads = solver_threads(problem, n_threads)
-    rng = np.random.default_rng(random_state)
+    rng = check_rng(random_state)
     # the operations on W run in BLAS: its pool, left to spin after a call, would take the
     # cores from the OpenMP threads (row-split epochs wait on each other at every row)
     with single_threaded_blas():

@@ -79,7 +79,7 @@ from fastrisk.config import single_threaded_blas, solver_threads
 from fastrisk.regularizers import soft_threshold
 from fastrisk.solvers._catalyst import (PROBE_BAND, Accelerated, Probe, check_accelerated, pays,
                                         radius_sq, use_acceleration)
-from fastrisk.solvers._checks import check_bool, check_choice, check_int, start_weights
+from fastrisk.solvers._checks import check_bool, check_choice, check_int, check_rng, start_weights
 from fastrisk.solvers._epochs import check_kernel_status, run_epochs
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import check_budget
@@ -617,7 +617,7 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     if blocks is not None and blocks > 1 and _penalty_split(problem)[1] != 0.0:
         raise ValueError(f"blocks={blocks} (CoCoA+) needs the l2 penalty (an elastic net "
                          "with l1_ratio 0); use blocks=1")
-    rng = np.random.default_rng(random_state)
+    rng = check_rng(random_state)
     # the vector operations of length n_weights run in BLAS: its pool, left to spin after
     # a call, would take the cores from the OpenMP threads (row-split epochs wait on
     # each other at every row)
