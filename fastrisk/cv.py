@@ -25,7 +25,8 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from fastrisk.config import resolve_n_threads
-from fastrisk.estimators import LinearClassifier, LinearRegressor, _canonical, _check_structure
+from fastrisk.estimators import (LinearClassifier, LinearRegressor, _canonical,
+                                 _check_structure, _mean_one)
 from fastrisk.problem import Problem
 from fastrisk.regpath import alpha_max
 from fastrisk.solvers._checks import check_int, check_number
@@ -65,7 +66,7 @@ class _CVMixin:
             if self._classifier and self.class_weight is not None:
                 index = np.searchsorted(classes, y)
                 c = c * compute_class_weight(self.class_weight, classes=classes, y=y)[index]
-            c = c * (c.shape[0] / c.sum())  # the weights of the fit (LinearClassifier.fit)
+            c = _mean_one(c)  # the weights of the fit (LinearClassifier.fit)
             for target in targets:  # one-vs-rest problems: the largest alpha_max
                 prob = Problem(X, target, loss=self.loss, penalty=self.penalty, alpha=1.0,
                                l1_ratio=self.l1_ratio, loss_param=self.loss_param,
@@ -91,8 +92,11 @@ class _CVMixin:
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                  ensure_non_negative=True)
-            if not sample_weight.sum() > 0:
+            if not sample_weight.max() > 0:
                 raise ValueError("sample_weight is all zero: the weights must have a positive sum")
+            # the fits and the scores depend on the weights' ratios only; scaled to a largest
+            # of 1, their sums stay finite (the scorers' weighted means overflow otherwise)
+            sample_weight = sample_weight / sample_weight.max()
         alphas = self._grid(X, y, sample_weight)
         folds = list(check_cv(self.cv, y, classifier=self._classifier).split(X, y))
         scorer = check_scoring(self._base(), scoring=self.scoring)

@@ -189,8 +189,12 @@ def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
     _finite_or_raise(c, name)
     if (c < 0).any():
         raise ValueError(f"{name} must be non-negative")
-    if c.sum() <= 0:
+    total = c.sum()
+    if total <= 0:
         raise ValueError(f"{name} must have a positive sum")
+    if not np.isfinite(total):  # the risk (1/m) sum_i c_i l_i would overflow with it
+        raise ValueError(f"{name} sums to infinity; rescale it (only its ratios and the "
+                         "scale of the risk against alpha matter)")
     return np.ascontiguousarray(c)
 
 

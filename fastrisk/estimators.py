@@ -85,6 +85,16 @@ def _canonical(X):
     return X
 
 
+def _mean_one(c):
+    """The non-negative weights c rescaled to mean 1, by their largest first: c.sum() would
+    overflow for weights near the largest double and n / c.sum() for subnormal ones."""
+    top = c.max()
+    if not top > 0:
+        raise ValueError("sample_weight must have a positive sum")
+    c = c / top
+    return c * (c.shape[0] / c.sum())
+
+
 def _seed(random_state):
     """One integer seed from ``random_state`` (same random_state -> same seed -> same bits)."""
     return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
@@ -381,7 +391,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         if previous is None or not np.array_equal(previous, classes):
             self._results = None
         self.classes_ = classes
-        return self._fit_problems(X, y_index, c * (c.shape[0] / c.sum()))
+        return self._fit_problems(X, y_index, _mean_one(c))
 
     def _online(self):
         return _streams(self.solver)
@@ -529,9 +539,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", y_numeric=True)
         c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        if c.sum() <= 0:
-            raise ValueError("sample_weight must have a positive sum")
-        return self._fit_problem(X, y, c * (c.shape[0] / c.sum()))
+        return self._fit_problem(X, y, _mean_one(c))
 
     def _online(self):
         return _streams(self.solver)

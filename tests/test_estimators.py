@@ -281,3 +281,26 @@ def test_argument_errors_name_the_argument(kwargs, message):
 def test_regressor_rejects_classification_losses():
     with pytest.raises(ValueError, match="loss must be one of"):
         LinearRegressor(loss="hinge").fit(np.ones((3, 2)), [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("scale", [1e308, 1e-320])
+def test_sample_weight_scale_does_not_matter(scale):
+    """Weights at the ends of the double range (their sum overflows; n / their sum overflows)
+    fit the same model as the same ratios of order 1: the estimators rescale by the largest
+    weight before the mean, the CV estimators score with the same ratios."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 5))
+    yb = np.where(X[:, 0] + rng.normal(size=40) > 0, 1, -1)
+    yr = X @ np.arange(5.0) + rng.normal(size=40)
+    # compared with the weights' own ratios: subnormal weights keep fewer digits
+    w = rng.uniform(0.5, 1.0, 40) * scale
+    for est, y in ((fr.LinearClassifier, yb), (fr.LinearRegressor, yr),
+                   (fr.LinearClassifierCV, yb), (fr.LinearRegressorCV, yr)):
+        kw = {"n_alphas": 3, "cv": 2} if est.__name__.endswith("CV") else {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # no overflow anywhere
+            a = est(random_state=0, **kw).fit(X, y, sample_weight=w)
+        b = est(random_state=0, **kw).fit(X, y, sample_weight=w / w.max())
+        np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="sample_weight sums to infinity"):
+        fr.Problem(X, yb, loss="logistic", sample_weight=np.full(40, 1e308))
