@@ -149,7 +149,9 @@ class Monitor:
             self.last_log = seconds
             logger.info("%s it %d  %.3fs  J%s%.10g  bound=%.3g", self.solver, iteration,
                         seconds, "=" if exact else "~", objective, bound)
-        if bound <= max(self.tol * abs(self.best_objective), self.abs_tol):
+        # an infinite objective certifies nothing (tol * |J| would be infinite too)
+        if math.isfinite(self.best_objective) \
+                and bound <= max(self.tol * abs(self.best_objective), self.abs_tol):
             return "converged"
         if self.callback is not None and self.callback(self.result("running", iteration)) is False:
             return "callback"

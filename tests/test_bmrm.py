@@ -375,3 +375,14 @@ def test_incremental_lp_same_iterates_as_rebuilt_lp(monkeypatch, seed):
         ref_run = solve_bmrm(prob, tol=1e-9, max_iter=300, max_bundle=12)
     assert ours.extra["n_dropped"] > 20 and ours.extra["lp_cold_starts"] <= 2
     np.testing.assert_allclose(ours.history.objective, ref_run.history.objective, rtol=1e-9)
+
+
+def test_an_infinite_objective_is_not_converged():
+    """The Monitor's stop on bound <= tol |J|: with J = inf that test would hold for any
+    bound (tol * inf = inf); an infinite objective certifies nothing."""
+    from fastrisk.stopping import Monitor
+
+    prob = FRProblem(np.eye(3), [1, -1, 1], loss="hinge")
+    mon = Monitor(prob, "test", tol=1e-3, max_iter=10)
+    assert mon.check(1, np.zeros(3), math.inf, math.inf) is None
+    assert mon.check(2, np.zeros(3), 1.0, 1e-4) == "converged"
