@@ -124,6 +124,13 @@ def check_sparse_structure(X, name="X"):
     return False
 
 
+def _read_only(a):
+    """A view of ``a`` that cannot be written through."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 def check_X(X, name="X"):
     """Return X as C-contiguous dense or canonical CSR of float32/float64.
 
@@ -306,6 +313,11 @@ class Dataset:
             self.data = X.reshape(-1)
             self.indices = np.arange(d, dtype=itype)
             self.indptr = np.arange(0, (n + 1) * d, d, dtype=itype)
+        # the kernels trust the index arrays checked above: the Dataset hands out read-only
+        # views of them (X itself is the caller's, not copied, and must not change while
+        # a Problem built on it is in use)
+        self.data, self.indices, self.indptr = (_read_only(a) for a in
+                                                (self.data, self.indices, self.indptr))
 
     @property
     def nnz(self):

@@ -261,3 +261,19 @@ def test_oracle_checks_w_and_class_indices():
         VectorOracle(D, "softmax", np.arange(20) % 4, 3)
     value, grad = oracle(np.zeros(8))
     assert value == pytest.approx(1.0) and grad.shape == (8,)  # hinge at w = 0: mean of 1
+
+
+def test_dataset_arrays_are_read_only_views():
+    """The kernels trust the index arrays checked when the Dataset was built: the Dataset
+    cannot be used to change them (the caller's X itself is not copied and stays writable)."""
+    import scipy.sparse as sp
+
+    X = sp.random(6, 4, density=0.5, format="csr", random_state=0)
+    d = Dataset(X)
+    for a in (d.data, d.indices, d.indptr):
+        assert not a.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            a[:1] = 0
+    assert np.shares_memory(d.indices, X.indices) and X.indices.flags.writeable
+    dense = Dataset(np.ones((3, 2)))
+    assert not dense.data.flags.writeable
