@@ -11,17 +11,56 @@ import gzip
 import lzma
 import os
 import warnings
+import zlib
 
 import numpy as np
 import scipy.sparse as sp
 
-_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+from fastrisk.data import check_sparse_structure
+
+_OPENERS = {".gz": (gzip.open, "gzip"), ".bz2": (bz2.open, "bzip2"), ".xz": (lzma.open, "xz")}
+# what the decompressors raise on corrupt or truncated data (OSError only without an errno:
+# one with an errno is a real I/O error, reported as it is)
+_DECODE_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
 MAX_INDEX = 2**31 - 1  # largest index read without an explicit n_features
+# indices are parsed as doubles, which hold every integer up to 2**53 exactly: a wider
+# n_features would let a larger index in the file round to a different one
+MAX_N_FEATURES = 2**53 - 1
 _CHUNK_BYTES = 8 << 20  # lines are parsed in blocks of about this size
+_FLOATS = (np.float32, np.float64)
 
 
-def _open(path, mode):
-    return _OPENERS.get(os.path.splitext(os.fspath(path))[1].lower(), open)(path, mode)
+def _check_path(path):
+    """The file name of ``path`` (str or os.PathLike, or bytes) as a str, for messages."""
+    try:
+        return os.fsdecode(os.fspath(path))
+    except TypeError:
+        raise TypeError(f"path must be a file name (str or os.PathLike), got "
+                        f"{type(path).__name__}") from None
+
+
+def _compression(name):
+    """(opener, format name) for the suffix of ``name``; (open, None) for a plain file."""
+    return _OPENERS.get(os.path.splitext(name)[1].lower(), (open, None))
+
+
+def _numbers(text, count):
+    """The ``count`` numbers of whitespace-separated ``text`` as float64, or None when it
+    holds anything else (NumPy's parser: no ``_`` digit separators, unlike float())."""
+    if count == 0:  # np.fromstring reads whitespace alone as [-1.0]
+        return np.empty(0) if not text.strip() else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # a token that is no number
+        try:
+            flat = np.fromstring(text, dtype=np.float64, sep=" ")
+        except (ValueError, DeprecationWarning):
+            return None
+    return flat if flat.size == count else None
+
+
+def _show(value):
+    """A parsed index for a message: an integer in full, a huge one in exponent notation."""
+    return str(int(value)) if value < 1e20 else f"{value:.6g}"
 
 
 class _Chunk:
@@ -57,14 +96,16 @@ class _Chunk:
         if not np.isfinite(value).all():
             raise ValueError(f"{path}: line {row(np.flatnonzero(~np.isfinite(value))[0])}: "
                              "contains NaN or infinity")
-        bad = np.flatnonzero((self.index != np.floor(self.index)) | (self.index < 0))
+        # NaN and infinity first: neither is an integer, and int() of infinity overflows
+        bad = np.flatnonzero(~np.isfinite(self.index) | (self.index != np.floor(self.index))
+                             | (self.index < 0))
         if bad.size:
             raise ValueError(f"{path}: line {row(bad[0])}: feature indices must be non-negative "
-                             f"integers, got {self.index[bad[0]]!r}")
+                             f"integers, got {float(self.index[bad[0]])!r}")
         big = np.flatnonzero(self.index > max_raw)
         if big.size:
-            raise ValueError(f"{path}: line {row(big[0])}: feature index {int(self.index[big[0]])} "
-                             f"{_too_big(max_raw)}")
+            raise ValueError(f"{path}: line {row(big[0])}: feature index "
+                             f"{_show(self.index[big[0]])} {_too_big(max_raw)}")
         self.index = self.index.astype(np.int32 if max_raw < 2**31 else np.int64)
         self.value = value.astype(dtype)
         self._check_duplicates(path)
@@ -87,24 +128,15 @@ class _Chunk:
                      > 0).all()
         del ws, raw
         flat = None
-        if n_tokens == n_colons and separated:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", DeprecationWarning)  # a token that is no number
-                try:
-                    flat = np.fromstring(feats.replace(b":", b" "), dtype=np.float64, sep=" ")
-                except (ValueError, DeprecationWarning):
-                    pass
-        if flat is None or flat.size != 2 * n_colons:
+        if n_tokens == n_colons and separated:  # lines without features give no token
+            flat = _numbers(feats.replace(b":", b" "), 2 * n_colons)
+        if flat is None:
             for lineno, rest in zip(self.linenos, rests):  # find the line at fault
                 for token in rest.split():
-                    parts = token.split(b":")
-                    try:
-                        if len(parts) != 2:
-                            raise ValueError
-                        float(parts[0]), float(parts[1])
-                    except ValueError:
+                    if token.count(b":") != 1 or _numbers(token.replace(b":", b" "), 2) is None:
                         raise ValueError(f"{path}: line {lineno}: feature {token[:30]!r} is not "
-                                         "of the form index:value with numbers") from None
+                                         "of the form index:value with numbers")
+            # every token parses alone, so the block should have parsed: never pass silently
             raise ValueError(f"{path}: a feature is not of the form index:value with numbers")
         return flat.reshape(-1, 2)
 
@@ -133,48 +165,77 @@ def _too_big(max_raw):
     return f"is beyond n_features={max_raw}"
 
 
+def _read_blocks(path, name):
+    """Blocks of about _CHUNK_BYTES of lines: (line number of the first, lines).
+
+    Corrupt or truncated compressed data raises ValueError naming the file, with the
+    decompressor's error as its cause.
+    """
+    opener, kind = _compression(name)
+    lineno = 1
+    with opener(path, "rb") as fh:
+        while True:
+            try:
+                lines = fh.readlines(_CHUNK_BYTES)
+            except _DECODE_ERRORS as exc:
+                if kind is None or (isinstance(exc, OSError) and exc.errno is not None):
+                    raise
+                raise ValueError(f"{name} is not a valid {kind} file ({exc})") from exc
+            if not lines:
+                return
+            yield lineno, lines
+            lineno += len(lines)
+
+
 def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto"):
     """Read an svmlight file; returns (X as canonical CSR, y as float64).
 
     ``n_features`` widens X (an error if the file has a larger index); without
     it, indices above 2**31 - 1 are refused (pass ``n_features`` for wider data).
-    Malformed lines, duplicate indices within a line, NaN and infinity raise
-    ValueError with the line number.  The file is parsed in blocks: memory is
-    about the size of X plus one block.
+    Lines with a label and no feature are empty rows.  Malformed lines,
+    duplicate indices within a line, NaN and infinity raise ValueError with the
+    line number; a corrupt compressed file raises ValueError naming it.  The
+    file is parsed in blocks: memory is about the size of X plus one block.
     """
-    if np.dtype(dtype) not in (np.float32, np.float64):
+    name = _check_path(path)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be float32 or float64, got {dtype!r}") from None
+    if dtype not in _FLOATS:
         raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
-    if zero_based not in (True, False, "auto"):
+    if isinstance(zero_based, (bool, np.bool_)):
+        zero_based = bool(zero_based)  # "is False" below must hold for np.False_ too
+    elif not isinstance(zero_based, str):
+        raise TypeError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+    elif zero_based != "auto":
         raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
     if n_features is not None and (not isinstance(n_features, (int, np.integer))
-                                   or isinstance(n_features, bool) or n_features < 1):
-        raise ValueError(f"n_features must be None or an integer >= 1, got {n_features!r}")
+                                   or isinstance(n_features, (bool, np.bool_))
+                                   or not 1 <= n_features <= MAX_N_FEATURES):
+        raise ValueError(f"n_features must be None or an integer from 1 to 2**53 - 1, got "
+                         f"{n_features!r}")
     # largest raw index: n_features in a 1-based file (the exact bound is checked below)
     max_raw = MAX_INDEX if n_features is None else int(n_features)
-    chunks, lineno = [], 1
-    with _open(path, "rb") as fh:
-        while True:
-            lines = fh.readlines(_CHUNK_BYTES)
-            if not lines:
-                break
-            chunk = _Chunk(path, lines, lineno, dtype, max_raw)
-            lineno += len(lines)
-            if chunk.labels.size:
-                chunks.append(chunk)
+    chunks = []
+    for lineno, lines in _read_blocks(path, name):
+        chunk = _Chunk(name, lines, lineno, dtype, max_raw)
+        if chunk.labels.size:
+            chunks.append(chunk)
     if not chunks:
-        raise ValueError(f"{path}: no data lines")
+        raise ValueError(f"{name}: no data lines")
     has_zero = any((c.index == 0).any() for c in chunks)
     if zero_based is False or (zero_based == "auto" and not has_zero):
         if has_zero:
             c = next(c for c in chunks if (c.index == 0).any())
-            raise ValueError(f"{path}: line {c._row(np.flatnonzero(c.index == 0)[0])}: index 0 "
+            raise ValueError(f"{name}: line {c._row(np.flatnonzero(c.index == 0)[0])}: index 0 "
                              "in a 1-based file (pass zero_based=True)")
         for c in chunks:
             c.index -= 1
     width = max((int(c.index.max()) + 1 for c in chunks if c.index.size), default=0)
     if n_features is not None:
         if n_features < width:
-            raise ValueError(f"n_features={n_features} but {path} has feature index {width}")
+            raise ValueError(f"n_features={n_features} but {name} has feature index {width}")
         width = int(n_features)
     counts = np.concatenate([c.counts for c in chunks])
     indptr = np.zeros(counts.size + 1, dtype=np.int64)
@@ -189,21 +250,88 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto")
     return X, y
 
 
+def _rows_to_write(X):
+    """X as CSR of float32/float64 with sorted, distinct column indices and finite values.
+
+    The structure of a sparse X is checked before scipy converts it or anything reads
+    its indices (scipy trusts them: an index out of range makes its routines write out
+    of bounds).  Duplicate indices are summed into one entry, on a copy: the caller's
+    arrays are only read.
+    """
+    if sp.issparse(X):
+        if X.dtype.kind not in "biuf":
+            raise TypeError(f"X must have a real numeric dtype, got {X.dtype}")
+        canonical = check_sparse_structure(X, "X")
+        if X.dtype not in _FLOATS:  # before any summing, which integers could overflow
+            X = X.astype(np.float64)
+        if X.format != "csr":
+            X = X.tocsr()
+            canonical = check_sparse_structure(X, "X")
+        if not canonical:
+            # fresh arrays (int64 indices, which scipy's routines accept); scipy caches
+            # whether a matrix is canonical, so the flags are reset to make it look
+            X = sp.csr_matrix((X.data.copy(), X.indices.astype(np.int64),
+                               X.indptr.astype(np.int64)), shape=X.shape)
+            X.has_sorted_indices = False
+            X.has_canonical_format = False
+            X.sum_duplicates()
+    else:
+        try:
+            X = np.asarray(X)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"X must be an array or a scipy sparse matrix ({exc})") from exc
+        if X.dtype.kind not in "biuf":
+            raise TypeError(f"X must have a real numeric dtype, got {X.dtype}")
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
+        X = sp.csr_matrix(X if X.dtype in _FLOATS else X.astype(np.float64))
+    if X.shape[0] == 0:
+        raise ValueError(f"X has no rows (shape {X.shape}); an svmlight file needs a line")
+    if not np.isfinite(X.data).all():  # also sums of duplicates that overflow
+        raise ValueError("X contains NaN or infinity, which svmlight files cannot hold")
+    return X
+
+
+def _labels_to_write(y, n_samples):
+    """y as a list of n_samples finite floats; a column vector (n_samples, 1) is accepted."""
+    try:
+        y = np.asarray(y)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"y must be a 1-dimensional array of numbers ({exc})") from exc
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-dimensional, got shape {y.shape}")
+    if y.dtype.kind not in "biuf":
+        raise TypeError(f"y must have a real numeric dtype, got {y.dtype}")
+    if y.shape[0] != n_samples:
+        raise ValueError(f"y has {y.shape[0]} entries but X has {n_samples} rows")
+    y = y.astype(np.float64)
+    if not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinity, which svmlight files cannot hold")
+    return y.tolist()
+
+
 def dump_svmlight(X, y, path, *, zero_based=False):
     """Write X (dense or sparse) and y in svmlight format; zero entries are skipped.
 
     Numbers are written with Python's shortest round-trip repr, so reading
-    the file back gives the same bits.
+    the file back gives the same bits.  Duplicate column indices of a sparse
+    X are summed into one entry (X itself is not modified).  All arguments
+    are checked before the file is opened: X and y must be real and finite,
+    y must have one label per row of X, ``zero_based`` must be a bool.
     """
-    X = sp.csr_matrix(X)
-    y = np.asarray(y, dtype=np.float64).ravel().tolist()
-    if len(y) != X.shape[0]:
-        raise ValueError(f"y has {len(y)} entries but X has {X.shape[0]} rows")
-    X.sum_duplicates()
-    X.eliminate_zeros()
+    if not isinstance(zero_based, (bool, np.bool_)):
+        raise TypeError(f"zero_based must be True or False, got {zero_based!r}")
+    name = _check_path(path)
+    X = _rows_to_write(X)
+    y = _labels_to_write(y, X.shape[0])
     off = 0 if zero_based else 1
-    with _open(path, "wb") as fh:
+    indices, data, indptr = X.indices, X.data, X.indptr
+    with _compression(name)[0](path, "wb") as fh:
         for i in range(X.shape[0]):
-            lo, hi = X.indptr[i], X.indptr[i + 1]
-            feats = " ".join(f"{j + off}:{v!r}" for j, v in zip(X.indices[lo:hi].tolist(), X.data[lo:hi].tolist()))
+            lo, hi = indptr[i], indptr[i + 1]
+            keep = data[lo:hi] != 0
+            feats = " ".join(f"{j + off}:{v!r}" for j, v in
+                             zip(indices[lo:hi][keep].tolist(), data[lo:hi][keep].tolist()))
             fh.write(f"{y[i]!r} {feats}".rstrip().encode() + b"\n")
