@@ -234,6 +234,17 @@ def _check_labels(y, n_samples, name):
     return y
 
 
+def _sorted_labels(y, name):
+    """np.unique(y, return_inverse=True), or a TypeError naming ``y`` when its labels have
+    no common order (mixed types in an object array)."""
+    try:
+        return np.unique(y, return_inverse=True)
+    except TypeError:
+        types = sorted({type(v).__name__ for v in y.ravel()})
+        raise TypeError(f"{name} mixes labels of types {types} that cannot be sorted; use "
+                        "labels of one type") from None
+
+
 def encode_labels(y, classes, name="y"):
     """(classes, index of each label in classes): classes given (a chunk of a stream may
     lack some) or the sorted distinct labels."""
@@ -246,8 +257,8 @@ def encode_labels(y, classes, name="y"):
                 if lo == hi:
                     return y[:1].copy(), np.zeros(y.shape[0], dtype=np.intp)
                 return np.array([lo, hi], dtype=y.dtype), upper.astype(np.intp)
-        return np.unique(y, return_inverse=True)
-    classes = np.unique(np.asarray(classes))
+        return _sorted_labels(y, name)
+    classes = _sorted_labels(np.asarray(classes), "classes")[0]
     index = np.searchsorted(classes, y)
     if not (index < classes.shape[0]).all() or (classes[np.minimum(index, len(classes) - 1)]
                                                  != y).any():

@@ -277,3 +277,14 @@ def test_dataset_arrays_are_read_only_views():
     assert np.shares_memory(d.indices, X.indices) and X.indices.flags.writeable
     dense = Dataset(np.ones((3, 2)))
     assert not dense.data.flags.writeable
+
+
+def test_labels_of_mixed_types_are_named():
+    """Labels with no common order (an object array of str and int) give a TypeError naming
+    y (or classes), not numpy's comparison error."""
+    X = np.eye(4)
+    mixed = np.array(["a", 1, "a", 1], dtype=object)
+    with pytest.raises(TypeError, match="y mixes labels of types"):
+        fr.Problem(X, mixed, loss="logistic")
+    with pytest.raises(TypeError, match="classes mixes labels of types"):
+        fr.Problem(X, [1, 2, 1, 2], loss="logistic", classes=mixed[:2])
