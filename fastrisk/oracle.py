@@ -97,12 +97,16 @@ def _check_rows(data, y, sample_weight, *, classes=None):
     y = np.asarray(y)
     if y.dtype.kind not in "biuf" or y.shape != (m,):
         raise ValueError(f"y must be a numeric vector of length {m}, got {y.dtype} {y.shape}")
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinity")
     if classes is not None and m and (y.min() < 0 or y.max() >= classes):
         raise ValueError(f"y must hold class indices in [0, {classes})")
     if sample_weight is not None:
         c = np.asarray(sample_weight)
         if c.dtype != np.float64 or c.shape != (m,):
             raise ValueError(f"sample_weight must be a float64 vector of length {m} or None")
+        if not (np.isfinite(c).all() and (c >= 0).all()):
+            raise ValueError("sample_weight must be finite and non-negative")
 
 
 def use_columns(columns, data, n_partitions, n_threads, buffer_bytes, row_bytes=0,
@@ -230,9 +234,11 @@ class LocalOracle(_Multiplexer):
                 self.loss.param, self.y, self.c, start, stop, grad,
                 self._workspace, self.n_threads, g, scores)
         if status != _oracle.STATUS_OK:
+            if not np.isfinite(w).all():  # looked at only here: no cost on the usual path
+                raise ValueError("w contains NaN or infinity")
             raise FloatingPointError(
-                f"the {self.loss.name} loss overflowed (exp of a score above ~709); "
-                "scale X down or increase alpha")
+                f"the {self.loss.name} loss is not finite at these weights (a score or its "
+                "loss overflowed); scale X down or increase alpha")
         return value, grad
 
     def with_scores(self, w):

@@ -162,8 +162,21 @@ def test_overflow_is_a_clear_error(name, scale):
     y = np.array([1.0, -1.0, 1.0, 0.0]) if name == "poisson" else np.array([1.0, -1.0, 1.0, -1.0])
     prob = fr.Problem(X, np.abs(y) if name == "poisson" else y, loss=name)
     prob.oracle(np.array([1.0, 1.0]))  # moderate scores are fine
-    with pytest.raises(FloatingPointError, match=f"the {name} loss overflowed"):
+    with pytest.raises(FloatingPointError, match=f"the {name} loss is not finite"):
         prob.oracle(np.array([400.0, 400.0]) * scale)
+    with pytest.raises(ValueError, match="w contains NaN"):  # not reported as an overflow
+        prob.oracle(np.array([np.nan, 1.0]))
+
+
+def test_local_oracle_checks_its_rows():
+    """y and sample_weight given to a LocalOracle directly: finite, weights non-negative."""
+    d = fr.Dataset(np.ones((3, 2)))
+    loss = fr.Loss("logistic")
+    with pytest.raises(ValueError, match="y contains NaN"):
+        fr.LocalOracle(d, loss, np.array([1.0, np.nan, -1.0]))
+    for c in ([1.0, -1.0, 1.0], [1.0, np.inf, 1.0]):
+        with pytest.raises(ValueError, match="sample_weight must be finite and non-negative"):
+            fr.LocalOracle(d, loss, np.ones(3), np.array(c))
 
 
 def test_kernel_argument_checks():
@@ -297,7 +310,7 @@ def test_column_path_same_bits_for_every_thread_count(monkeypatch):
 
 def test_column_path_overflow_and_argument_checks(monkeypatch):
     X, prob, _ = column_problem(monkeypatch, "poisson", n_threads=1)
-    with pytest.raises(FloatingPointError, match="the poisson loss overflowed"):
+    with pytest.raises(FloatingPointError, match="the poisson loss is not finite"):
         prob.oracle(np.full(30, 400.0))
     d = prob.data
     values, rows, colptr, rc, cc = prob.oracle._column_args()
