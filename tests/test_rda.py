@@ -523,3 +523,16 @@ def test_mnist_rda_sparsity(mnist67, lam):
     assert n_rda <= min(nnz(sgd, 1e-5), nnz(tg10, 1e-5), nnz(fobos))
     assert n_batch / 1.5 <= n_rda <= 1.5 * n_batch
     assert error(rda) <= error(batch) + 0.015
+
+
+def test_threshold_beyond_the_doubles_gives_zero():
+    """At alpha 1e308 the threshold lambda t overflows: every coordinate shrinks to 0, the
+    optimum (J = log 2 for the logistic loss), instead of an error on an infinite step."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 5))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the averaged iterate's overflow
+        r = fr.solve(fr.Problem(X, y, loss="logistic", penalty="l1", alpha=1e308), "rda",
+                     max_iter=2, random_state=0)
+    assert not r.w.any() and r.objective == pytest.approx(np.log(2.0), rel=1e-15)

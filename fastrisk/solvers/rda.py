@@ -227,6 +227,8 @@ def _rda_final(S, t, lam, sigma, gamma, rho, beta):
     if t == 0:
         return np.zeros_like(S)
     th = lam * t + gamma * rho * math.sqrt(t) + rho * beta
+    if th == math.inf:  # lambda t beyond the doubles (alpha near 1e308): every S_j shrinks to 0
+        return np.zeros_like(S)
     b = 1.0 / (sigma * t + gamma * math.sqrt(t) + beta)
     return soft_threshold(-S, th) * b
 
