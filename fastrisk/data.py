@@ -7,11 +7,12 @@ intercept is a virtual constant feature of value ``intercept_scaling`` that
 the kernels add on the fly (docs/math.md §1): X is never widened.
 
 Conversions that do copy (documented, never silent in-place changes): CSC/COO
-and other sparse formats to CSR, other real dtypes (bool, integers) to
-float64, dense arrays that are not C-contiguous, CSR matrices whose index
-arrays differ in dtype or are not contiguous (to int64).  CSR matrices with duplicate or unsorted
-column indices are rejected (``X.sum_duplicates()`` fixes both), because the
-row norms the dual solvers use would be wrong with duplicates.
+and other sparse formats to CSR (in canonical form: duplicates summed, indices
+sorted), other real dtypes (bool, integers) to float64, dense arrays that are
+not C-contiguous, CSR matrices whose index arrays differ in dtype or are not
+contiguous (to int64).  CSR matrices with duplicate or unsorted column indices
+are rejected (``X.sum_duplicates()`` fixes both), because the row norms the dual
+solvers use would be wrong with duplicates.
 """
 
 import numbers
@@ -142,8 +143,10 @@ def check_X(X, name="X"):
             raise TypeError(f"{name} must have a real numeric dtype, got {X.dtype}")
         canonical = check_sparse_structure(X, name)
         if X.format != "csr":
-            X = X.tocsr()
-            canonical = check_sparse_structure(X, name)
+            X = X.tocsr()  # new arrays (scipy's BSR conversion can leave them unsorted):
+            if not check_sparse_structure(X, name):  # put in canonical form in place
+                X.sum_duplicates()
+            canonical = True
         if X.dtype not in FLOAT_DTYPES:
             X = X.astype(np.float64)
         if not canonical:

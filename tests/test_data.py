@@ -288,3 +288,20 @@ def test_labels_of_mixed_types_are_named():
         fr.Problem(X, mixed, loss="logistic")
     with pytest.raises(TypeError, match="classes mixes labels of types"):
         fr.Problem(X, [1, 2, 1, 2], loss="logistic", classes=mixed[:2])
+
+
+def test_other_sparse_formats_become_canonical_csr():
+    """A BSR matrix (whose conversion can leave the column indices unsorted) or a COO matrix
+    with duplicate entries is converted to canonical CSR on the converted copy: the same
+    matrix, accepted by Problem as by the estimators."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(6, 4)) * (rng.random((6, 4)) > 0.4)
+    y = np.where(np.arange(6) % 2, 1.0, -1.0)
+    coo = sp.coo_matrix((np.r_[1.0, 2.0, 3.0], (np.r_[0, 0, 5], np.r_[1, 1, 3])), shape=(6, 4))
+    for M, dense in ((sp.bsr_matrix(A, blocksize=(2, 2)), A), (coo, coo.toarray())):
+        d = Dataset(M)
+        assert d.X.format == "csr" and d.X.has_canonical_format
+        np.testing.assert_array_equal(d.X.toarray(), dense)
+        fr.Problem(M, y, loss="logistic")
