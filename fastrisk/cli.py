@@ -10,11 +10,16 @@
 DATA is an svmlight/libsvm file (``.gz``, ``.bz2``, ``.xz`` compressed too) or
 an ``.npz`` archive holding ``y`` and either ``X`` (dense) or the CSR arrays
 ``data``, ``indices``, ``indptr``, ``shape`` (read with ``allow_pickle=False``).
+All commands read DATA alike: X must be 2-d, real and finite and y hold one
+label or target per row; CSR arrays with unsorted or duplicate column indices
+are made canonical (duplicates summed), as the estimators do when they fit.
 ``predict`` and ``evaluate`` refuse DATA whose width differs from the model's:
 an svmlight file is as wide as its largest index, so a file that merely lacks
 the highest features needs ``--n-features`` (the model's width) to say so.
 User errors print one line ``fastrisk: error: ...`` naming the argument at
-fault and exit with status 1 (2 for command-line syntax errors, from argparse).
+fault and exit with status 1 (2 for command-line syntax errors, from argparse):
+invalid input files and options (ValueError, TypeError) and files that cannot be
+read or written (OSError); other exceptions are bugs and show their traceback.
 ``train --scheduler ADDRESS`` computes the risk oracle on a Dask cluster
 (DATA read here, its row partitions scattered to the workers; batch solvers only).
 """
@@ -22,8 +27,11 @@ fault and exit with status 1 (2 for command-line syntax errors, from argparse).
 import argparse
 import math
 import os
+import struct
 import sys
 import time
+import tokenize
+import zipfile
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,11 +45,78 @@ class UserError(Exception):
     """An error caused by the command line or the input files: reported in one line."""
 
 
+def _first_line(exc):
+    """The first line of an exception's message, or its type name when it has none."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 # ---- data files -------------------------------------------------------------------------
+
+# What np.load raises on a damaged .npz archive or a malformed .npy header inside it
+# (zipfile, ast.literal_eval and the tokenizer of numpy's header parser, np.dtype), besides
+# ValueError, TypeError and OSError.
+_NPZ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError,
+               SyntaxError, tokenize.TokenError, LookupError, OverflowError, RecursionError,
+               struct.error)
+
+
+def _read_npz(path):
+    """(X, y) as stored in an .npz archive: dense ``X`` or the CSR arrays; not yet checked."""
+    archive = np.load(path, allow_pickle=False)
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError("not an .npz archive (np.load read a single .npy array)")
+    with archive as z:
+        names = ("X", "y") if "X" in z.files else ("data", "indices", "indptr", "shape", "y")
+        missing = [k for k in names if k not in z.files]
+        if missing:
+            raise ValueError(f"the .npz archive lacks {', '.join(map(repr, missing))} (it holds "
+                             f"{', '.join(map(repr, z.files)) or 'nothing'})")
+        if "X" in z.files:
+            X = z["X"]
+        else:
+            shape = z["shape"]
+            if shape.shape != (2,) or shape.dtype.kind not in "iu" or (shape < 0).any():
+                raise ValueError(f"shape must hold two integers >= 0, got {shape!r:.60}")
+            arrays = {k: z[k] for k in ("data", "indices", "indptr")}
+            for k in ("indices", "indptr"):
+                if arrays[k].ndim != 1 or arrays[k].dtype.kind not in "iu":
+                    raise ValueError(f"{k} must be a 1-d integer array, got "
+                                     f"{arrays[k].dtype} of shape {arrays[k].shape}")
+            if arrays["data"].ndim != 1:
+                raise ValueError(f"data must be 1-d, got shape {arrays['data'].shape}")
+            X = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
+                              shape=(int(shape[0]), int(shape[1])))
+        y = z["y"]
+    return X, y
+
+
+def _check_data(X, y):
+    """X as the library reads it (``check_X``: 2-d, real, finite, canonical CSR) and y a
+    vector of labels or targets, one per row.
+
+    An unsorted CSR X, or one with duplicate column indices, is made canonical
+    (duplicates summed) here, after its index arrays are checked: the CLI owns
+    the arrays it read, and so train, predict and evaluate accept the same files.
+    """
+    from fastrisk.data import check_sparse_structure, check_X
+
+    if sp.issparse(X) and not check_sparse_structure(X, "X"):
+        X = X.tocsr()
+        X.sum_duplicates()  # sorts the indices too
+    X = check_X(X, "X")
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y has shape {y.shape}, expected ({X.shape[0]},): one label or "
+                         "target per row of X")
+    if y.dtype.kind not in "biufUS":
+        raise TypeError(f"y must hold numbers, bools or strings, got dtype {y.dtype}")
+    return X, y
 
 
 def load_data(path, n_features=None, arg="DATA"):
-    """(X, y) from an svmlight file or an .npz archive (see the module docstring)."""
+    """(X, y) from an svmlight file or an .npz archive (see the module docstring), checked
+    by ``_check_data``; any fault of the file is a UserError naming ``arg`` and the file."""
     from fastrisk.svmlight import load_svmlight
 
     path = os.fspath(path)
@@ -49,21 +124,19 @@ def load_data(path, n_features=None, arg="DATA"):
         raise UserError(f"{arg} {path}: no such file")
     try:
         if path.endswith(".npz"):
-            with np.load(path, allow_pickle=False) as z:
-                if "X" in z.files:
-                    X = np.asarray(z["X"])
-                else:
-                    X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]),
-                                      shape=tuple(z["shape"]))
-                y = z["y"]
-            if n_features is not None and X.shape[1] != n_features:
-                raise ValueError(f"X has {X.shape[1]} features, but the model expects {n_features}")
-            return X, y
-        return load_svmlight(path, n_features=n_features)
-    except KeyError as exc:
-        raise UserError(f"{arg} {path}: the .npz archive lacks {exc}") from None
-    except (ValueError, OSError, EOFError) as exc:
-        raise UserError(f"{arg} {path}: {exc}") from None
+            try:
+                X, y = _read_npz(path)
+            except _NPZ_ERRORS as exc:
+                raise ValueError(f"not a readable .npz archive ({type(exc).__name__}: "
+                                 f"{_first_line(exc)})") from exc
+        else:
+            X, y = load_svmlight(path, n_features=n_features)
+        X, y = _check_data(X, y)
+        if n_features is not None and X.shape[1] != n_features:
+            raise ValueError(f"X has {X.shape[1]} features, but the model expects {n_features}")
+        return X, y
+    except (ValueError, TypeError, OSError) as exc:
+        raise UserError(f"{arg} {path}: {_first_line(exc)}") from None
 
 
 def _load_model(path):
@@ -71,7 +144,7 @@ def _load_model(path):
 
     try:
         return load(path)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, OSError) as exc:
         raise UserError(f"MODEL {exc}") from None
 
 
@@ -225,7 +298,9 @@ def cmd_train(args, out):
     try:
         est = _fit(_estimator(args, args.solver), X, y, args.solver, args.quiet)
     except OSError as exc:  # the scheduler cannot be reached
-        raise UserError(f"--scheduler {args.scheduler}: {str(exc).splitlines()[0]}") from None
+        if args.scheduler is None:
+            raise
+        raise UserError(f"--scheduler {args.scheduler}: {_first_line(exc)}") from None
     runs[est.solver_ if isinstance(est.solver_, str) else args.solver] = est.history_
     for name in args.compare:
         other = _fit(_estimator(args, name), X, y, name, args.quiet)
@@ -233,7 +308,7 @@ def cmd_train(args, out):
     try:
         est.save(args.output)
     except OSError as exc:
-        raise UserError(f"--output {args.output}: {exc.strerror}") from None
+        raise UserError(f"--output {args.output}: {exc.strerror or _first_line(exc)}") from None
     print(f"trained {type(est).__name__} on {X.shape[0]} x {X.shape[1]} with solver "
           f"{est.solver_}: J(w) = {np.max(est.objective_):.8g}, certified gap "
           f"{np.max(est.gap_):.3g}, {est.n_iter_} iterations, status {est.status_}; "
@@ -264,13 +339,15 @@ def cmd_predict(args, out):
     model = _load_model(args.model)
     X, _ = _model_data(args, model)
     pred = model.predict(X)
-    target = out if args.output is None else open(args.output, "w")
+    lines = (f"{v}\n" if model.is_classifier else f"{float(v)!r}\n" for v in pred)
+    if args.output is None:
+        out.writelines(lines)
+        return
     try:
-        for v in pred:
-            target.write(f"{v}\n" if model.is_classifier else f"{float(v)!r}\n")
-    finally:
-        if target is not out:
-            target.close()
+        with open(args.output, "w") as fh:
+            fh.writelines(lines)
+    except OSError as exc:
+        raise UserError(f"--output {args.output}: {exc.strerror or _first_line(exc)}") from None
 
 
 def evaluate(model, X, y, notes=None):
@@ -516,7 +593,7 @@ def main(argv=None, out=None):
         # FASTRISK_DEBUG=1 shows the traceback instead
         if os.environ.get("FASTRISK_DEBUG"):
             raise
-        print(f"fastrisk: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        print(f"fastrisk: error: {_first_line(exc)}", file=sys.stderr)
         return 1
     except MemoryError as exc:  # e.g. an .npz whose shape claims 2**40 features
         print(f"fastrisk: error: not enough memory for this problem ({exc})", file=sys.stderr)
@@ -524,6 +601,11 @@ def main(argv=None, out=None):
     except BrokenPipeError:  # output piped into a command that stopped reading (head)
         sys.stdout = open(os.devnull, "w")
         return 0
+    except OSError as exc:  # a file the library reads or writes (the message names it)
+        if os.environ.get("FASTRISK_DEBUG"):
+            raise
+        print(f"fastrisk: error: {_first_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("\nfastrisk: interrupted", file=sys.stderr)
         return 130

@@ -6,8 +6,8 @@ members:
 * ``meta``: the UTF-8 bytes of a JSON object (uint8 array) with the format
   name and version, the fastrisk version that wrote it, the loss and its
   parameter, the penalty, alpha, the solver, the training data shape and
-  solver facts (objective, certified gap, status, iterations), and the
-  SHA-256 of every array below;
+  solver facts (``info``: objective, certified gap, status, iterations; JSON
+  numbers, strings, booleans and nulls), and the SHA-256 of every array below;
 * ``coef`` (float64, shape (n_features,) or (n_classes, n_features));
 * ``intercept`` (float64, shape () or (n_classes,));
 * ``classes`` (classifiers only; any non-object dtype: ints, floats, bools, strings).
@@ -19,15 +19,24 @@ must describe exactly the bytes the zip directory gives it, and the shapes and
 dtypes the metadata claims.  Then come the format version, the metadata's
 fields (types, finite hyperparameters in range), the checksums and finite
 coefficients.  A truncated or altered file raises ``ValueError`` naming the
-file and what is wrong.  Arrays are stored as raw bytes, so a round trip is
-bit-exact.  A model with NaN or infinite coefficients is refused on saving.
+file and what is wrong; when the zip, ``.npy`` header or JSON parser found the
+fault, its exception is the ``__cause__``.  Arrays are stored as raw bytes, so a
+round trip is bit-exact.
+
+The model's values follow one set of rules, ``_check_model``: the constructor
+applies them, ``save`` again (attributes may have been changed since, e.g.
+coefficients that became NaN), and ``load`` through the constructor.  So a model
+that constructs saves and loads back, and a file that loads holds a model the
+constructor accepts.
 """
 
 import hashlib
 import json
-import numbers
 import math
+import numbers
 import os
+import struct
+import tokenize
 import zipfile
 
 import numpy as np
@@ -44,6 +53,9 @@ def _sha256(a):
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
+_NONFINITE = ("nan", "inf", "-inf")  # the floats JSON lacks, as _json_number writes them
+
+
 def _json_number(x):
     """Floats for JSON; NaN and inf are written as strings (JSON has no such numbers)."""
     if x is None:
@@ -53,7 +65,13 @@ def _json_number(x):
 
 
 def _from_json_number(x):
-    return None if x is None else float(x)
+    """The inverse of ``_json_number`` (a JSON integer beyond the float range gives +-inf)."""
+    if x is None:
+        return None
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
 
 
 def scores_to_proba(f, loss):
@@ -68,6 +86,110 @@ def scores_to_proba(f, loss):
     return p / p.sum(axis=1, keepdims=True)
 
 
+def _real_array(a, name):
+    """``a`` as a float64 array; numbers only (no strings or complex values to convert)."""
+    try:
+        a = np.asarray(a)
+    except (TypeError, ValueError) as exc:  # ragged nested sequences
+        raise TypeError(f"{name} must be an array of real numbers") from exc
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {a.dtype}")
+    a = a.astype(np.float64, copy=False)
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    return a
+
+
+def _info_value(key, v):
+    """One value of ``info`` as the JSON scalar it is saved as: None, bool, int, float or str
+    (NumPy scalars become their Python equal); anything else raises TypeError."""
+    if v is None or isinstance(v, (bool, np.bool_)):
+        return v if v is None else bool(v)
+    if isinstance(v, str):
+        return str(v)
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        return float(v)
+    raise TypeError(f"info[{key!r}] must be a number, string, bool or None, got "
+                    f"{type(v).__name__}")
+
+
+def _check_model(coef, intercept, classes, loss, loss_param, penalty, alpha, solver, n_samples,
+                 info, fastrisk_version):
+    """The rules of a valid model: its attributes as a dict, or ValueError / TypeError naming
+    the argument at fault.  ``LinearModel()`` applies them, and so ``load`` does too.
+
+    A classifier (a loss whose task is binary or multiclass) has ``classes``: k >= 2
+    distinct labels, with one score (coef of shape (n_features,)) for k = 2 or one score
+    per class (coef of shape (k, n_features)); any other model (regression, counts,
+    novelty) has no classes and one score.  ``info`` holds JSON scalars only (see
+    ``_info_value``).
+    """
+    from fastrisk import __version__
+    from fastrisk.losses import Loss
+    from fastrisk.problem import check_alpha
+    from fastrisk.regularizers import PENALTIES
+    from fastrisk.solvers._checks import check_choice, check_int
+
+    task = Loss(loss, loss_param).spec.task  # a known loss with a valid parameter
+    alpha = check_alpha(alpha)
+    check_choice(penalty, "penalty", PENALTIES)
+    n_samples = check_int(n_samples, "n_samples", 0)
+    if not isinstance(solver, str):
+        raise TypeError(f"solver must be a string, got {solver!r:.80}")
+    if not isinstance(fastrisk_version, (str, type(None))):
+        raise TypeError(f"fastrisk_version must be a string or None, got {fastrisk_version!r:.80}")
+    coef = _real_array(coef, "coef")
+    if coef.ndim not in (1, 2) or 0 in coef.shape:
+        raise ValueError(f"coef must have shape (n_features,) or (n_classes, n_features), "
+                         f"got {coef.shape}")
+    intercept = _real_array(intercept, "intercept")
+    expected = () if coef.ndim == 1 else (coef.shape[0],)
+    if intercept.shape != expected:
+        raise ValueError(f"intercept has shape {intercept.shape}, expected {expected}")
+    if task not in ("binary", "multiclass"):
+        if classes is not None:
+            raise ValueError(f"classes must be None: the loss {loss!r} ({task}) makes a "
+                             "model without classes")
+        if coef.ndim != 1:
+            raise ValueError(f"coef of a model without classes (loss {loss!r}) must have "
+                             f"shape (n_features,), got {coef.shape}")
+    elif classes is None:
+        raise ValueError(f"classes is required: the loss {loss!r} makes a classifier")
+    else:
+        classes = np.asarray(classes)
+        if classes.dtype.kind not in _CLASS_KINDS or classes.ndim != 1:
+            raise ValueError("classes must be a 1-d array of numbers, bools or strings")
+        if np.unique(classes).shape[0] != classes.shape[0] or (
+                classes.dtype.kind == "f" and not np.isfinite(classes).all()):
+            raise ValueError("classes must be distinct (and finite)")
+        k = 2 if coef.ndim == 1 else coef.shape[0]  # one score separates two classes
+        if classes.shape[0] != k or k < 2:
+            raise ValueError(f"classes has {classes.shape[0]} labels, but a classifier needs "
+                             f"2 for coef of shape (n_features,) and k >= 2 for coef of "
+                             f"shape (k, n_features); coef has shape {coef.shape}")
+    if not isinstance(info, (dict, type(None))):
+        raise TypeError(f"info must be a dict or None, got {type(info).__name__}")
+    for key in info or {}:
+        if not isinstance(key, str):
+            raise TypeError(f"info keys must be strings, got {key!r:.80}")
+    return {
+        "coef": coef,
+        "intercept": float(intercept) if coef.ndim == 1 else intercept,
+        "classes": classes,
+        "loss": loss,
+        "loss_param": None if loss_param is None else float(loss_param),
+        "penalty": penalty,
+        "alpha": alpha,
+        "solver": solver,
+        "n_samples": n_samples,
+        "n_features": int(coef.shape[-1]),
+        "info": {str(k): _info_value(k, v) for k, v in (info or {}).items()},
+        "fastrisk_version": __version__ if fastrisk_version is None else fastrisk_version,
+    }
+
+
 class LinearModel:
     """A fitted linear model: scores ``f = X coef^T + intercept``.
 
@@ -76,50 +198,24 @@ class LinearModel:
     classifiers, else None), ``loss``, ``loss_param``, ``penalty``, ``alpha``,
     ``solver``, ``n_samples`` and ``n_features`` (training data shape),
     ``fastrisk_version`` and ``info`` (dict of solver facts: objective, gap,
-    status, n_iter, fit_intercept, ...; JSON-serializable values only).
+    status, n_iter, fit_intercept, ...).
+
+    The arguments must make a model ``save`` can write and ``load`` reads back
+    (ValueError or TypeError naming the argument otherwise): finite ``coef`` and
+    ``intercept``; ``classes`` exactly for the classification losses, two labels
+    for ``coef`` of shape (n_features,) (one score) and k >= 2 labels for k rows
+    of ``coef`` (one score per class); a known ``penalty``;
+    string ``solver`` and ``fastrisk_version``.  ``info`` maps strings to None,
+    bools, numbers and strings, the values JSON stores (NumPy scalars are stored
+    as the equal Python bool, int or float; lists, dicts and arrays are refused).
     """
 
     def __init__(self, coef, intercept, *, loss, penalty, alpha, solver, n_samples,
                  classes=None, loss_param=None, info=None, fastrisk_version=None):
-        from fastrisk import __version__
-        from fastrisk.losses import Loss
-        from fastrisk.problem import check_alpha
-
-        Loss(loss, loss_param)  # a known loss with a valid parameter (ValueError otherwise)
-        alpha = check_alpha(alpha)
-        if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) \
-                or n_samples < 0:
-            raise ValueError(f"n_samples must be an integer >= 0, got {n_samples!r}")
-        coef = np.asarray(coef, dtype=np.float64)
-        if coef.ndim not in (1, 2) or coef.shape[-1] == 0:
-            raise ValueError(f"coef must have shape (n_features,) or (n_classes, n_features), "
-                             f"got {coef.shape}")
-        intercept = np.asarray(intercept, dtype=np.float64)
-        expected = () if coef.ndim == 1 else (coef.shape[0],)
-        if intercept.shape != expected:
-            raise ValueError(f"intercept has shape {intercept.shape}, expected {expected}")
-        if classes is not None:
-            classes = np.asarray(classes)
-            if classes.dtype.kind not in _CLASS_KINDS or classes.ndim != 1:
-                raise ValueError("classes must be a 1-d array of numbers, bools or strings")
-            if np.unique(classes).shape[0] != classes.shape[0] or (
-                    classes.dtype.kind == "f" and not np.isfinite(classes).all()):
-                raise ValueError("classes must be distinct (and finite)")
-            n_scores = 1 if coef.ndim == 1 else coef.shape[0]
-            if not (classes.shape[0] == n_scores or (n_scores == 1 and classes.shape[0] == 2)):
-                raise ValueError(f"{classes.shape[0]} classes do not fit coef of shape {coef.shape}")
-        self.coef = coef
-        self.intercept = float(intercept) if coef.ndim == 1 else intercept
-        self.classes = classes
-        self.loss = loss
-        self.loss_param = None if loss_param is None else float(loss_param)
-        self.penalty = str(penalty)
-        self.alpha = float(alpha)
-        self.solver = str(solver)
-        self.n_samples = int(n_samples)
-        self.n_features = int(coef.shape[-1])
-        self.info = dict(info or {})
-        self.fastrisk_version = __version__ if fastrisk_version is None else str(fastrisk_version)
+        checked = _check_model(coef, intercept, classes, loss, loss_param, penalty, alpha,
+                               solver, n_samples, info, fastrisk_version)
+        for name, value in checked.items():
+            setattr(self, name, value)
 
     @property
     def task(self):
@@ -143,7 +239,8 @@ class LinearModel:
 
         X = check_X(X)
         if X.shape[1] != self.n_features:
-            raise ValueError(f"X has {X.shape[1]} features, but the model expects {self.n_features}")
+            raise ValueError(f"X has {X.shape[1]} features, but the model expects "
+                             f"{self.n_features}")
         return X
 
     def decision_function(self, X):
@@ -196,16 +293,24 @@ class LinearModel:
         return arrays
 
     def save(self, path):
-        """Write the model to ``path`` (any name; written atomically through a temp file)."""
+        """Write the model to ``path`` (any name; written atomically through a temp file).
+
+        The attributes may have been changed since the model was built, so they pass the
+        constructor's checks again first: what is written is what ``load`` accepts.
+        """
         path = os.fspath(path)
         if not (np.isfinite(self.coef).all() and np.isfinite(self.intercept).all()):
             raise ValueError("coef or intercept contains NaN or infinity (a diverged fit?); "
                              "such a model predicts nothing meaningful and is not saved")
-        meta = json.dumps(self._meta(), sort_keys=True, allow_nan=False).encode("utf-8")
+        model = LinearModel(self.coef, self.intercept, classes=self.classes, loss=self.loss,
+                            loss_param=self.loss_param, penalty=self.penalty, alpha=self.alpha,
+                            solver=self.solver, n_samples=self.n_samples, info=self.info,
+                            fastrisk_version=self.fastrisk_version)
+        meta = json.dumps(model._meta(), sort_keys=True, allow_nan=False).encode("utf-8")
         tmp = f"{path}.tmp{os.getpid()}"
         try:
             with open(tmp, "wb") as fh:
-                np.savez(fh, meta=np.frombuffer(meta, dtype=np.uint8), **self._arrays())
+                np.savez(fh, meta=np.frombuffer(meta, dtype=np.uint8), **model._arrays())
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
@@ -217,25 +322,61 @@ def _bad(path, why):
     return ValueError(f"{path}: not a valid fastrisk model file ({why})")
 
 
+# What zipfile raises on a damaged archive, besides OSError (which ``load`` reports
+# itself): its own errors, EOFError on truncation, NotImplementedError for features it
+# lacks, ValueError (names that are not UTF-8, bad offsets) and struct.error on short
+# records.
+_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError,
+               ValueError, OverflowError, struct.error)
+# What numpy's .npy header parser raises on a malformed header: ast.literal_eval
+# (SyntaxError, ValueError, TypeError for unhashable keys), the tokenizer of its
+# Python 2 fallback (TokenError), descr_to_dtype and np.dtype (ValueError,
+# TypeError, IndexError, OverflowError, RecursionError); np.frombuffer and
+# reshape on a dtype or shape the header describes (ValueError); and the zip
+# errors of the member it reads from.
+_HEADER_ERRORS = (TypeError, LookupError, SyntaxError, tokenize.TokenError, RecursionError,
+                  *_ZIP_ERRORS)
+_NPY_VERSIONS = ((1, 0), (2, 0), (3, 0))
+
+
 def _read_npy(z, info, path):
-    """One stored .npy member: its header must describe exactly the member's size."""
+    """One stored .npy member: its header must describe exactly the member's size.
+
+    Only the calls into zipfile and numpy are guarded, so the errors raised here for
+    what they return are not caught and reworded again.
+    """
     name = info.filename[:-4]
-    with z.open(info) as fh:
+    try:
+        fh = z.open(info)
+    except _ZIP_ERRORS as exc:
+        raise _bad(path, f"{name}: unreadable member ({exc})") from exc
+    with fh:
         try:
             version = np.lib.format.read_magic(fh)
             read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                            else np.lib.format.read_array_header_2_0)
-            shape, fortran, dtype = read_header(fh)
-        except ValueError as exc:
-            raise _bad(path, f"{name}: bad .npy header ({exc})") from None
+            header = read_header(fh) if version in _NPY_VERSIONS else None
+        except _HEADER_ERRORS as exc:
+            raise _bad(path, f"{name}: bad .npy header ({exc})") from exc
+        if header is None:
+            raise _bad(path, f"{name}: unknown .npy format version {version}")
+        shape, fortran, dtype = header
         if dtype.hasobject:
             raise _bad(path, f"{name} is an object array (would need pickle; refused)")
+        if any(n < 0 for n in shape):
+            raise _bad(path, f"{name}: header claims shape {shape}, a negative dimension")
         nbytes = math.prod(shape) * dtype.itemsize
         if fh.tell() + nbytes != info.file_size:
             raise _bad(path, f"{name}: header claims shape {shape} of {dtype} ({nbytes} bytes), "
                              f"but the member holds {info.file_size - fh.tell()} bytes")
-        raw = fh.read(nbytes)
-    a = np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+        try:
+            raw = fh.read(nbytes)
+        except _ZIP_ERRORS as exc:  # e.g. a CRC that does not match
+            raise _bad(path, f"{name}: unreadable member ({exc})") from exc
+    try:
+        a = np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    except _HEADER_ERRORS as exc:  # e.g. a zero itemsize, a shape beyond numpy's limits
+        raise _bad(path, f"{name}: bad .npy header ({exc})") from exc
     return np.array(a, order="C")  # a writeable copy in C order
 
 
@@ -243,7 +384,11 @@ def _read_members(path):
     """{name: array} of the archive, sizes checked against the zip directory first."""
     names = {"meta.npy"} | {f"{k}.npy" for k in _ARRAYS}
     size = os.path.getsize(path)
-    with zipfile.ZipFile(path) as z:
+    try:
+        z = zipfile.ZipFile(path)
+    except _ZIP_ERRORS as exc:
+        raise _bad(path, f"unreadable archive: {exc}") from exc
+    with z:
         infos = z.infolist()
         for info in infos:
             if info.filename not in names or len(infos) > len(names):
@@ -251,14 +396,19 @@ def _read_members(path):
             if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size \
                     or info.header_offset + info.compress_size > size:
                 raise _bad(path, f"member {info.filename!r} is compressed or larger than the file")
+            if info.flag_bits & 0x1:  # zipfile would raise RuntimeError asking for a password
+                raise _bad(path, f"member {info.filename!r} is encrypted")
             if info.filename == "meta.npy" and info.file_size > MAX_META_BYTES:
                 raise _bad(path, f"metadata of {info.file_size} bytes (at most {MAX_META_BYTES})")
+        if len({info.filename for info in infos}) != len(infos):
+            raise _bad(path, "a member name occurs twice")
         return {info.filename[:-4]: _read_npy(z, info, path) for info in infos}
 
 
 def _check_meta(meta, path):
-    """The metadata fields a model is built from: types and ranges."""
-    from fastrisk.regularizers import PENALTIES
+    """The fields of the file format: the version, the array records and the JSON form of the
+    numbers.  The model's own values (loss, penalty, alpha, info, ...) need only be present:
+    ``load`` builds the model, whose constructor applies the rules of ``_check_model``."""
 
     def need(key, ok, what):
         if key not in meta:
@@ -269,26 +419,33 @@ def _check_meta(meta, path):
     def integer(lo):
         return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo
 
-    need("penalty", lambda v: v in PENALTIES, f"one of {PENALTIES}")
-    need("solver", lambda v: isinstance(v, str), "a string")
-    need("fastrisk_version", lambda v: isinstance(v, str), "a string")
-    need("n_samples", integer(0), "an integer >= 0")
+    def number(v):  # as _json_number writes it
+        return v is None or (v in _NONFINITE if isinstance(v, str) else
+                             isinstance(v, (int, float)) and not isinstance(v, bool))
+
+    need("format_version", integer(0), "an integer")
+    if meta["format_version"] != FORMAT_VERSION:
+        raise _bad(path, f"format version {meta['format_version']!r:.20}; this fastrisk "
+                         f"reads version {FORMAT_VERSION}")
+    for key in ("loss", "penalty", "solver", "fastrisk_version", "n_samples", "info"):
+        if key not in meta:
+            raise _bad(path, f"metadata lacks {key!r}")
     need("n_features", integer(1), "an integer >= 1")
-    need("info", lambda v: isinstance(v, dict) and all(
-        isinstance(x, (str, int, float, bool, type(None))) for x in v.values()),
-        "an object of numbers, strings, booleans and nulls")
     need("arrays", lambda v: isinstance(v, dict) and all(
         isinstance(a, dict) and isinstance(a.get("dtype"), str)
         and isinstance(a.get("sha256"), str) and isinstance(a.get("shape"), list)
         and all(integer(0)(n) for n in a["shape"]) for a in v.values()),
         "an object of {dtype, shape, sha256} records")
     for key in ("alpha", "loss_param"):
-        need(key, lambda v: v is None or isinstance(v, (int, float, str)) and not
-             isinstance(v, bool), "a number")
+        need(key, number, "a number")
 
 
 def load(path):
-    """Read a model written by ``LinearModel.save`` / ``estimator.save``; see the module docstring."""
+    """Read a model written by ``LinearModel.save`` / ``estimator.save``; see the module docstring.
+
+    Raises FileNotFoundError for a missing file and ValueError naming the file for anything
+    else that is not a valid model file, whatever parser (zip, .npy header, JSON) finds it.
+    """
     path = os.fspath(path)
     try:
         with open(path, "rb"):
@@ -297,9 +454,7 @@ def load(path):
     except OSError as exc:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{path}: cannot read model file ({exc.strerror})") from None
-        raise _bad(path, f"unreadable archive: {exc}") from None
-    except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile, NotImplementedError) as exc:
-        raise _bad(path, f"unreadable archive: {exc}") from None
+        raise _bad(path, f"unreadable archive: {exc}") from exc
     if "meta" not in arrays:
         raise _bad(path, "no 'meta' member")
     meta_array = arrays.pop("meta")
@@ -307,13 +462,10 @@ def load(path):
         raise _bad(path, "metadata is not a uint8 vector")
     try:
         meta = json.loads(meta_array.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise _bad(path, f"metadata is not JSON: {str(exc)[:80]}") from None
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError, ...
+        raise _bad(path, f"metadata is not JSON: {str(exc)[:80]}") from exc
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
         raise _bad(path, "metadata is not an object with the fastrisk format name")
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise _bad(path, f"format version {meta.get('format_version')!r:.20}; this fastrisk "
-                         f"reads version {FORMAT_VERSION}")
     _check_meta(meta, path)
     specs = meta["arrays"]
     expected = {"coef", "intercept"} | ({"classes"} if "classes" in specs else set())
@@ -332,15 +484,15 @@ def load(path):
     if coef.ndim not in (1, 2) or coef.shape[-1] != meta["n_features"]:
         raise _bad(path, f"coef shape {coef.shape} does not match n_features "
                          f"{meta['n_features']}")
-    if not (np.isfinite(coef).all() and np.isfinite(arrays["intercept"]).all()):
-        raise _bad(path, "coef or intercept contains NaN or infinity")
-    info = {k: _from_json_number(v) if isinstance(v, str) and v in ("nan", "inf", "-inf")
-            else v for k, v in meta["info"].items()}
+    info = meta["info"]
+    if isinstance(info, dict):
+        info = {k: _from_json_number(v) if isinstance(v, str) and v in _NONFINITE else v
+                for k, v in info.items()}
     try:
         return LinearModel(
-            coef, arrays["intercept"], classes=arrays.get("classes"), loss=meta.get("loss"),
+            coef, arrays["intercept"], classes=arrays.get("classes"), loss=meta["loss"],
             loss_param=_from_json_number(meta["loss_param"]), penalty=meta["penalty"],
             alpha=_from_json_number(meta["alpha"]), solver=meta["solver"],
             n_samples=meta["n_samples"], info=info, fastrisk_version=meta["fastrisk_version"])
     except (TypeError, ValueError) as exc:
-        raise _bad(path, str(exc)) from None
+        raise _bad(path, str(exc)) from exc

@@ -3,6 +3,7 @@
 import io
 import re
 import types
+import zipfile
 
 import numpy as np
 import pytest
@@ -198,3 +199,182 @@ def test_progress_writes_whole_lines_to_files_and_pipes():
         progress(_result(it))
     progress.done()
     assert term.getvalue().count("\r") == 3 and term.getvalue().count("\n") == 1
+
+
+def _one_line_error(capsys):
+    """The single stderr line of a failed command (no traceback)."""
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("fastrisk: error:"), err
+    return err[0]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """X 20 x 5, labels -1/+1, and a classifier trained on them (saved)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 5))
+    y = np.where(rng.random(20) < 0.5, 1.0, -1.0)
+    root = tmp_path_factory.mktemp("tiny")
+    fr.LinearClassifier(solver="lbfgs").fit(X, y).save(root / "m.frm")
+    return root, X, y
+
+
+def _npy_text(header, data):
+    text = header.encode("latin1")
+    text += b" " * (-(10 + len(text) + 1) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + data
+
+
+def _bad_npz(path, kind, X, y):
+    """Write an .npz of the given fault."""
+    csr = sp.csr_matrix(X)
+    csr_arrays = dict(data=csr.data, indices=csr.indices, indptr=csr.indptr,
+                      shape=np.array(csr.shape))
+    if kind == "1-d X":
+        np.savez(path, X=X[:, 0], y=y)
+    elif kind == "short y":
+        np.savez(path, X=X, y=y[:5])
+    elif kind == "2-d y":
+        np.savez(path, X=X, y=np.column_stack([y, y]))
+    elif kind == "no y":
+        np.savez(path, X=X)
+    elif kind == "complex X":
+        np.savez(path, X=X + 1j, y=y)
+    elif kind == "float shape":
+        np.savez(path, **{**csr_arrays, "shape": np.array(X.shape, dtype=float)}, y=y)
+    elif kind == "float indices":
+        np.savez(path, **{**csr_arrays, "indices": csr.indices.astype(float)}, y=y)
+    elif kind == "index out of range":
+        np.savez(path, **{**csr_arrays, "indices": csr.indices + 3}, y=y)
+    elif kind == "one .npy":
+        with open(path, "wb") as fh:
+            np.save(fh, X)
+    elif kind == "malformed header":  # numpy's header parser raises tokenize.TokenError
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("X.npy", _npy_text("{'descr': '<f8', 'fortran_order': False, "
+                                          "'shape': (20, 5,, }", X.tobytes()))
+            z.writestr("y.npy", _npy_text("{'descr': '<f8', 'fortran_order': False, "
+                                          "'shape': (20,), }", y.tobytes()))
+
+
+@pytest.mark.parametrize("kind,message", [
+    ("1-d X", r"X must be 2-dimensional, got shape \(20,\)"),
+    ("short y", r"y has shape \(5,\), expected \(20,\)"),
+    ("2-d y", r"y has shape \(20, 2\), expected \(20,\)"),
+    ("no y", "the .npz archive lacks 'y'"),
+    ("complex X", "X must have a real numeric dtype"),
+    ("float shape", "shape must hold two integers >= 0"),
+    ("float indices", "indices must be a 1-d integer array"),
+    ("index out of range", "X has column index 7 out of range"),
+    ("one .npy", "not an .npz archive"),
+    ("malformed header", r"not a readable \.npz archive \(TokenError"),
+])
+@pytest.mark.parametrize("command", ["train", "predict", "evaluate"])
+def test_bad_npz_data_is_a_one_line_error(tiny, tmp_path, capsys, command, kind, message):
+    root, X, y = tiny
+    data = tmp_path / "bad.npz"
+    _bad_npz(data, kind, X, y)
+    argv = ["train", data, "-o", tmp_path / "out.frm", "-q"] if command == "train" else \
+        [command, root / "m.frm", data]
+    code, out = run(argv)
+    assert code == 1 and out == ""
+    line = _one_line_error(capsys)
+    assert re.search(rf"DATA {re.escape(str(data))}: {message}", line), line
+
+
+@pytest.mark.parametrize("argv,option", [
+    (["predict", "{model}", "{data}", "-o", "{missing}/out.txt"], "--output"),
+    (["predict", "{model}", "{data}", "-o", "{dir}"], "--output"),
+    (["train", "{data}", "-q", "-o", "{missing}/m.frm"], "--output"),
+    (["train", "{data}", "-q", "-o", "{dir}/m.frm", "--plot", "{missing}/p.png"], "--plot"),
+])
+def test_unwritable_output_paths_are_one_line_errors(tiny, tmp_path, capsys, argv, option):
+    root, X, y = tiny
+    data = tmp_path / "d.npz"
+    np.savez(data, X=X, y=y)
+    paths = dict(model=root / "m.frm", data=data, missing=tmp_path / "missing", dir=tmp_path)
+    code, out = run([a.format(**paths) for a in argv])
+    assert code == 1
+    line = _one_line_error(capsys)
+    assert line.startswith(f"fastrisk: error: {option} {tmp_path}"), line
+    assert "No such file or directory" in line or "Is a directory" in line, line
+
+
+@pytest.mark.parametrize("command", ["info", "predict", "evaluate"])
+def test_malformed_model_file_is_a_one_line_error(tiny, tmp_path, capsys, command):
+    root, X, y = tiny
+    model = tmp_path / "m.frm"
+    with zipfile.ZipFile(root / "m.frm") as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    members["coef.npy"] = _npy_text("{'descr': '<f8', 'fortran_order': False, "
+                                    "'shape': (5,,, }", np.zeros(5).tobytes())
+    with zipfile.ZipFile(model, "w") as z:
+        for n, b in members.items():
+            z.writestr(n, b)
+    data = tmp_path / "d.npz"
+    np.savez(data, X=X, y=y)
+    code, out = run([command, model] + ([] if command == "info" else [data]))
+    assert code == 1 and out == ""
+    line = _one_line_error(capsys)
+    assert f"MODEL {model}: not a valid fastrisk model file (coef: bad .npy header" in line
+
+
+@pytest.mark.parametrize("exc,reported", [
+    (PermissionError(13, "Permission denied", "x.frm"), True),
+    (ValueError("alpha must be a finite number > 0\nsecond line"), True),
+    (AttributeError("a bug"), False),
+    (KeyError("a bug"), False),
+])
+def test_main_reports_input_errors_and_shows_bugs(monkeypatch, capsys, exc, reported):
+    """ValueError, TypeError and OSError are the user's input (one line, status 1); any
+    other exception is a bug and keeps its traceback."""
+    import fastrisk.cli
+
+    def fail(args, out):
+        raise exc
+
+    monkeypatch.setattr(fastrisk.cli, "cmd_info", fail)
+    monkeypatch.delenv("FASTRISK_DEBUG", raising=False)
+    if not reported:
+        with pytest.raises(type(exc)):
+            main(["info", "x.frm"])
+        return
+    assert main(["info", "x.frm"]) == 1
+    assert _one_line_error(capsys) == f"fastrisk: error: {str(exc).splitlines()[0]}"
+
+
+def test_unsorted_csr_npz_is_read_alike_by_all_commands(tiny, tmp_path, capsys):
+    """Rows stored in reverse column order, one entry split into two duplicates: train,
+    predict and evaluate all read the matrix scipy builds from the dense array."""
+    root, X, y = tiny
+    X = np.round(X * 8) / 8  # eighths: the split duplicates sum back exactly
+    X[X == 0] = 1.0
+    data, indices, indptr = [], [], [0]
+    for row in X:
+        cols = list(range(X.shape[1]))[::-1]
+        values = list(row[::-1])
+        cols.append(cols[0])  # column 4 twice: half of its value in each entry
+        values[0] /= 2
+        values.append(values[0])
+        data += values
+        indices += cols
+        indptr.append(len(indices))
+    unsorted = sp.csr_matrix((np.array(data), np.array(indices, dtype=np.int32),
+                              np.array(indptr, dtype=np.int32)), shape=X.shape)
+    assert not unsorted.has_canonical_format
+    path = tmp_path / "unsorted.npz"
+    np.savez(path, data=unsorted.data, indices=unsorted.indices, indptr=unsorted.indptr,
+             shape=np.array(X.shape), y=y)
+    model = tmp_path / "m.frm"
+    code, _ = run(["train", path, "--loss", "logistic", "--solver", "lbfgs", "-q", "-o", model])
+    assert code == 0, capsys.readouterr().err
+    ref = fr.LinearClassifier(loss="logistic", solver="lbfgs", random_state=0).fit(
+        sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(fr.load(model).coef, ref.coef_[0])
+    code, out = run(["predict", model, path])
+    assert code == 0
+    np.testing.assert_array_equal([float(v) for v in out.split()], ref.predict(X))
+    code, out = run(["evaluate", model, path])
+    assert code == 0
+    acc = float(re.search(r"accuracy\s+([\d.]+)", out).group(1))
+    assert acc == pytest.approx(np.mean(ref.predict(X) == y), abs=1e-6)

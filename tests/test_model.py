@@ -2,6 +2,8 @@
 
 import io
 import json
+import struct
+import tokenize
 import zipfile
 
 import numpy as np
@@ -232,6 +234,7 @@ def test_compressed_member_is_refused(tmp_path):
     (b"[1, 2, 3]", "not an object"),
     (b"[" * 100000 + b"]" * 100000, "not JSON"),  # RecursionError inside json
     (b'"a string"', "not an object"),
+    (b'{"n": ' + b"9" * 5000 + b"}", "not JSON"),  # past Python's int-from-string limit
 ])
 def test_metadata_that_is_not_an_object(tmp_path, meta, message):
     path = _model().save(tmp_path / "m.frm")
@@ -247,14 +250,20 @@ def test_metadata_that_is_not_an_object(tmp_path, meta, message):
     ("alpha", [1], "'alpha' must be a number"),
     ("loss_param", 2.0, "takes no parameter"),  # softmax has no parameter
     ("loss", "nope", "loss must be one of"),
-    ("penalty", {"a": 1}, "'penalty' must be one of"),
-    ("n_samples", -1, "'n_samples' must be an integer >= 0"),
-    ("n_samples", 1.5, "'n_samples' must be an integer >= 0"),
+    ("penalty", {"a": 1}, "penalty must be one of"),
+    ("n_samples", -1, "n_samples must be an integer >= 0"),
+    ("n_samples", 1.5, "n_samples must be an integer >= 0"),
     ("n_features", "7", "'n_features' must be an integer >= 1"),
-    ("info", [], "'info' must be an object"),
-    ("info", {"a": {"b": 1}}, "'info' must be an object"),
-    ("solver", None, "'solver' must be a string"),
+    ("info", [], "info must be a dict"),
+    ("info", {"a": {"b": 1}}, r"info\['a'\] must be a number, string, bool or None"),
+    ("solver", None, "solver must be a string"),
     ("arrays", {"coef": 1}, "'arrays' must be an object"),
+    ("alpha", "abc", "'alpha' must be a number"),  # strings only for NaN and infinity
+    pytest.param("alpha", 10**400, "alpha must be a finite number > 0, got inf",
+                 id="alpha-beyond-float-range"),
+    ("format_version", True, "'format_version' must be an integer"),
+    ("format_version", 1.0, "'format_version' must be an integer"),
+    ("loss", "squared", "classes must be None"),  # a classifier's arrays, a regression loss
 ])
 def test_metadata_values_are_checked(tmp_path, key, value, message):
     path = _model().save(tmp_path / "m.frm")
@@ -301,5 +310,162 @@ def test_nan_coefficients_are_neither_saved_nor_loaded(tmp_path):
         _set_meta(members, json.dumps(meta).encode())
 
     _rewrite(path, change)
-    with pytest.raises(ValueError, match="coef or intercept contains NaN"):
+    with pytest.raises(ValueError, match=r"m\.frm: not a valid .*coef contains NaN"):
         fr.load(path)
+
+
+def _npy_bytes(header, data=b"", version=(1, 0)):
+    """A .npy member with this header text (padded as numpy pads it) and these data bytes."""
+    length_format = "<H" if version == (1, 0) else "<I"
+    prefix = 6 + 2 + struct.calcsize(length_format)
+    text = header.encode("latin1")
+    text += b" " * (-(prefix + len(text) + 1) % 64) + b"\n"
+    return (b"\x93NUMPY" + bytes(version) + struct.pack(length_format, len(text)) + text
+            + data)
+
+
+_COEF_BYTES = np.zeros((3, 7)).tobytes()
+
+
+@pytest.mark.parametrize("member,header,data,cause,message", [
+    # numpy's header parser falls back to its Python 2 tokenizer, which fails on unbalanced
+    # parentheses with tokenize.TokenError
+    pytest.param("coef", "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 7,, }",
+                 _COEF_BYTES, tokenize.TokenError, "bad .npy header", id="coef-tokenize"),
+    pytest.param("meta", "{'descr': '|u1', 'fortran_order': False, 'shape': ((, }", b"{}",
+                 tokenize.TokenError, "bad .npy header", id="meta-tokenize"),
+    pytest.param("coef", "{'descr': {[1]: 2}, 'fortran_order': False, 'shape': (3, 7), }",
+                 _COEF_BYTES, TypeError, "bad .npy header", id="unhashable-key"),
+    pytest.param("coef", "{'descr': (), 'fortran_order': False, 'shape': (3, 7), }",
+                 _COEF_BYTES, IndexError, "bad .npy header", id="empty-descr-tuple"),
+    pytest.param("coef", "{'descr': 'V0', 'fortran_order': False, 'shape': (3, 7), }", b"",
+                 ValueError, "bad .npy header", id="zero-itemsize"),  # np.frombuffer refuses
+    # (-3) * (-7) * 8 bytes is the member's size
+    pytest.param("coef", "{'descr': '<f8', 'fortran_order': False, 'shape': (-3, -7), }",
+                 _COEF_BYTES, None, "a negative dimension", id="negative-shape"),
+])
+def test_malformed_npy_header(tmp_path, member, header, data, cause, message):
+    path = _model().save(tmp_path / "m.frm")
+    _rewrite(path, lambda members: members.update({f"{member}.npy": _npy_bytes(header, data)}))
+    with pytest.raises(ValueError, match=rf"m\.frm: not a valid fastrisk model file "
+                                         rf"\({member}: .*{message}") as info:
+        fr.load(path)
+    if cause is not None:
+        assert type(info.value.__cause__) is cause
+
+
+def test_unknown_npy_version(tmp_path):
+    path = _model().save(tmp_path / "m.frm")
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 7), }"
+    _rewrite(path, lambda members: members.update(
+        {"coef.npy": _npy_bytes(header, _COEF_BYTES, version=(9, 0))}))
+    with pytest.raises(ValueError, match=r"m\.frm: .*unknown \.npy format version \(9, 0\)"):
+        fr.load(path)
+
+
+_KW = dict(penalty="l2", alpha=1.0, solver="x", n_samples=3)
+
+
+@pytest.mark.parametrize("coef,classes,loss,message", [
+    (np.ones(5), [7], "hinge", "classes has 1 labels"),
+    (np.ones(5), [1, 2, 3], "hinge", "classes has 3 labels"),
+    (np.ones((1, 5)), [7], "softmax", "classes has 1 labels"),
+    (np.ones((1, 5)), [7, 8], "hinge", "classes has 2 labels"),  # one row: not 2 scores
+    (np.ones((3, 5)), [7, 8], "softmax", "classes has 2 labels"),
+    (np.ones(5), None, "hinge", "classes is required"),
+    (np.ones(5), [7, 8], "squared", "classes must be None"),
+    (np.ones((2, 5)), None, "squared", r"must have shape \(n_features,\)"),
+])
+def test_classes_must_fit_the_loss_and_coef(coef, classes, loss, message):
+    intercept = 0.0 if coef.ndim == 1 else np.zeros(coef.shape[0])
+    with pytest.raises(ValueError, match=message):
+        LinearModel(coef, intercept, classes=classes, loss=loss, **_KW)
+
+
+def test_a_file_with_one_class_is_refused(tmp_path):
+    path = _model(classes=(3, 7), loss="hinge").save(tmp_path / "m.frm")
+
+    def change(members):  # a consistent file (checksums updated) with one class
+        classes = np.array([3])
+        members["classes.npy"] = _npy(classes)
+        meta = _meta_of(members)
+        meta["arrays"]["classes"].update(shape=[1], sha256=fr.model._sha256(classes))
+        _set_meta(members, json.dumps(meta).encode())
+
+    _rewrite(path, change)
+    with pytest.raises(ValueError, match=r"m\.frm: not a valid .*classes has 1 labels"):
+        fr.load(path)
+
+
+@pytest.mark.parametrize("changes,error,message", [
+    ({"coef": np.array([1.0, np.nan, 0, 0, 0])}, ValueError, "coef contains NaN or infinity"),
+    ({"intercept": np.inf}, ValueError, "intercept contains NaN or infinity"),
+    ({"coef": np.ones(5) * 1j}, TypeError, "coef must be an array of real numbers"),
+    ({"coef": ["1"] * 5}, TypeError, "coef must be an array of real numbers"),
+    ({"penalty": "foo"}, ValueError, "penalty must be one of"),
+    ({"solver": None}, TypeError, "solver must be a string"),
+    ({"fastrisk_version": 3}, TypeError, "fastrisk_version must be a string"),
+    ({"n_samples": True}, ValueError, "n_samples must be an integer >= 0"),
+    ({"info": {"a": [1]}}, TypeError, r"info\['a'\] must be a number, string, bool or None"),
+    ({"info": {"a": np.ones(2)}}, TypeError, r"info\['a'\] must be a number"),
+    ({"info": {"a": 1j}}, TypeError, r"info\['a'\] must be a number"),
+    ({"info": {1: 2}}, TypeError, "info keys must be strings"),
+    ({"info": [("a", 1)]}, TypeError, "info must be a dict or None"),
+])
+def test_constructor_refuses_what_load_refuses(changes, error, message):
+    kw = dict(coef=np.ones(5), intercept=0.0, classes=[-1, 1], loss="hinge", **_KW)
+    kw.update(changes)
+    with pytest.raises(error, match=message):
+        LinearModel(**kw)
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("penalty", "foo", "penalty must be one of"),
+    ("solver", 5, "solver must be a string"),
+    ("n_samples", -1, "n_samples must be an integer >= 0"),
+    ("info", {"a": [1]}, r"info\['a'\] must be a number, string, bool or None"),
+    ("fastrisk_version", 3, "fastrisk_version must be a string"),
+    ("loss", "squared", "classes must be None"),
+    ("alpha", 0, "alpha must be a finite number > 0"),
+])
+def test_one_rule_set_for_constructor_and_file(tmp_path, key, value, message):
+    """The same value gets the same message from the constructor and, in a file, from load."""
+    path = _model().save(tmp_path / "m.frm")
+
+    def change(members):
+        meta = _meta_of(members)
+        meta[key] = value
+        _set_meta(members, json.dumps(meta).encode())
+
+    _rewrite(path, change)
+    with pytest.raises(ValueError, match=rf"m\.frm: not a valid fastrisk model file "
+                                         rf"\({message}"):
+        fr.load(path)
+    kw = dict(coef=np.ones((3, 7)), intercept=np.zeros(3), classes=["a", "b", "c"],
+              loss="softmax", penalty="l2", alpha=1e-4, solver="bmrm", n_samples=100)
+    kw[key] = value
+    with pytest.raises((ValueError, TypeError), match=message):
+        LinearModel(**kw)
+
+
+def test_info_numpy_scalars_are_stored_as_python_values(tmp_path):
+    info = {"a": np.float32(1.5), "b": np.int64(3), "c": np.bool_(True), "d": np.str_("x"),
+            "e": None, "f": np.float64(np.inf)}
+    model = LinearModel(np.ones(5), 0.0, loss="squared", info=info, **_KW)
+    back = fr.load(model.save(tmp_path / "m.frm"))
+    expected = {"a": 1.5, "b": 3, "c": True, "d": "x", "e": None, "f": float("inf")}
+    for m in (model, back):
+        assert m.info == expected
+        assert {k: type(v) for k, v in m.info.items()} == {k: type(v) for k, v in expected.items()}
+
+
+def test_save_checks_attributes_changed_after_construction(tmp_path):
+    model = LinearModel(np.ones(5), 0.0, loss="squared", **_KW)
+    model.info["trace"] = [1, 2]
+    with pytest.raises(TypeError, match=r"info\['trace'\] must be a number"):
+        model.save(tmp_path / "m.frm")
+    model.info.clear()
+    model.penalty = "foo"
+    with pytest.raises(ValueError, match="penalty must be one of"):
+        model.save(tmp_path / "m.frm")
+    assert list(tmp_path.iterdir()) == []
