@@ -96,15 +96,13 @@ def _check_data(X, y):
     vector of labels or targets, one per row.
 
     An unsorted CSR X, or one with duplicate column indices, is made canonical
-    (duplicates summed) here, after its index arrays are checked: the CLI owns
-    the arrays it read, and so train, predict and evaluate accept the same files.
+    (duplicates summed) after its index arrays are checked, as the estimators do
+    when they fit: train, predict and evaluate accept the same files.
     """
-    from fastrisk.data import check_sparse_structure, check_X
+    from fastrisk.data import check_X
+    from fastrisk.estimators import _canonical, _check_structure
 
-    if sp.issparse(X) and not check_sparse_structure(X, "X"):
-        X = X.tocsr()
-        X.sum_duplicates()  # sorts the indices too
-    X = check_X(X, "X")
+    X = check_X(_canonical(_check_structure(X)), "X")
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"y has shape {y.shape}, expected ({X.shape[0]},): one label or "

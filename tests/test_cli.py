@@ -262,7 +262,7 @@ def _bad_npz(path, kind, X, y):
     ("short y", r"y has shape \(5,\), expected \(20,\)"),
     ("2-d y", r"y has shape \(20, 2\), expected \(20,\)"),
     ("no y", "the .npz archive lacks 'y'"),
-    ("complex X", "X must have a real numeric dtype"),
+    ("complex X", r"X: Complex data not supported \(X must be real\)"),
     ("float shape", "shape must hold two integers >= 0"),
     ("float indices", "indices must be a 1-d integer array"),
     ("index out of range", "X has column index 7 out of range"),
