@@ -446,6 +446,52 @@ def gram_rows(const floating[::1] data, const index_t[::1] indices,
                 H[b, a] = H[a, b]
 
 
+def gram_cross(const floating[::1] data, const index_t[::1] indices,
+               const int64_t[::1] indptr, bint dense, double bias,
+               const floating[::1] cdata, const index_t[::1] cindices,
+               const int64_t[::1] cindptr, bint cdense, const int64_t[::1] pos,
+               const int64_t[::1] added, const double[::1] h, double[:, ::1] B):
+    """B[k, pos[j]] = sum_i h_i x_ia x_ij, a = added[k], for the columns j with pos[j] >= 0:
+    the rows of the Gram matrix of a working set that new columns add to it.
+
+    ``(data, indices, indptr, dense)`` is the row view of X (a Dataset's, without the
+    intercept column; ``pos`` has one entry more than X has columns: the intercept, of value
+    ``bias`` in every row), ``(cdata, cindices, cindptr, cdense)`` its column view
+    (``column_view``, the intercept its last column).  Column a's entries give the rows
+    that touch it, each row's entries the other factor: the cost is the sum over those
+    rows of their nonzeros, against nnz(X) + sum_i r_i^2 / 2 for the whole matrix.  Each
+    entry is summed over the rows in row order.
+    """
+    cdef Py_ssize_t k, t, q, i, p, start, nnz, cnnz, n = B.shape[1]
+    cdef Py_ssize_t n_features = pos.shape[0] - 1
+    cdef Py_ssize_t bias_pos = pos[n_features]
+    cdef const floating* cval
+    cdef const index_t* cidx
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef double v
+    with nogil:
+        for k in range(added.shape[0]):
+            for p in range(n):
+                B[k, p] = 0.0
+            column(&cdata[0], &cindices[0], &cindptr[0], cdense, added[k], &cval, &cidx, &cnnz)
+            for t in range(cnnz):
+                i = cidx[t]
+                v = h[i] * cval[t]
+                if v == 0.0:
+                    continue
+                start = indptr[i]
+                nnz = indptr[i + 1] - start
+                val = &data[0] + start
+                idx = &indices[0] if dense else &indices[0] + start
+                for q in range(nnz):
+                    p = pos[idx[q]]
+                    if p >= 0:
+                        B[k, p] += v * val[q]
+                if bias_pos >= 0:
+                    B[k, bias_pos] += v * bias
+
+
 def gram_columns(const floating[::1] data, const index_t[::1] indices,
                  const int64_t[::1] indptr, bint dense, const int64_t[::1] working,
                  const double[::1] h, double[:, ::1] H, int64_t[::1] row_end,

@@ -11,9 +11,9 @@ from sklearn.linear_model import ElasticNet, Lasso, LogisticRegression
 
 import fastrisk as fr
 from fastrisk import _cd
-from fastrisk.data import Dataset
 from fastrisk.columns import column_view
-from fastrisk.solvers.cd import solve_cd
+from fastrisk.data import Dataset
+from fastrisk.solvers.cd import bordered, solve_cd
 
 # Tightest tolerance the certificate reaches reliably: J and D are sums of m terms in double
 # precision, so the computed gap has a round-off floor near 1e-11 J, and the line search stalls
@@ -382,7 +382,7 @@ def test_csr_transpose_any_row_blocks_and_unsorted_rows(itype, blocks):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("itype", [np.int32, np.int64])
 @pytest.mark.parametrize("layout", ["csr", "dense"])
-@pytest.mark.parametrize("kernel", ["rows", "columns"])
+@pytest.mark.parametrize("kernel", ["rows", "columns", "cross"])
 def test_gram_kernels_match_numpy(dtype, itype, layout, kernel):
     # reference: X_W^T diag(h) X_W in NumPy, W in a shuffled order with the intercept column,
     # h with zeros (rows skipped); the kernels sum each entry over the rows in another order
@@ -403,11 +403,33 @@ def test_gram_kernels_match_numpy(dtype, itype, layout, kernel):
     else:
         pos = np.full(31, -1, dtype=np.int64)
         pos[working] = np.arange(12)
-        _cd.gram_rows(data.data, data.indices, data.indptr.astype(np.int64), data.dense, 1.5,
-                      pos, h, H, np.empty(12), np.empty(12, dtype=np.int64))
+        rows = (data.data, data.indices, data.indptr.astype(np.int64), data.dense)
+        if kernel == "rows":
+            _cd.gram_rows(*rows, 1.5, pos, h, H, np.empty(12), np.empty(12, dtype=np.int64))
+        else:  # the rows of 4 columns of W, the intercept among them
+            added = [0, 9, 10, 11]
+            H = np.full((4, 12), np.nan)
+            _cd.gram_cross(*rows, 1.5, *cols.arrays, pos, working[added], h, H)
     ref = A[:, working].T @ (h[:, None] * A[:, working])
+    if kernel == "cross":
+        ref = ref[added]
     np.testing.assert_allclose(H, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
-    np.testing.assert_array_equal(H, H.T)
+    if kernel != "cross":
+        np.testing.assert_array_equal(H, H.T)
+
+
+def test_bordered_gram_matrix():
+    # the Gram matrix of W + A assembled from W's and the rows of A's columns equals the
+    # whole one; C, the A x A block, is made exactly symmetric from its upper triangle
+    rng = np.random.default_rng(5)
+    Z = rng.standard_normal((30, 9))
+    G = Z.T @ Z
+    B = G[6:].copy()
+    B[:, 6:] += np.triu(rng.standard_normal((3, 3)) * 1e-15, 1)  # summed in another order
+    out = bordered(G[:6, :6], B)
+    np.testing.assert_allclose(out, G, rtol=1e-13)
+    np.testing.assert_array_equal(out, out.T)
+    np.testing.assert_array_equal(out[6:, 6:], np.triu(B[:, 6:]) + np.triu(B[:, 6:], 1).T)
 
 
 def test_same_bits_for_the_same_seed_and_any_thread_count():

@@ -137,6 +137,21 @@ def penalty_split(problem):
                      f"got {problem.penalty!r}")
 
 
+def bordered(H, B):
+    """The symmetric matrix [[H, B_W^T], [B_W, C]] with B = [B_W, C] (the rows of new
+    columns against the old ones and against each other); C's lower triangle is taken
+    from its upper one, so that the result is exactly symmetric although the two were
+    summed in different orders."""
+    n_w, n_add = H.shape[0], B.shape[0]
+    out = np.empty((n_w + n_add, n_w + n_add))
+    out[:n_w, :n_w] = H
+    out[n_w:] = B
+    out[:n_w, n_w:] = B[:, :n_w].T
+    C = out[n_w:, n_w:]
+    C[:] = np.triu(C) + np.triu(C, 1).T
+    return out
+
+
 def _check_problem(problem):
     spec = getattr(problem.loss, "spec", None)
     if problem.data is None or spec is None:
@@ -239,6 +254,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         return dual_objective(s * u, shrunk), s * u
 
     rows, pos = None, None  # the row view and column -> position in W, made at first use
+    last_gram = None  # the Gram matrix of gram_inner's last working set
     row_sq = float(np.square(np.diff(data.indptr).astype(np.float64)).sum()) \
         if not data.dense else float(m) * data.n_features ** 2  # sum_i nnz(x_i)^2
 
@@ -299,8 +315,46 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             return p_, False
         return p_ + gram_inner(working, stop, tight), True
 
-    def gram_inner(working, stop, tight):
-        """newGLMNET's inner coordinate descent on the Gram matrix of W; sets wpd and X d.
+    def row_view():
+        """(the row view of X for the Gram kernels, column -> position in W: -1), made at
+        first use."""
+        nonlocal rows, pos
+        if rows is None:
+            rows = (data.data, data.indices, data.indptr.astype(np.int64), data.dense)
+            pos = np.full(data.n_features + 1, -1, dtype=np.int64)
+        return rows, pos
+
+    def gram(working):
+        """X_W^T diag(h) X_W from the rows of X or from W's columns (``gram_costs``)."""
+        n_w = working.shape[0]
+        H = np.empty((n_w, n_w))
+        if gram_costs(working)[3]:
+            nnz_w = nnz_of(working)
+            _cd.gram_columns(*cols.arrays, working, h, H, np.empty(m + 1, dtype=np.int64),
+                             np.empty(nnz_w, dtype=np.int64), np.empty(nnz_w))
+        else:
+            rows, pos = row_view()
+            pos[working] = np.arange(n_w)
+            _cd.gram_rows(*rows, data.bias, pos, h, H, np.empty(n_w),
+                          np.empty(n_w, dtype=np.int64))
+            pos[working] = -1
+        return H
+
+    def gram_extended(H, working, add):
+        """The Gram matrix of W + ``add`` from H, W's, and the rows that the added columns
+        add to it, computed from the rows of X that touch them (``_cd.gram_cross``)."""
+        n_w, n_add = working.shape[0], add.shape[0]
+        rows, pos = row_view()
+        both = np.concatenate([working, add])
+        pos[both] = np.arange(n_w + n_add)
+        B = np.empty((n_add, n_w + n_add))
+        _cd.gram_cross(*rows, data.bias, *cols.arrays, pos, add, h, B)
+        pos[both] = -1
+        return bordered(H, B)
+
+    def gram_inner(working, stop, tight, H=None):
+        """newGLMNET's inner coordinate descent on the Gram matrix H of W (built here when
+        None, and kept for ``complete_model``); sets wpd and X d.
 
         Every POLISH_EVERY passes without meeting the stopping rule, a Newton step on
         the model's nonzero coordinates S (``polish``) before the passes go on: on
@@ -311,21 +365,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         iterations: the model's dual point is as good as the model's minimizer) for at
         most as many passes as cost the Gram matrix's build, starting with a polish.
         """
-        nonlocal rows, pos
+        nonlocal last_gram
         n_w = working.shape[0]
-        H = np.empty((n_w, n_w))
-        if gram_costs(working)[3]:
-            nnz_w = nnz_of(working)
-            _cd.gram_columns(*cols.arrays, working, h, H, np.empty(m + 1, dtype=np.int64),
-                             np.empty(nnz_w, dtype=np.int64), np.empty(nnz_w))
-        else:
-            if rows is None:
-                rows = (data.data, data.indices, data.indptr.astype(np.int64), data.dense)
-                pos = np.full(data.n_features + 1, -1, dtype=np.int64)
-            pos[working] = np.arange(n_w)
-            _cd.gram_rows(*rows, data.bias, pos, h, H, np.empty(n_w),
-                          np.empty(n_w, dtype=np.int64))
-            pos[working] = -1
+        H = last_gram = gram(working) if H is None else H
         w_w, grad_w = w[working], grad[working]
         wpd_w = wpd[working]  # w + d on entry: d = 0, or where the column passes stopped
         q = H @ (wpd_w - w_w)
@@ -361,7 +403,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         (-lam1, lam1) by more than M / m at w) can violate at w + d: such columns,
         |x_j^T (g + h X d)| > lam1 (one pass over the kept columns outside W), join W at
         0 and the inner solve goes on toward the tight tolerance from the point reached:
-        on the Gram matrix of the larger W if it ran on one, else for at most as many
+        on the Gram matrix of the larger W if it ran on one (W's, extended by the rows
+        of X that touch the added columns: ``gram_extended``), else for at most as many
         column passes again (at least 2).  Only when needed: when the rescaling that
         their largest violation v would set costs (1 - lam1 / v) lam1 ||w + d||_1 in D
         (module docstring) above half the tolerance (with lam2 > 0, s = 1: whenever one
@@ -383,8 +426,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         n_working += add.shape[0]
         wpd[add] = 0.0
         tight = CERT_TIGHT * stop
-        if used_gram:
-            return n_working, gram_inner(buffer[:n_working], tight, tight)
+        if used_gram:  # the Gram matrix of W, extended by the added columns
+            H = gram_extended(last_gram, working, add)
+            return n_working, gram_inner(buffer[:n_working], tight, tight, H)
         more, _ = _cd.inner_cd(*cols.arrays, h, buffer[:n_working], n_working, grad, hdiag, w,
                                wpd, xtd, lam1, lam2, NU, tight, max(passes, 2), inv_m, rng)
         return n_working, more
