@@ -55,6 +55,7 @@ STANDARD_RUNS = {
     "lbfgs_precondition": ["lbfgs_precondition.py"],
     "multiclass": ["compare_multiclass.py"],
     "newton_liblinear": ["newton_liblinear.py"],
+    "rda_eta": ["rda_eta.py"],
     "threads": ["compare_threads.py"],
     "cocoa": ["bench_cocoa.py"],
     "voracle": ["bench_voracle.py"],

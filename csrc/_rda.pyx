@@ -1,7 +1,7 @@
 # cython: language_level=3
 """Epoch kernels of regularized dual averaging (docs/math.md §6; Xiao, JMLR 2010).
 
-Three kernels, each running one call (one or more epochs, or one streamed
+The kernels each run one call (one or more epochs, or one streamed
 chunk) without the GIL, over rows in the order Python gives (``order``), in
 mini-batches of ``batch_size`` rows: every row of a batch is evaluated at the
 same point, then the batch's averaged gradient is applied.
@@ -35,6 +35,11 @@ integer q = p / (p - 1) the norm is a polynomial in the threshold over power
 sums that only the rows' coordinates change: O(nnz(x_i)) per step.  For other
 p only the nonzeros of w_t are visited (a compact active set):
 O(nnz(x_i) + nnz(w_t)) per step, not O(d).
+
+``adaptive_rda_epoch`` -- RDA with the diagonal h_t of Duchi, Hazan & Singer (2011):
+the denominator of z_r is per coordinate, sigma r + beta + sqrt(G_j) / eta with G_j the
+sum of the squares of the coordinate's step gradients, constant while no row touches
+the coordinate: O(nnz(x_i)) per step, no schedule and no averaging.
 
 ``truncated_gradient_epoch`` -- the baselines of section 6: SGD with the l1
 subgradient and truncated gradient (TG, period K; K = 1 is FOBOS), constant
@@ -229,6 +234,105 @@ def dual_averaging_epoch(const floating[::1] data, const index_t[::1] indices,
                     cs[3 * d] += coef * bias
         for j in range(D):
             catch_up(&sc, cs + 3 * j, flush_end + 1)
+    return total, (STATUS_OK if total == total and fabs(total) < 1e308 else STATUS_OVERFLOW)
+
+
+# ---------------------------------------------------------------------------
+# Adaptive RDA (Duchi, Hazan & Singer 2011): a diagonal h_t from the gradients' squares
+
+cdef inline double adaptive_coord(const double* cj, double th, double base,
+                                  double inv_eta) noexcept nogil:
+    """-shrink(S_j, th) / (base + sqrt(G_j) / eta) for cj = (S_j, G_j, pending); 0 while
+    the denominator is 0 (a coordinate whose gradients' squares underflowed)."""
+    cdef double s = cj[0], den
+    if fabs(s) <= th:
+        return 0.0
+    den = base + sqrt(cj[1]) * inv_eta
+    if den <= 0.0:
+        return 0.0
+    return -(s - sgn(s) * th) / den
+
+
+def adaptive_rda_epoch(const floating[::1] data, const index_t[::1] indices,
+                       const index_t[::1] indptr, bint dense, double bias,
+                       const double[::1] y, const double[::1] sample_weight,
+                       const int64_t[::1] order, Py_ssize_t batch_size,
+                       int loss, double loss_param, double[:, ::1] coords, Py_ssize_t t0,
+                       double lam, double sigma, double eta, double beta):
+    """Run the steps t = t0 + 1 .. t0 + ceil(len(order) / batch_size) of RDA with the
+    diagonal proximal term of Duchi, Hazan & Singer (2011, section 5.1).
+
+    ``coords`` (n_weights x 3) holds per coordinate (S_j, G_j, pending): the sum of the
+    step gradients' coordinates, the sum of their squares, and the batch's increment
+    of S_j until the batch ends (then its square enters G_j).  Step t queries
+    w_t = z_{t-1}, z_r(s, G) = -shrink(s, lam r) / (sigma r + beta + sqrt(G) / eta),
+    a function of the coordinate's own sums and of r: only the rows' coordinates are
+    read or written, O(nnz(x_i)) per step.
+    Returns (sum of c_i l_i at the query points, status).
+    """
+    cdef Py_ssize_t D = coords.shape[0], d = D - (bias != 0.0)
+    cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, r, lo, hi, q, i, kk, nnz, j
+    cdef bint weighted = sample_weight.shape[0] > 0
+    cdef double fval, deriv, lval, c, coef, th, base, inc, total = 0.0
+    cdef double inv_eta = 1.0 / eta
+    cdef double* cs = &coords[0, 0]
+    cdef const floating* val
+    cdef const index_t* idx
+    cdef fr_loss_fn fn = fr_loss_pointer(loss)
+    if fn == NULL:
+        return 0.0, STATUS_BAD_LOSS
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    if coords.shape[1] != 3:
+        raise ValueError("coords must have shape (n_weights, 3)")
+    n_steps = (n_rows + batch_size - 1) // batch_size
+    fbuf = np.empty(batch_size)
+    cdef double[::1] f = fbuf
+    with nogil:
+        for step in range(n_steps):
+            r = t0 + step  # step r + 1 queries z_r
+            lo = step * batch_size
+            hi = min(lo + batch_size, n_rows)
+            th = lam * r
+            base = sigma * r + beta
+            # 1. query point at the rows of the batch
+            for q in range(lo, hi):
+                i = order[q]
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                fval = 0.0
+                for kk in range(nnz):
+                    fval += val[kk] * adaptive_coord(cs + 3 * idx[kk], th, base, inv_eta)
+                if bias != 0.0:
+                    fval += bias * adaptive_coord(cs + 3 * d, th, base, inv_eta)
+                f[q - lo] = fval
+            # 2. the (weighted) averaged gradient enters S and, once the batch is summed,
+            # its squares enter G
+            for q in range(lo, hi):
+                i = order[q]
+                c = sample_weight[i] if weighted else 1.0
+                lval = fn(f[q - lo], y[i], loss_param, &deriv)
+                total += c * lval
+                coef = c * deriv / (hi - lo)
+                if coef == 0.0:
+                    continue
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                for kk in range(nnz):
+                    inc = coef * val[kk]
+                    cs[3 * idx[kk]] += inc
+                    cs[3 * idx[kk] + 2] += inc
+                if bias != 0.0:
+                    cs[3 * d] += coef * bias
+                    cs[3 * d + 2] += coef * bias
+            for q in range(lo, hi):
+                i = order[q]
+                nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
+                for kk in range(nnz):
+                    j = 3 * idx[kk]
+                    cs[j + 1] += cs[j + 2] * cs[j + 2]
+                    cs[j + 2] = 0.0
+                if bias != 0.0:
+                    cs[3 * d + 1] += cs[3 * d + 2] * cs[3 * d + 2]
+                    cs[3 * d + 2] = 0.0
     return total, (STATUS_OK if total == total and fabs(total) < 1e308 else STATUS_OVERFLOW)
 
 

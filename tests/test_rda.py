@@ -18,7 +18,13 @@ from sklearn.linear_model import LogisticRegression
 
 import fastrisk as fr
 from fastrisk.losses import LOSSES
-from fastrisk.solvers.rda import _integral_q, solve_rda, solve_sgd_l1, solve_truncated_gradient
+from fastrisk.solvers.rda import (
+    ADAPTIVE_ETA,
+    _integral_q,
+    solve_rda,
+    solve_sgd_l1,
+    solve_truncated_gradient,
+)
 
 
 def _logistic(f, y):
@@ -97,6 +103,39 @@ def test_rda_matches_reference(variant, k, fit_intercept, layout):
     if lam > 0:
         assert (r["w"] == 0.0).sum() >= 5   # the test data do produce sparsity
     assert res.w is not res.extra["w_bar"] and np.array_equal(res.w, res.extra["w_last"])
+
+
+# (name, loss, penalty, l1_ratio, alpha, lambda, sigma)
+ADAPTIVE_VARIANTS = [
+    ("l1", "logistic", "l1", 1.0, 0.05, 0.05, 0.0),
+    ("mixed", "logistic", "elasticnet", 0.5, 0.1, 0.05, 0.05),
+    ("l2", "logistic", "l2", 0.15, 0.1, 0.0, 0.1),
+    ("l1-squared", "squared", "l1", 1.0, 0.05, 0.05, 0.0),  # beta: the curvature offset
+]
+
+
+@pytest.mark.parametrize("layout", ["csr32-f64", "csr64-f32", "dense-f64-ro"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("variant", ADAPTIVE_VARIANTS, ids=[v[0] for v in ADAPTIVE_VARIANTS])
+def test_adaptive_rda_matches_reference(variant, k, fit_intercept, layout):
+    """Adaptive RDA's kernel (per-coordinate sums S_j, G_j) == the dense step-by-step
+    reference after 3 epochs, w_{T+1} and the summed loss at the query points;
+    tolerance as above."""
+    _, loss, penalty, l1_ratio, alpha, lam, sigma = variant
+    X, y, c = _toy(layout)
+    prob = _problem(X, y, loss=loss, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
+                    sample_weight=c, fit_intercept=fit_intercept)
+    res = solve_rda(prob, adaptive=True, eta=0.7, batch_size=k, max_iter=3, random_state=3)
+    assert (res.extra["beta"] > 0) == (loss == "squared") and "w_bar" not in res.extra
+    r = ref.adaptive_rda(_dense(X, 1.0 if fit_intercept else 0.0), prob.y, c,
+                         _orders(40, 3, 3), k, lambda f, y: LOSSES[loss].reference(f, y, 0.0),
+                         lam, sigma, 0.7, res.extra["beta"])
+    np.testing.assert_allclose(res.w, r["w"], rtol=0, atol=1e-10)
+    assert res.extra["loss_sum"] == pytest.approx(r["loss"], rel=1e-10)
+    np.testing.assert_array_equal(res.w == 0.0, r["w"] == 0.0)
+    if lam > 0:
+        assert (r["w"] == 0.0).sum() >= 5
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
@@ -230,6 +269,7 @@ STREAMING = [
     ("rda-accelerated", solve_rda, "l1",
      {"accelerated": True, "gamma": 1.0, "L": 2.0, "batch_size": 2},
      False),
+    ("rda-adaptive", solve_rda, "l1", {"adaptive": True, "eta": 0.5, "batch_size": 3}, True),
     ("sgd_l1", solve_sgd_l1, "l1", {"eta": 0.2, "batch_size": 2}, False),
     ("tg", solve_truncated_gradient, "l1", {"eta": 0.2, "K": 3, "batch_size": 1}, False),
 ]
@@ -326,6 +366,17 @@ def test_input_validation():
     with pytest.raises(ValueError, match="give L"):
         solve_rda(_problem(X, np.abs(y), loss="poisson", penalty="l1", alpha=0.05),
                   accelerated=True)
+    for options in ({"accelerated": True}, {"p_norm": 1.5}, {"rho": 0.1}, {"average": True},
+                    {"gamma": 1.0}):
+        with pytest.raises(ValueError, match="adaptive RDA"):
+            solve_rda(l1, adaptive=True, **options)
+    with pytest.raises(ValueError, match="eta is the step size of adaptive RDA"):
+        solve_rda(l1, eta=1.0)
+    for eta in (0.0, -1.0, float("nan"), "1"):
+        with pytest.raises(ValueError, match="eta"):
+            solve_rda(l1, adaptive=True, eta=eta)
+    with pytest.raises(ValueError, match="adaptive"):
+        solve_rda(l1, adaptive="yes")
     with pytest.raises(ValueError, match="K"):
         solve_truncated_gradient(l1, K=0)
     with pytest.raises(ValueError, match="eta"):
@@ -398,6 +449,36 @@ def test_default_gamma_is_scale_consistent(small_a9a, rho):
     assert b.extra["gamma"] == pytest.approx(c * c * a.extra["gamma"], rel=1e-12)
     np.testing.assert_allclose(b.w * c, a.w, rtol=0, atol=1e-12 * np.abs(a.w).max())
     assert np.array_equal(b.w != 0, a.w != 0) and np.count_nonzero(a.w) > 0
+
+
+def test_adaptive_rda_default_eta_is_scale_consistent(small_a9a):
+    """X -> c X with lambda -> c lambda: S and sqrt(G) scale by c, so w = -shrink(S) /
+    (sqrt(G) / eta) scales by 1/c when eta does; the default (ADAPTIVE_ETA / rms ||x_i||)
+    does.  c = 2^10 (exact in float64), as above; also pins the documented value."""
+    X, y = small_a9a
+    c, alpha = 2.0 ** 10, 0.01
+    base = _problem(X, y, loss="logistic", penalty="l1", alpha=alpha)
+    scaled = _problem(X * c, y, loss="logistic", penalty="l1", alpha=alpha * c)
+    a = solve_rda(base, adaptive=True, max_iter=2, random_state=0, check_every=0)
+    b = solve_rda(scaled, adaptive=True, max_iter=2, random_state=0, check_every=0)
+    assert a.extra["eta"] == pytest.approx(
+        ADAPTIVE_ETA / math.sqrt(base.data.row_sqnorms().mean()), rel=1e-12)
+    assert b.extra["eta"] == pytest.approx(a.extra["eta"] / c, rel=1e-12)
+    np.testing.assert_allclose(b.w * c, a.w, rtol=0, atol=1e-12 * np.abs(a.w).max())
+    assert np.array_equal(b.w != 0, a.w != 0) and np.count_nonzero(a.w) > 0
+
+
+def test_adaptive_rda_approaches_the_optimum(small_a9a):
+    """The last iterate of adaptive RDA (default eta) against LIBLINEAR's optimum: more
+    epochs, closer (one pass 4e-2 relative above J*, 100 passes below 1e-3)."""
+    X, y = small_a9a
+    alpha = 0.01
+    prob = _problem(X, y, loss="logistic", penalty="l1", alpha=alpha)
+    J_star = prob.objective(_liblinear_l1_logistic(X, y, alpha))
+    gaps = [solve_rda(prob, adaptive=True, max_iter=epochs, random_state=0,
+                      check_every=0).objective / J_star - 1 for epochs in (1, 10, 100)]
+    assert gaps[0] > gaps[1] > gaps[2] > -1e-12
+    assert gaps[0] > 1e-2 and gaps[2] < 1e-3
 
 
 def test_mixed_rda_within_bound_and_certified(small_a9a):

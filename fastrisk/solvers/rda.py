@@ -38,6 +38,16 @@ Parameters of the method (all documented on ``solve_rda``):
   threshold lambda + gamma rho / sqrt(t).  Default 0.  The paper's MNIST runs
   use gamma = 5000, gamma rho = 25.
 * ``p_norm`` -- p-norm RDA (section 7.2), h = ||w||_p^2 / (2(p-1)), p in (1, 2].
+* ``adaptive`` -- the diagonal proximal term of Duchi, Hazan & Singer (2011, section 5.1):
+  beta_t h(w) becomes (1/(2 eta)) <w, diag(sqrt(G_t)) w> (plus beta / 2 ||w||^2), G_t,j the
+  sum of the squares of the step gradients' coordinate j, so that
+
+      w_{t+1,j} = -shrink(S_j, lambda t) / (sigma t + beta + sqrt(G_t,j) / eta):
+
+  rare features (small G_j) take larger steps than frequent ones.  ``eta`` defaults to
+  ADAPTIVE_ETA / rms_i ||x_i|| (``_adaptive_eta``).  Each coordinate's denominator
+  changes only when a row touches it, so a step stays O(nnz(x_i)); there is no averaged
+  iterate (the last one is returned) and no rho, p_norm or acceleration.
 * ``accelerated`` -- Algorithm 3 with alpha_t = t/2, beta_t = gamma (t+1)^{3/2}/2
   (Corollary 7) for smooth losses; ``L`` the Lipschitz constant of the
   gradient of the average loss (default: loss curvature * max_i c_i ||x_i||^2).
@@ -97,6 +107,7 @@ from fastrisk.solvers._steps import stream_offset
 from fastrisk.stopping import check_budget
 
 OVERFLOW_ADVICE = "a loss value overflowed (inf/NaN): lower the step size or gamma"
+ADAPTIVE_ETA = 3.0  # adaptive RDA's eta times the root mean square of the row norms
 
 
 # ---------------------------------------------------------------------------
@@ -142,6 +153,21 @@ def _rda_gamma(problem):
     """
     lip = problem.loss.lipschitz or 1.0
     return lip * lip * float(problem.data.row_sqnorms().max()) / 2000.0
+
+
+def _adaptive_eta(problem):
+    """Default eta of adaptive RDA: ADAPTIVE_ETA / (root mean square of the ||x_i||).
+
+    The regret bound of Duchi, Hazan & Singer (2011, Corollary 1 with delta = 0) is
+    smallest at eta = ||w*||_inf, unknown in advance.  The form follows from scaling:
+    X -> cX with lambda -> c lambda scales S and sqrt(G) by c and w* by 1/c, so eta must
+    scale as 1/c; scaling the loss and lambda together leaves w* and every iterate as they
+    are, so eta does not depend on the loss's scale.  The constant is calibrated on one pass of l1-logistic at alpha 1e-4 over seven data sets
+    (a9a, w8a, ijcnn1, Reuters, phishing, mushrooms, IMDB bigrams;
+    docs/solvers/rda.md): a calibrated rule, not a guarantee.
+    """
+    rms = math.sqrt(float(problem.data.row_sqnorms().mean()))
+    return ADAPTIVE_ETA / rms if rms > 0.0 else 1.0
 
 
 def _kernel_args(problem):
@@ -233,6 +259,16 @@ def _rda_final(S, t, lam, sigma, gamma, rho, beta):
     return soft_threshold(-S, th) * b
 
 
+def _adaptive_final(S, G, t, lam, sigma, eta, beta):
+    """w_{t+1} = z_t of adaptive RDA (Duchi, Hazan & Singer 2011, section 5.1, with
+    Psi's l2 term and the curvature offset beta in the denominator); 0 where it is 0."""
+    th = lam * t
+    if th == math.inf:
+        return np.zeros_like(S)
+    den = sigma * t + beta + np.sqrt(G) / eta
+    return np.divide(soft_threshold(-S, th), den, out=np.zeros_like(S), where=den > 0.0)
+
+
 def _pnorm_final(S, t, lam, gamma, rho, p, beta):
     """w_{t+1} = theta^{-1}(g_hat_t) (Xiao 2010, section 7.2), beta_t = gamma sqrt(t) + beta."""
     if t == 0:
@@ -253,9 +289,10 @@ def _integral_q(p):
     return q == int(q) and 2 <= q <= 8
 
 
-def _rda_settings(problem, *, gamma, rho, batch_size, p_norm, accelerated, L, start):
-    """Validated settings (gamma, rho, k, p_norm, L) with the data-dependent defaults; a
-    continued run keeps the first call's defaults."""
+def _rda_settings(problem, *, gamma, rho, batch_size, p_norm, accelerated, L, adaptive, eta,
+                  average, start):
+    """Validated settings (gamma, rho, k, p_norm, L, eta) with the data-dependent defaults;
+    a continued run keeps the first call's defaults."""
     lam, sigma = _psi(problem)
     rho = check_number(rho, "rho", 0.0)
     k = check_int(batch_size, "batch_size", low=1)
@@ -263,6 +300,18 @@ def _rda_settings(problem, *, gamma, rho, batch_size, p_norm, accelerated, L, st
     if isinstance(previous, dict) and previous.get("solver") == "rda":
         gamma = previous["config"][3] if gamma is None else gamma
         L = previous["config"][8] if L is None else L
+        eta = previous["config"][10] if eta is None else eta
+    if adaptive:
+        if accelerated or p_norm is not None or rho > 0.0 or average:
+            raise ValueError("adaptive RDA takes none of accelerated, p_norm, rho > 0 and "
+                             "average (its iterate is the last one)")
+        if gamma is not None:
+            raise ValueError("adaptive RDA has eta instead of gamma")
+        eta = check_number(_adaptive_eta(problem) if eta is None else eta, "eta", 0.0,
+                           low_open=True)
+        return None, rho, k, None, None, eta
+    if eta is not None:
+        raise ValueError("eta is the step size of adaptive RDA (adaptive=True)")
     if gamma is None:
         gamma = (_default_gamma(problem, lam) if accelerated
                  else _rda_gamma(problem) if sigma == 0.0 else 0.0)
@@ -287,13 +336,13 @@ def _rda_settings(problem, *, gamma, rho, batch_size, p_norm, accelerated, L, st
     elif sigma == 0.0 and gamma == 0.0:
         raise ValueError("gamma must be > 0 when Psi is not strongly convex "
                          "(Xiao 2010, eq. (13))")
-    return gamma, rho, k, p_norm, L
+    return gamma, rho, k, p_norm, L, None
 
 
 def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, callback=None,
               verbose=0, random_state=None, gamma=None, rho=0.0, batch_size=1, p_norm=None,
-              accelerated=False, L=None, average=False, shuffle=True, check_every=1,
-              start=None):
+              accelerated=False, L=None, adaptive=False, eta=None, average=False, shuffle=True,
+              check_every=1, start=None):
     """Regularized dual averaging (Xiao 2010, Algorithms 1-3; docs/math.md §6).
 
     Parameters
@@ -311,6 +360,9 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
         O(nnz(x_i) + nnz(w_t))).
     accelerated : Algorithm 3 (smooth losses; returns w_t, no averaging).
     L : Lipschitz constant of the average loss's gradient (accelerated only).
+    adaptive : the diagonal h_t of Duchi, Hazan & Singer (2011) instead of
+        gamma sqrt(t) h (module docstring); not with accelerated, p_norm, rho or average.
+    eta : adaptive RDA's step size (default ``_adaptive_eta``).
     average : return w_bar_T (the iterate of the convergence theorems) as
         ``result.w`` instead of the last iterate w_{T+1} (the sparse one).
     shuffle : a fresh permutation per epoch (from random_state) or row order.
@@ -318,21 +370,27 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
         epochs and at the end; 0 only at the end.
     start : the Result of a previous rda call (or its extra["state"]) to continue.
 
-    Returns a Result; ``extra`` holds ``w_bar`` (not for accelerated),
-    ``w_last``, ``n_steps`` (total), ``gamma``, ``L``, ``beta``, ``state``, ``loss_sum``.
+    Returns a Result; ``extra`` holds ``w_bar`` (not for accelerated or adaptive),
+    ``w_last``, ``n_steps`` (total), ``gamma``, ``L``, ``eta``, ``beta``, ``state``,
+    ``loss_sum``.
     """
     SOLVER_INFO[0].check(problem)
     check_budget(tol, max_iter, time_limit)
     shuffle = check_bool(shuffle, "shuffle")
     accelerated = check_bool(accelerated, "accelerated")
     lam, sigma = _psi(problem)
-    gamma, rho, k, p_norm, L = _rda_settings(
+    adaptive = check_bool(adaptive, "adaptive")
+    average = check_bool(average, "average")
+    gamma, rho, k, p_norm, L, eta = _rda_settings(
         problem, gamma=gamma, rho=rho, batch_size=batch_size, p_norm=p_norm,
-        accelerated=accelerated, L=L, start=start)
+        accelerated=accelerated, L=L, adaptive=adaptive, eta=eta, average=average,
+        start=start)
     D = problem.n_weights
-    config = (D, lam, sigma, gamma, rho, k, p_norm, accelerated, L)
+    config = (D, lam, sigma, gamma, rho, k, p_norm, accelerated, L, adaptive, eta)
     # coords[:, 0] = S (gradient sums), [:, 1] = acc (running sum of iterates),
-    # [:, 2] = last (first step not yet in acc; after a call every coordinate is current)
+    # [:, 2] = last (first step not yet in acc; after a call every coordinate is current);
+    # adaptive: [:, 1] = G (sums of the squared step gradients), [:, 2] the pending
+    # increment of S within a batch
     st = _continue_state(start, "rda", config, lambda: {
         "solver": "rda", "config": config, "t": 0, "coords": np.zeros((D, 3)), "beta": None})
     # beta_t = gamma sqrt(t) + beta: beta is the curvature offset for losses with an
@@ -348,7 +406,10 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
 
     def step():
         order, t0 = next(orders), st["t"]
-        if p_norm is not None:
+        if adaptive:
+            total, status = _rda.adaptive_rda_epoch(*args, order, k, loss_id, loss_param,
+                                                    st["coords"], t0, lam, sigma, eta, beta)
+        elif p_norm is not None:
             S_c, acc_c = np.ascontiguousarray(S), np.ascontiguousarray(acc)
             kernel = (_rda.pnorm_rda_epoch_integral if _integral_q(p_norm)
                       else _rda.pnorm_rda_epoch)
@@ -369,6 +430,8 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
 
     def output(avg=average and not accelerated):
         t = st["t"]
+        if adaptive:
+            return _adaptive_final(S, acc, t, lam, sigma, eta, beta)
         if accelerated:
             return acc / (t * (t + 1.0) / 4.0)
         if avg:
@@ -378,9 +441,9 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
         return _rda_final(S, t, lam, sigma, gamma, rho, beta)
 
     def extra():
-        out = {"state": st, "n_steps": st["t"], "gamma": gamma, "L": L, "beta": beta,
-               "loss_sum": loss_sum[0], "w_last": output(False)}
-        if not accelerated:
+        out = {"state": st, "n_steps": st["t"], "gamma": gamma, "L": L, "eta": eta,
+               "beta": beta, "loss_sum": loss_sum[0], "w_last": output(False)}
+        if not (accelerated or adaptive):
             out["w_bar"] = output(True)
         return out
 

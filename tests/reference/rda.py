@@ -57,6 +57,24 @@ def _rda_w(g_bar, t, lam, sigma, gamma, rho, beta=0.0):
     return -_shrink(g_bar, lam_t) / (sigma + beta_t / t)
 
 
+def adaptive_rda(X, y, c, order, k, loss, lam, sigma, eta, beta=0.0):
+    """RDA with the diagonal proximal term of Duchi, Hazan & Singer (2011, section 5.1):
+    H_t = diag(sqrt(sum_{tau <= t} g_tau^2)) / eta, and Psi = lam||w||_1 + sigma/2||w||^2,
+    w_{t+1} = argmin <g_bar_t, w> + Psi(w) + (1/(2t)) <w, (H_t + beta) w>.
+    Returns w_{T+1}."""
+    n = X.shape[1]
+    g_bar, sq = np.zeros(n), np.zeros(n)
+    w, total = np.zeros(n), 0.0
+    for t, rows in enumerate(_batches(order, k), start=1):
+        g, lv = _batch_grad(X, y, c, rows, w, loss)
+        total += lv
+        g_bar = (t - 1) / t * g_bar + g / t
+        sq += g * g
+        den = sigma + (np.sqrt(sq) / eta + beta) / t
+        w = np.divide(-_shrink(g_bar, lam), den, out=np.zeros(n), where=den > 0)
+    return {"w": w, "loss": total}
+
+
 def accelerated_rda(X, y, c, order, k, loss, lam, sigma, gamma, rho, L):
     """Algorithm 3 with alpha_t = t/2, beta_t = gamma (t+1)^{3/2}/2, h = 0.5||w||^2 + rho||w||_1."""
     n = X.shape[1]
