@@ -342,10 +342,20 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
 
     def gram_extended(H, working, add):
         """The Gram matrix of W + ``add`` from H, W's, and the rows that the added columns
-        add to it, computed from the rows of X that touch them (``_cd.gram_cross``)."""
+        add to it, computed from the rows of X that touch them (``_cd.gram_cross``); or
+        built anew when reading those rows (GRAM_READ per entry) costs more than that
+        (``gram_costs``: wide rows, W's Gram built from its columns)."""
         n_w, n_add = working.shape[0], add.shape[0]
-        rows, pos = row_view()
         both = np.concatenate([working, add])
+        if data.dense:
+            visits = float(n_add) * m * data.n_features
+        else:
+            row_len = np.diff(data.indptr)
+            visits = float(sum(int(row_len[cols.indices[cols.indptr[a]:cols.indptr[a + 1]]].sum())
+                               for a in add))
+        if GRAM_READ * visits > gram_costs(both)[0]:
+            return gram(both)
+        rows, pos = row_view()
         pos[both] = np.arange(n_w + n_add)
         B = np.empty((n_add, n_w + n_add))
         _cd.gram_cross(*rows, data.bias, *cols.arrays, pos, add, h, B)
