@@ -377,6 +377,10 @@ def test_input_validation():
             solve_rda(l1, adaptive=True, eta=eta)
     with pytest.raises(ValueError, match="adaptive"):
         solve_rda(l1, adaptive="yes")
+    state = solve_rda(l1, adaptive=True, max_iter=1).extra["state"]
+    with pytest.raises(ValueError, match="different settings"):
+        solve_rda(l1, max_iter=1, start=state)
+    assert solve_rda(l1, adaptive=True, max_iter=1, start=state).extra["n_steps"] == 80
     with pytest.raises(ValueError, match="K"):
         solve_truncated_gradient(l1, K=0)
     with pytest.raises(ValueError, match="eta"):

@@ -162,9 +162,10 @@ def _adaptive_eta(problem):
     smallest at eta = ||w*||_inf, unknown in advance.  The form follows from scaling:
     X -> cX with lambda -> c lambda scales S and sqrt(G) by c and w* by 1/c, so eta must
     scale as 1/c; scaling the loss and lambda together leaves w* and every iterate as they
-    are, so eta does not depend on the loss's scale.  The constant is calibrated on one pass of l1-logistic at alpha 1e-4 over seven data sets
-    (a9a, w8a, ijcnn1, Reuters, phishing, mushrooms, IMDB bigrams;
-    docs/solvers/rda.md): a calibrated rule, not a guarantee.
+    are, so eta does not depend on the loss's scale.  The constant is calibrated on one
+    pass of l1-logistic at alpha 1e-4 over seven data sets (a9a, w8a, ijcnn1, Reuters,
+    phishing, mushrooms, IMDB bigrams; benchmarks/rda_eta.py): a calibrated rule, not a
+    guarantee.
     """
     rms = math.sqrt(float(problem.data.row_sqnorms().mean()))
     return ADAPTIVE_ETA / rms if rms > 0.0 else 1.0
@@ -300,7 +301,7 @@ def _rda_settings(problem, *, gamma, rho, batch_size, p_norm, accelerated, L, ad
     if isinstance(previous, dict) and previous.get("solver") == "rda":
         gamma = previous["config"][3] if gamma is None else gamma
         L = previous["config"][8] if L is None else L
-        eta = previous["config"][10] if eta is None else eta
+        eta = previous["config"][10] if eta is None and adaptive else eta
     if adaptive:
         if accelerated or p_norm is not None or rho > 0.0 or average:
             raise ValueError("adaptive RDA takes none of accelerated, p_norm, rho > 0 and "
