@@ -75,6 +75,16 @@ cdef inline double sgn(double x) noexcept nogil:
     return (x > 0) - (x < 0)
 
 
+cdef inline double row_coef(fr_loss_fn fn, double fval, double yi, double loss_param,
+                            double c, double weight, Py_ssize_t k,
+                            double* total) noexcept nogil:
+    """The row's coefficient weight * c * l'(fval) / k in its batch's averaged gradient;
+    adds c * l(fval) to ``total`` (the summed loss at the query points)."""
+    cdef double deriv
+    total[0] += c * fn(fval, yi, loss_param, &deriv)
+    return weight * c * deriv / k
+
+
 # ---------------------------------------------------------------------------
 # Lazy dual averaging (RDA, enhanced, mixed, l2^2, accelerated)
 
@@ -169,7 +179,7 @@ def dual_averaging_epoch(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, t, lo, hi, q, i, kk, nnz, j
     cdef bint accelerated = alpha.shape[0] > 0
     cdef bint weighted = sample_weight.shape[0] > 0
-    cdef double fval, deriv, lval, c, coef, mix = 1.0, A_prev = 0.0, weight = 1.0
+    cdef double fval, c, coef, mix = 1.0, A_prev = 0.0, weight = 1.0
     cdef double th, bt, total = 0.0
     cdef double* cs = &coords[0, 0]
     cdef const floating* val
@@ -219,9 +229,7 @@ def dual_averaging_epoch(const floating[::1] data, const index_t[::1] indices,
             for q in range(lo, hi):
                 i = order[q]
                 c = sample_weight[i] if weighted else 1.0
-                lval = fn(f[q - lo], y[i], loss_param, &deriv)
-                total += c * lval
-                coef = weight * c * deriv / (hi - lo)
+                coef = row_coef(fn, f[q - lo], y[i], loss_param, c, weight, hi - lo, &total)
                 if coef == 0.0:
                     continue
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
@@ -273,7 +281,7 @@ def adaptive_rda_epoch(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t D = coords.shape[0], d = D - (bias != 0.0)
     cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, r, lo, hi, q, i, kk, nnz, j
     cdef bint weighted = sample_weight.shape[0] > 0
-    cdef double fval, deriv, lval, c, coef, th, base, inc, total = 0.0
+    cdef double fval, c, coef, th, base, inc, total = 0.0
     cdef double inv_eta = 1.0 / eta
     cdef double* cs = &coords[0, 0]
     cdef const floating* val
@@ -310,9 +318,7 @@ def adaptive_rda_epoch(const floating[::1] data, const index_t[::1] indices,
             for q in range(lo, hi):
                 i = order[q]
                 c = sample_weight[i] if weighted else 1.0
-                lval = fn(f[q - lo], y[i], loss_param, &deriv)
-                total += c * lval
-                coef = c * deriv / (hi - lo)
+                coef = row_coef(fn, f[q - lo], y[i], loss_param, c, 1.0, hi - lo, &total)
                 if coef == 0.0:
                     continue
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
@@ -382,7 +388,7 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, t, lo, hi, q, i, kk, nnz, j
     cdef Py_ssize_t n_act = 0, slot
     cdef bint weighted = sample_weight.shape[0] > 0
-    cdef double fval, deriv, lval, c, coef, total = 0.0
+    cdef double fval, c, coef, total = 0.0
     cdef double q_exp = p / (p - 1.0), th, m, norm_q, scale = 0.0, scale_prev = 0.0, r, pq1
     cdef bint integral = q_exp == <double>(<int>q_exp) and q_exp <= 16.0
     cdef const floating* val
@@ -467,9 +473,7 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
             for q in range(lo, hi):
                 i = order[q]
                 c = sample_weight[i] if weighted else 1.0
-                lval = fn(f[q - lo], y[i], loss_param, &deriv)
-                total += c * lval
-                coef = c * deriv / (hi - lo)
+                coef = row_coef(fn, f[q - lo], y[i], loss_param, c, 1.0, hi - lo, &total)
                 if coef == 0.0:
                     continue
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
@@ -659,7 +663,7 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
     cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, t, lo, hi, q, i, kk, nnz, j, k
     cdef Py_ssize_t t_end, qi, ne, n_act = 0, r, nb
     cdef bint weighted = sample_weight.shape[0] > 0
-    cdef double fval, deriv, lval, c, coef, total = 0.0, grho = gamma * rho, off = rho * beta
+    cdef double fval, c, coef, total = 0.0, grho = gamma * rho, off = rho * beta
     cdef double q_exp = p / (p - 1.0), th, m, a_old, a_new, scale, x, v
     cdef DD norm, thk
     cdef DD A[9]
@@ -764,9 +768,7 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
             for q in range(lo, hi):
                 i = order[q]
                 c = sample_weight[i] if weighted else 1.0
-                lval = fn(f[q - lo], y[i], loss_param, &deriv)
-                total += c * lval
-                coef = c * deriv / (hi - lo)
+                coef = row_coef(fn, f[q - lo], y[i], loss_param, c, 1.0, hi - lo, &total)
                 if coef == 0.0:
                     continue
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
@@ -851,7 +853,7 @@ def truncated_gradient_epoch(const floating[::1] data, const index_t[::1] indice
     cdef Py_ssize_t D = coords.shape[0], d = D - (bias != 0.0)
     cdef Py_ssize_t n_rows = order.shape[0], n_steps, step, t, lo, hi, q, i, kk, nnz, j, t_end
     cdef bint weighted = sample_weight.shape[0] > 0
-    cdef double fval, deriv, lval, c, coef, total = 0.0, pen = eta * lam
+    cdef double fval, c, coef, total = 0.0, pen = eta * lam
     cdef double* cs = &coords[0, 0]
     cdef double* cj
     cdef const floating* val
@@ -888,9 +890,7 @@ def truncated_gradient_epoch(const floating[::1] data, const index_t[::1] indice
             for q in range(lo, hi):
                 i = order[q]
                 c = sample_weight[i] if weighted else 1.0
-                lval = fn(f[q - lo], y[i], loss_param, &deriv)
-                total += c * lval
-                coef = eta * c * deriv / (hi - lo)
+                coef = row_coef(fn, f[q - lo], y[i], loss_param, c, eta, hi - lo, &total)
                 if coef == 0.0:
                     continue
                 nnz = row_view(&data[0], &indices[0], &indptr[0], dense, i, &val, &idx)
