@@ -21,9 +21,10 @@ Every function runs without the GIL; status codes of fr_loss.h are returned.
 
 import numpy as np
 from cython cimport floating
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY, fabs, sqrt
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint16_t, uint64_t
+from libc.string cimport memcpy
 
 from fr_rows cimport FR_PREFETCH_DISTANCE, fr_prefetch, index_t
 from fr_loss cimport FR_OK, fr_loss_derivs_batch
@@ -82,68 +83,151 @@ def derivatives(int loss, double loss_param, const double[::1] f, const double[:
 
 
 cdef void count_rows(const index_t* indices, const index_t* indptr, int64_t lo, int64_t hi,
-                     int64_t* counts) noexcept nogil:
-    """counts[j] += number of entries of column j in rows lo..hi-1 (counters prefetched
-    FR_PREFETCH_DISTANCE entries ahead)."""
+                     int shift, int64_t* counts) noexcept nogil:
+    """counts[j >> shift] += 1 for the entries (columns j) of rows lo..hi-1 (the counters
+    prefetched FR_PREFETCH_DISTANCE entries ahead: one per column, they miss the cache on
+    wide data)."""
     cdef int64_t k, end = indptr[hi]
     for k in range(indptr[lo], end):
         if k + FR_PREFETCH_DISTANCE < end:
-            fr_prefetch(&counts[indices[k + FR_PREFETCH_DISTANCE]])
-        counts[indices[k]] += 1
+            fr_prefetch(&counts[indices[k + FR_PREFETCH_DISTANCE] >> shift])
+        counts[indices[k] >> shift] += 1
 
 
 cdef void scatter_rows(const floating* data, const index_t* indices, const index_t* indptr,
-                       int64_t lo, int64_t hi, int64_t* nxt, floating* out_data,
-                       index_t* out_indices) noexcept nogil:
-    """Append the entries of rows lo..hi-1 to their columns; nxt[j]: column j's next slot.
+                       int64_t lo, int64_t hi, int shift, int64_t* nxt, floating* out_data,
+                       index_t* out_indices, uint16_t* code) noexcept nogil:
+    """Append the entries of rows lo..hi-1 to their buckets (columns j >> shift; nxt[b]:
+    bucket b's next slot), with the column's offset in its bucket in ``code`` when
+    shift > 0.
 
-    The slots are scattered over the output (one cache miss each on wide data): the
-    counter of the entry 2 D ahead and the slots of the entry D ahead are prefetched
-    (D = FR_PREFETCH_DISTANCE).
+    With one column per bucket the slots are scattered over the output (one cache miss
+    each on wide data): the counter of the entry 2 D ahead and the slots of the entry D
+    ahead are prefetched (D = FR_PREFETCH_DISTANCE).
     """
-    cdef int64_t i, k, q, end = indptr[hi]
+    cdef int64_t i, k, q, b, end = indptr[hi], mask = (<int64_t>1 << shift) - 1
     for i in range(lo, hi):
         for k in range(indptr[i], indptr[i + 1]):
             if k + 2 * FR_PREFETCH_DISTANCE < end:
-                fr_prefetch(&nxt[indices[k + 2 * FR_PREFETCH_DISTANCE]])
+                fr_prefetch(&nxt[indices[k + 2 * FR_PREFETCH_DISTANCE] >> shift])
             if k + FR_PREFETCH_DISTANCE < end:
-                q = nxt[indices[k + FR_PREFETCH_DISTANCE]]
+                q = nxt[indices[k + FR_PREFETCH_DISTANCE] >> shift]
                 fr_prefetch(&out_data[q])
                 fr_prefetch(&out_indices[q])
-            q = nxt[indices[k]]
+            b = indices[k] >> shift
+            q = nxt[b]
+            nxt[b] = q + 1
             out_data[q] = data[k]
             out_indices[q] = <index_t>i
-            nxt[indices[k]] = q + 1
+            if shift > 0:
+                code[q] = <uint16_t>(indices[k] & mask)
+
+
+def bucket_counts(const index_t[::1] indices, const index_t[::1] indptr,
+                  const int64_t[::1] bounds, int shift, int64_t[:, ::1] counts):
+    """counts[t, b] += the entries of rows bounds[t]..bounds[t+1]-1 in bucket b, the
+    columns b 2^shift .. (b + 1) 2^shift - 1 (``csr_transpose``'s first pass; row block t
+    read by thread t)."""
+    cdef Py_ssize_t t
+    for t in prange(counts.shape[0], nogil=True, num_threads=counts.shape[0],
+                    schedule="static", chunksize=1):
+        count_rows(&indices[0], &indptr[0], bounds[t], bounds[t + 1], shift, &counts[t, 0])
 
 
 def csr_transpose(const floating[::1] data, const index_t[::1] indices,
-                  const index_t[::1] indptr, const int64_t[::1] bounds, int64_t[:, ::1] counts,
-                  floating[::1] out_data, index_t[::1] out_indices, int64_t[::1] out_indptr):
-    """CSC arrays of a CSR matrix by a counting sort (two passes over its entries).
+                  const index_t[::1] indptr, int64_t n_cols, const int64_t[::1] bounds,
+                  int shift, int64_t[:, ::1] counts, uint16_t[::1] code,
+                  floating[:, ::1] scratch_data, index_t[:, ::1] scratch_idx,
+                  int64_t[:, ::1] local, floating[::1] out_data, index_t[::1] out_indices,
+                  int64_t[::1] out_indptr, double[::1] norms):
+    """CSC arrays of a CSR matrix by a counting sort of its entries into buckets of 2^shift
+    consecutive columns, and then of each bucket by column; ``norms[j] = ||x_j||`` too
+    when ``norms`` is not empty.
 
-    Row block t = rows bounds[t]..bounds[t+1]-1 is read by thread t (``counts`` has one
-    row of n_cols zeros per block): the blocks count their entries per column, a
-    serial prefix sum over (column, block) gives every block its first slot in each
-    column, and the blocks scatter their entries there.  Within a column the entries
-    come in row order whatever the number of blocks (row indices sorted, output
-    identical for any thread count); the input rows need not be sorted.
-    ``out_indptr`` has n_cols + 1 entries or more (the extra ones are left alone).
+    ``counts``: ``bucket_counts``'s, one row per row block (rows bounds[t]..bounds[t+1]-1,
+    read by thread t); a serial prefix sum over (bucket, block) turns them into each
+    block's first slot in each bucket.  The blocks append their entries, in row order, to
+    their buckets, with the column's offset in the bucket in ``code``.  With one column per
+    bucket (shift = 0) that is the whole sort.  With wider buckets, few of them, each is
+    written at a few places at a time, and then sorted by the offsets while its entries
+    are in the cache (the buckets in parallel; thread p with its rows of ``scratch_*``, as
+    long as the largest bucket, and of ``local``, 2^shift + 1 counters): on data much
+    larger than the cache this costs less than one column per bucket, which writes every
+    entry to a cache line of its own.  Within a column the entries come in row order
+    whatever the number of blocks (row indices sorted; each norm summed in that order: the
+    output is the same for any thread count and shift); the input rows need not be
+    sorted.  ``out_indptr`` has n_cols + 1 entries and ``norms`` (unless empty) n_cols or
+    more; the extra ones are left alone.
     """
-    cdef Py_ssize_t t, j, n_blocks = counts.shape[0], n_cols = counts.shape[1]
-    cdef int64_t pos = 0, c
+    cdef Py_ssize_t t, b, n_blocks = counts.shape[0], n_buckets = counts.shape[1]
+    cdef int64_t q, c, lo, hi, pos = 0, width = <int64_t>1 << shift
+    cdef double s
+    cdef bint with_norms = norms.shape[0] > 0
     with nogil:
-        for t in prange(n_blocks, num_threads=n_blocks, schedule="static", chunksize=1):
-            count_rows(&indices[0], &indptr[0], bounds[t], bounds[t + 1], &counts[t, 0])
-        for j in range(n_cols):
-            out_indptr[j] = pos
+        for b in range(n_buckets):
+            if shift == 0:
+                out_indptr[b] = pos
             for t in range(n_blocks):
-                c = counts[t, j]
-                counts[t, j] = pos
+                c = counts[t, b]
+                counts[t, b] = pos
                 pos += c
         out_indptr[n_cols] = pos
-        for t in prange(n_blocks, num_threads=n_blocks, schedule="static", chunksize=1):
-            scatter_rows(&data[0], &indices[0], &indptr[0], bounds[t], bounds[t + 1],
-                         &counts[t, 0], &out_data[0], &out_indices[0])
+    for t in prange(n_blocks, nogil=True, num_threads=n_blocks, schedule="static",
+                    chunksize=1):
+        scatter_rows(&data[0], &indices[0], &indptr[0], bounds[t], bounds[t + 1], shift,
+                     &counts[t, 0], &out_data[0], &out_indices[0],
+                     &code[0] if shift > 0 else NULL)
+    if shift == 0 and not with_norms:
+        return
+    # the last block's next slot in bucket b is now the bucket's end
+    for b in prange(n_buckets, nogil=True, num_threads=local.shape[0], schedule="guided"):
+        lo = counts[n_blocks - 1, b - 1] if b > 0 else 0
+        hi = counts[n_blocks - 1, b]
+        if shift == 0:
+            s = 0.0
+            for q in range(lo, hi):
+                s = s + <double>out_data[q] * out_data[q]
+            norms[b] = sqrt(s)
+        else:
+            sort_bucket(&code[lo], hi - lo, min(n_cols - (b << shift), width),
+                        &local[threadid(), 0], &scratch_data[threadid(), 0],
+                        &scratch_idx[threadid(), 0], &out_data[lo], &out_indices[lo],
+                        &out_indptr[b << shift], lo,
+                        &norms[b << shift] if with_norms else NULL)
+
+
+cdef void sort_bucket(const uint16_t* code, int64_t n, int64_t width, int64_t* count,
+                      floating* tmp_data, index_t* tmp_idx, floating* data, index_t* idx,
+                      int64_t* indptr, int64_t offset, double* norms) noexcept nogil:
+    """Counting sort of a bucket's n entries (data, idx) by their column offsets ``code``
+    (stable: row order kept), through tmp_*; indptr[j] = offset + the first slot of its
+    j-th column, norms[j] its norm (when not NULL), for j < width."""
+    cdef int64_t q, j, s = 0, c
+    cdef double a
+    for j in range(width + 1):
+        count[j] = 0
+    for q in range(n):
+        count[code[q] + 1] += 1
+    for j in range(width):
+        s = s + count[j + 1]
+        count[j + 1] = s
+        indptr[j] = offset + count[j]
+    for q in range(n):
+        c = count[code[q]]
+        count[code[q]] = c + 1
+        tmp_data[c] = data[q]
+        tmp_idx[c] = idx[q]
+    memcpy(data, tmp_data, n * sizeof(floating))
+    memcpy(idx, tmp_idx, n * sizeof(index_t))
+    if norms != NULL:
+        # count[j] is now the end of column j (and the start of column j + 1)
+        q = 0
+        for j in range(width):
+            a = 0.0
+            while q < count[j]:
+                a = a + <double>tmp_data[q] * tmp_data[q]
+                q = q + 1
+            norms[j] = sqrt(a)
 
 
 def column_norms(const floating[::1] data, const int64_t[::1] indptr, double[::1] out,

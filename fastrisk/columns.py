@@ -11,37 +11,43 @@ Dataset, so that all of them share it.
 Memory: for CSR input a CSC copy, i.e. the values and row indices of X again
 (nnz (itemsize + index size) bytes) plus m entries for the intercept column and
 8 (n_weights + 1) bytes of column pointers: about the size of X; and 8 n_weights
-bytes of column norms once they are read.  While it is made, a counting sort holds
-8 n_features bytes of counters per thread.  For dense input a column-major copy of
-X.  The copy lives as long as the Dataset.
+bytes of column norms once they are made.  While it is made, the sort (``transpose``)
+holds 2 nnz bytes of column offsets (none for copies up to DIRECT_BYTES) and, per
+thread, the entries of the largest bucket of columns again and 8 (2^shift + 1)
+bytes of counters.  For dense input a column-major copy of X.  The copy lives as
+long as the Dataset.
 """
-
-import functools
 
 import numpy as np
 
 from fastrisk import _cd
 
 COPY_GRAIN = 1_000_000            # nonzeros per thread of the column copy (one fork)
+MAX_BUCKETS = 256                 # column buckets of the copy's first pass (write streams)
+DIRECT_BYTES = 32 << 20           # copies up to a last-level cache: one column per bucket
 
 
 class Columns:
     """The column view of [X, intercept column]: ``values``, row ``indices`` and int64
     column pointers ``indptr`` (for dense X: the column-major values, ``indices =
-    arange(m)`` shared by every column), ``dense``, and ``norms`` = ||x_j|| (computed
-    when first read, by ``n_threads`` threads; only coordinate descent reads them)."""
+    arange(m)`` shared by every column), ``dense``, and ``norms`` = ||x_j|| (made with
+    the copy when asked for, else when first read, by ``n_threads`` threads; only
+    coordinate descent reads them)."""
 
-    def __init__(self, values, indices, indptr, dense, n_threads=1):
+    def __init__(self, values, indices, indptr, dense, n_threads=1, norms=None):
         self.values, self.indices, self.indptr, self.dense = values, indices, indptr, dense
         self.n_threads = n_threads
+        self._norms = norms
 
-    @functools.cached_property
+    @property
     def norms(self):
-        norms = np.empty(self.indptr.shape[0] - 1)
-        _cd.column_norms(self.values, self.indptr, norms,
-                         max(1, min(int(self.n_threads), self.values.shape[0] // COPY_GRAIN)))
-        norms.flags.writeable = False
-        return norms
+        if self._norms is None:
+            norms = np.empty(self.indptr.shape[0] - 1)
+            _cd.column_norms(self.values, self.indptr, norms, max(
+                1, min(int(self.n_threads), self.values.shape[0] // COPY_GRAIN)))
+            norms.flags.writeable = False
+            self._norms = norms
+        return self._norms
 
     @property
     def arrays(self):
@@ -50,9 +56,9 @@ class Columns:
 
     @property
     def nbytes(self):
-        """Bytes held by the copy (the norms once read)."""
+        """Bytes held by the copy (the norms once made)."""
         held = [self.values, self.indices, self.indptr] + (
-            [self.__dict__["norms"]] if "norms" in self.__dict__ else [])
+            [] if self._norms is None else [self._norms])
         return sum(a.nbytes for a in held)
 
 
@@ -62,13 +68,48 @@ def copy_nbytes(data):
     return entries * (data.data.itemsize + data.indices.itemsize) + 8 * (data.n_weights + 1)
 
 
-def column_view(data, n_threads=1):
+def bucket_shift(n_cols, nbytes):
+    """log2 of the columns per bucket of ``_cd.csr_transpose`` for a copy of ``nbytes``: 0
+    (one column per bucket) when the copy fits in DIRECT_BYTES, whose scattered writes the
+    cache then absorbs; else the fewest that make at most MAX_BUCKETS buckets (at most
+    2^16, the range of the kernel's column offsets)."""
+    shift = 0
+    while nbytes > DIRECT_BYTES and shift < 16 and n_cols > MAX_BUCKETS << shift:
+        shift += 1
+    return shift
+
+
+def transpose(data, indices, indptr, n_cols, n_blocks, shift, values, row_indices,
+              col_indptr, norms):
+    """Write the CSC arrays of the CSR matrix (data, indices, indptr) with ``n_cols``
+    columns into values[:nnz], row_indices[:nnz] and col_indptr[:n_cols + 1], and its
+    column norms into norms[:n_cols] unless ``norms`` is empty (``_cd.csr_transpose``:
+    ``n_blocks`` row blocks of about nnz / n_blocks entries, one per thread; buckets of
+    2^shift columns).  The output does not depend on ``n_blocks`` or ``shift``."""
+    m, nnz = indptr.shape[0] - 1, int(indptr[-1])
+    bounds = np.searchsorted(indptr, np.arange(n_blocks + 1) * (nnz // n_blocks))
+    bounds[0], bounds[-1] = 0, m
+    bounds = bounds.astype(np.int64)
+    counts = np.zeros((n_blocks, ((n_cols - 1) >> shift) + 1 if n_cols else 0), dtype=np.int64)
+    _cd.bucket_counts(indices, indptr, bounds, shift, counts)
+    biggest = int(counts.sum(axis=0).max(initial=0)) if shift else 0
+    _cd.csr_transpose(data, indices, indptr, n_cols, bounds, shift, counts,
+                      np.empty(nnz if shift else 0, np.uint16),
+                      np.empty((n_blocks, biggest), dtype=data.dtype),
+                      np.empty((n_blocks, biggest), dtype=indices.dtype),
+                      np.empty((n_blocks, (1 << shift) + 1 if shift else 0), np.int64),
+                      values, row_indices, col_indptr, norms)
+
+
+def column_view(data, n_threads=1, norms=False):
     """:class:`Columns` of a Dataset (the copy of the module docstring), made on the
     first call and kept on the Dataset for the later ones.
 
     float32 values and int32 indices stay as they are.  A CSR matrix is transposed by
-    ``_cd.csr_transpose`` (a counting sort over row blocks, one per thread); the output
-    is the same for any ``n_threads``.
+    ``_cd.csr_transpose`` (a counting sort by buckets of columns, then within each bucket
+    while it is in the cache; row blocks and buckets split over the threads); the output
+    is the same for any ``n_threads``.  ``norms=True``: the CSR copy computes the column
+    norms as it sorts each bucket (otherwise they are computed when first read).
     """
     cached = getattr(data, "_columns", None)
     if cached is not None:
@@ -87,19 +128,21 @@ def column_view(data, n_threads=1):
         values = np.empty(nnz + extra, dtype=data.dtype)
         indices = np.empty(nnz + extra, dtype=data.indices.dtype)
         indptr = np.empty(n_weights + 1, dtype=np.int64)
-        blocks = max(1, min(int(n_threads), nnz // COPY_GRAIN))
-        # row blocks of about nnz / blocks entries each
-        bounds = np.searchsorted(data.indptr, np.arange(blocks + 1) * (nnz // blocks))
-        bounds[0], bounds[-1] = 0, m
-        _cd.csr_transpose(data.data, data.indices, data.indptr, bounds.astype(np.int64),
-                          np.zeros((blocks, n), dtype=np.int64), values, indices, indptr)
+        col_norms = np.empty(n_weights if norms else 0)
+        transpose(data.data, data.indices, data.indptr, n,
+                  max(1, min(int(n_threads), nnz // COPY_GRAIN)),
+                  bucket_shift(n, copy_nbytes(data)),
+                  values, indices, indptr, col_norms)
         if bias:
             values[nnz:] = bias
             indices[nnz:] = np.arange(m, dtype=indices.dtype)
             indptr[n + 1] = nnz + m
-    for a in (values, indices, indptr):
+            if norms:
+                _cd.column_norms(values, indptr[n:], col_norms[n:], 1)
+    made = (values, indices, indptr) + ((col_norms,) if norms and not data.dense else ())
+    for a in made:
         a.flags.writeable = False
-    data._columns = Columns(values, indices, indptr, bool(data.dense), n_threads)
+    data._columns = Columns(*made[:3], bool(data.dense), n_threads, *made[3:])
     return data._columns
 
 

@@ -21,7 +21,7 @@ from fastrisk import _cd
 from fastrisk.config import solver_threads
 from fastrisk.problem import Problem
 from fastrisk.columns import column_view
-from fastrisk.solvers.cd import SOLVER_INFO as CD_INFO, solve_cd
+from fastrisk.solvers.cd import SOLVER_INFO as CD_INFO, screens, solve_cd
 
 
 @dataclass
@@ -84,7 +84,8 @@ def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_al
     reason = CD_INFO.why_not(first)  # every alpha is solved by cd
     if reason is not None:
         raise ValueError(f"path: {reason}")
-    cols = column_view(first.data, solver_threads(first, n_threads))
+    cols = column_view(first.data, solver_threads(first, n_threads),
+                       norms=screens(first, options.get("screening", True)))
     if alphas is None:
         if not isinstance(n_alphas, (int, np.integer)) or isinstance(n_alphas, bool) \
                 or n_alphas < 1:

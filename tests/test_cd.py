@@ -10,8 +10,9 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import ElasticNet, Lasso, LogisticRegression
 
 import fastrisk as fr
-from fastrisk import _cd
-from fastrisk.columns import column_view
+from fastrisk import _cd, columns
+from fastrisk.columns import (COPY_GRAIN, DIRECT_BYTES, MAX_BUCKETS, bucket_shift, column_view,
+                              copy_nbytes, transpose)
 from fastrisk.data import Dataset
 from fastrisk.solvers.cd import bordered, solve_cd
 
@@ -355,11 +356,42 @@ def test_column_view_equals_scipy_csc(dtype, itype, bias):
     np.testing.assert_allclose(dense.norms, ref, rtol=1e-13, atol=0)
 
 
+@pytest.mark.parametrize("bias", [0.0, 2.5])
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("direct_bytes", [0, DIRECT_BYTES])
+def test_column_view_of_wide_data_with_norms(bias, n_threads, direct_bytes, monkeypatch):
+    # 3000 columns (buckets of 16 with DIRECT_BYTES = 0, else of 1) and enough entries for
+    # two row blocks: scipy's CSC, and the norms made by the copy equal to those computed
+    # when first read (the same order)
+    monkeypatch.setattr(columns, "DIRECT_BYTES", direct_bytes)
+    X = sp.random(2000, 3000, density=0.2, format="csr", random_state=5)
+    assert X.nnz // COPY_GRAIN >= 1
+    assert bucket_shift(3000, copy_nbytes(Dataset(X))) == (4 if direct_bytes == 0 else 0)
+    A = X if not bias else sp.hstack([X, np.full((2000, 1), bias)], format="csr")
+    C = A.tocsc()
+    C.sort_indices()
+    data = Dataset(X, intercept_scaling=bias)
+    with_norms = column_view(data, n_threads, norms=True)
+    lazy = column_view(Dataset(X, intercept_scaling=bias), n_threads)
+    for cols in (with_norms, lazy):
+        np.testing.assert_array_equal(cols.indptr, C.indptr)
+        np.testing.assert_array_equal(cols.indices, C.indices)
+        np.testing.assert_array_equal(cols.values, C.data)
+    assert with_norms._norms is not None and lazy._norms is None
+    np.testing.assert_array_equal(with_norms.norms, lazy.norms)
+    np.testing.assert_allclose(with_norms.norms, np.linalg.norm(A.toarray(), axis=0),
+                               rtol=1e-13, atol=0)
+    assert with_norms.nbytes == lazy.nbytes == copy_nbytes(data) + 8 * A.shape[1]
+
+
 @pytest.mark.parametrize("itype", [np.int32, np.int64])
 @pytest.mark.parametrize("blocks", [1, 2, 3, 7])
-def test_csr_transpose_any_row_blocks_and_unsorted_rows(itype, blocks):
+@pytest.mark.parametrize("shift", [0, 1, 3, 5, 16])
+def test_csr_transpose_any_row_blocks_buckets_and_unsorted_rows(itype, blocks, shift):
     # rows with their column indices in random order (no duplicates): the kernel's output
     # is still scipy's sorted CSC, the same for every split of the rows into thread blocks
+    # and of the 30 columns into buckets (1, 2, 8, 32 and 65536 columns: one bucket for
+    # all); the norms against NumPy's, to round-off
     X = _sparse_with_empty_rows_and_columns(np.float64, itype, seed=1)
     rng = np.random.default_rng(2)
     indices, data = X.indices.copy(), X.data.copy()
@@ -369,14 +401,30 @@ def test_csr_transpose_any_row_blocks_and_unsorted_rows(itype, blocks):
         data[X.indptr[i]:X.indptr[i + 1]] = X.data[order]
     C = X.tocsc()
     C.sort_indices()
-    bounds = np.linspace(0, X.shape[0], blocks + 1).astype(np.int64)
     values, rows = np.empty(X.nnz), np.empty(X.nnz, dtype=itype)
     indptr = np.empty(X.shape[1] + 1, dtype=np.int64)
-    _cd.csr_transpose(data, indices, X.indptr, bounds, np.zeros((blocks, X.shape[1]),
-                      dtype=np.int64), values, rows, indptr)
+    norms = np.empty(X.shape[1])
+    transpose(data, indices, X.indptr, X.shape[1], blocks, shift, values, rows, indptr, norms)
     np.testing.assert_array_equal(indptr, C.indptr)
     np.testing.assert_array_equal(rows, C.indices)
     np.testing.assert_array_equal(values, C.data)
+    np.testing.assert_allclose(norms, np.linalg.norm(X.toarray(), axis=0), rtol=1e-13, atol=0)
+    # without norms: the same arrays
+    again = np.empty(X.nnz), np.empty(X.nnz, dtype=itype), np.empty(X.shape[1] + 1, np.int64)
+    transpose(data, indices, X.indptr, X.shape[1], blocks, shift, *again, np.empty(0))
+    for got, want in zip(again, (values, rows, indptr)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_bucket_shift():
+    # one column per bucket for copies up to DIRECT_BYTES or up to MAX_BUCKETS columns,
+    # else at most MAX_BUCKETS buckets
+    assert bucket_shift(10**7, DIRECT_BYTES) == 0
+    assert bucket_shift(MAX_BUCKETS, DIRECT_BYTES + 1) == 0
+    for n in (MAX_BUCKETS + 1, 10**4, 1_513_832, 10**7):
+        s = bucket_shift(n, DIRECT_BYTES + 1)
+        assert -(-n // (1 << s)) <= MAX_BUCKETS < -(-n // (1 << (s - 1)))
+    assert bucket_shift(10**12, DIRECT_BYTES + 1) == 16  # the range of the column offsets
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -78,14 +78,14 @@ certificates.
 Columns: X is copied once into column order (``column_view``): for CSR input a
 CSC copy, i.e. the values and row indices of X again (nnz * (itemsize + index
 size) bytes) plus m entries for the intercept column, 8 (n_weights + 1) bytes of
-column pointers and 8 n_weights bytes of column norms; while it is made, a
-counting sort holds 8 n_features bytes of counters per thread.  For dense input a
-column-major copy of X.  The Gram matrix of a working set is built from the rows of
-X or, when cheaper (W's columns hold few of X's entries), from W's columns sorted
-into rows: 16 nnz(X_W) + 8 (m + 1) bytes while it is built.  Pass ``columns=`` to
-reuse one copy across solves
-(regularization paths).  The inner passes are sequential; ``n_threads`` splits
-the copy (by rows) and the column pass of step 1 (each column summed in row order:
+column pointers and 8 n_weights bytes of column norms (made with the copy when the
+solver screens; fastrisk/columns.py for the memory held while the copy is made).
+For dense input a column-major copy of X.  The Gram matrix of a working set is built
+from the rows of X or, when cheaper (W's columns hold few of X's entries), from W's
+columns sorted into rows: 16 nnz(X_W) + 8 (m + 1) bytes while it is built.  Pass
+``columns=`` to reuse one copy across solves (regularization paths).  The inner
+passes are sequential; ``n_threads`` splits the copy (by rows, then by buckets of
+columns) and the column pass of step 1 (each column summed in row order:
 the bits do not depend on the thread count).
 """
 
@@ -152,6 +152,13 @@ def bordered(H, B):
     return out
 
 
+def screens(problem, screening=True):
+    """Whether solve_cd runs Gap Safe screening on ``problem`` (and reads the column
+    norms): asked for, an l1 term, and a loss with bounded l'' (module docstring)."""
+    return bool(screening) and penalty_split(problem)[0] > 0 \
+        and problem.loss.curvature is not None
+
+
 def _check_problem(problem):
     spec = getattr(problem.loss, "spec", None)
     if problem.data is None or spec is None:
@@ -200,7 +207,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     data, loss = problem.data, problem.loss
     m, n_weights = data.n_samples, data.n_weights
     threads = max(1, min(solver_threads(problem, n_threads), data.nnz // PASS_GRAIN))
-    cols = column_view(data, threads) if columns is None else columns
+    curv = problem.loss.curvature  # sup l'', None when unbounded
+    screen = screens(problem, screening)
+    cols = column_view(data, threads, norms=screen) if columns is None else columns
     if not isinstance(cols, Columns) or cols.indptr.shape != (n_weights + 1,):
         raise ValueError("columns must be column_view(problem.data)")
     kid, p, y = loss.spec.kernel_id, loss.param, problem.y
@@ -221,8 +230,6 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
     trial = tuple(np.empty(m) for _ in range(3))  # the line search's deriv, g, h
     buffer = np.empty(n_weights, dtype=np.int64)  # the working set, or the screened columns
-    curv = problem.loss.curvature  # sup l'', None when unbounded
-    screen = screening and lam1 > 0 and curv is not None
     if screen:
         radius_scale = 2.0 * curv * (1.0 if c is None else float(c.max())) * inv_m
 
