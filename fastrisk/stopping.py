@@ -149,9 +149,7 @@ class Monitor:
             self.last_log = seconds
             logger.info("%s it %d  %.3fs  J%s%.10g  bound=%.3g", self.solver, iteration,
                         seconds, "=" if exact else "~", objective, bound)
-        # an infinite objective certifies nothing (tol * |J| would be infinite too)
-        if math.isfinite(self.best_objective) \
-                and bound <= max(self.tol * abs(self.best_objective), self.abs_tol):
+        if self.met(self.best_objective, bound):
             return "converged"
         if self.callback is not None and self.callback(self.result("running", iteration)) is False:
             return "callback"
@@ -160,6 +158,12 @@ class Monitor:
         if self.time_limit is not None and seconds >= self.time_limit:
             return "time_limit"
         return None
+
+    def met(self, objective, bound):
+        """Whether ``bound`` on J(w) - J* meets the stopping rule for J(w) = ``objective``:
+        bound <= max(tol |J(w)|, abs_tol) (an infinite objective certifies nothing: tol |J|
+        would be infinite too)."""
+        return math.isfinite(objective) and bound <= max(self.tol * abs(objective), self.abs_tol)
 
     @contextlib.contextmanager
     def interruptible(self):

@@ -45,7 +45,9 @@ Certificate (Massias, Gramfort & Salmon 2018, Section 3): any dual point u gives
 with lam2 > 0, and for the l1 penalty the rescaling s = min(1, lam1 /
 ||X^T g||_inf), which makes u dual feasible (the domain of l* is an interval
 containing 0 and l'(f)).  ``gap = J(w) - max_k D(u_k) >= J(w) - J*`` over all
-dual points met so far; ``tol`` stops on gap <= tol J(w) as for every solver.
+dual points met so far; ``tol`` stops on gap <= tol J(w) as for every solver.  That
+test comes first at each iteration: when the dual points met so far already certify
+the new w (the model's, after a tight step below), the run ends without step 1's pass.
 
 The rescaled residual is a poor dual point near the optimum: its rescaling
 costs (1 - s) lam1 ||w||_1 in D, first order in the largest violation of the
@@ -523,6 +525,12 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             bound = math.nan
             was_near = near
             near = P_prev - P <= max(GAP_DECREASE * abs(P), mon.tol * abs(P), mon.abs_tol)
+            if mon.met(P, P - D_best):
+                # a dual point met before (the model's, after a tight step) certifies w:
+                # no pass over the columns
+                status = mon.check(it, w.copy() if callback is not None else w, P,
+                                   max(P - D_best, 0.0), keep_best=False)
+                break
             full = force_full or (it % check_every == 0 and near)
             force_full = False
             restricted = not full and active.shape[0] <= RESTRICT * kept.shape[0]
