@@ -426,6 +426,32 @@ def test_csr_transpose_any_row_blocks_buckets_and_unsorted_rows(itype, blocks, s
         np.testing.assert_array_equal(got, want)
 
 
+def test_csr_transpose_random_shapes():
+    # reference: scipy's sorted CSC, on random shapes and densities (empty matrices,
+    # single rows, column counts that are not multiples of the bucket width, more row
+    # blocks than rows), every bucket width and a few block counts; norms against scipy's
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        m, n = int(rng.integers(1, 60)), int(rng.integers(1, 300))
+        density = float(rng.choice([0.0, 0.01, 0.1, 0.5]))
+        X = sp.random(m, n, density=density, format="csr", random_state=trial)
+        C = X.tocsc()
+        C.sort_indices()
+        ref_norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=0))).ravel()
+        itype = (np.int32, np.int64)[trial % 2]
+        indices, indptr = X.indices.astype(itype), X.indptr.astype(itype)
+        for shift in (0, 1, 2, 5, 9, 16):
+            for blocks in (1, 2, 3):
+                values, rows = np.empty(X.nnz), np.empty(X.nnz, dtype=itype)
+                col_indptr, norms = np.empty(n + 1, dtype=np.int64), np.empty(n)
+                transpose(X.data, indices, indptr, n, blocks, shift, values, rows, col_indptr,
+                          norms)
+                np.testing.assert_array_equal(col_indptr, C.indptr)
+                np.testing.assert_array_equal(rows, C.indices)
+                np.testing.assert_array_equal(values, C.data)
+                np.testing.assert_allclose(norms, ref_norms, rtol=1e-13, atol=0)
+
+
 def test_bucket_shift():
     # one column per bucket for copies up to DIRECT_BYTES or up to MAX_BUCKETS columns,
     # else at most MAX_BUCKETS buckets
