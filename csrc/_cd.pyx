@@ -82,6 +82,16 @@ def derivatives(int loss, double loss_param, const double[::1] f, const double[:
     return value, status
 
 
+cdef inline double entries_norm(const floating* v, int64_t n) noexcept nogil:
+    """sqrt(sum_k v[k]^2) over a column's n entries, summed in double in their order (the
+    same bits wherever a column's norm is computed)."""
+    cdef int64_t k
+    cdef double s = 0.0
+    for k in range(n):
+        s = s + <double>v[k] * v[k]
+    return sqrt(s)
+
+
 cdef void count_rows(const index_t* indices, const index_t* indptr, int64_t lo, int64_t hi,
                      int shift, int64_t* counts) noexcept nogil:
     """counts[j >> shift] += 1 for the entries (columns j) of rows lo..hi-1 (the counters
@@ -160,8 +170,7 @@ def csr_transpose(const floating[::1] data, const index_t[::1] indices,
     more; the extra ones are left alone.
     """
     cdef Py_ssize_t t, b, n_blocks = counts.shape[0], n_buckets = counts.shape[1]
-    cdef int64_t q, c, lo, hi, pos = 0, width = <int64_t>1 << shift
-    cdef double s
+    cdef int64_t c, lo, hi, pos = 0, width = <int64_t>1 << shift
     cdef bint with_norms = norms.shape[0] > 0
     with nogil:
         for b in range(n_buckets):
@@ -184,10 +193,7 @@ def csr_transpose(const floating[::1] data, const index_t[::1] indices,
         lo = counts[n_blocks - 1, b - 1] if b > 0 else 0
         hi = counts[n_blocks - 1, b]
         if shift == 0:
-            s = 0.0
-            for q in range(lo, hi):
-                s = s + <double>out_data[q] * out_data[q]
-            norms[b] = sqrt(s)
+            norms[b] = entries_norm(&out_data[0] + lo, hi - lo)
         else:
             sort_bucket(&code[lo], hi - lo, min(n_cols - (b << shift), width),
                         &local[threadid(), 0], &scratch_data[threadid(), 0],
@@ -203,7 +209,6 @@ cdef void sort_bucket(const uint16_t* code, int64_t n, int64_t width, int64_t* c
     (stable: row order kept), through tmp_*; indptr[j] = offset + the first slot of its
     j-th column, norms[j] its norm (when not NULL), for j < width."""
     cdef int64_t q, j, s = 0, c
-    cdef double a
     for j in range(width + 1):
         count[j] = 0
     for q in range(n):
@@ -223,11 +228,8 @@ cdef void sort_bucket(const uint16_t* code, int64_t n, int64_t width, int64_t* c
         # count[j] is now the end of column j (and the start of column j + 1)
         q = 0
         for j in range(width):
-            a = 0.0
-            while q < count[j]:
-                a = a + <double>tmp_data[q] * tmp_data[q]
-                q = q + 1
-            norms[j] = sqrt(a)
+            norms[j] = entries_norm(tmp_data + q, count[j] - q)
+            q = count[j]
 
 
 def column_norms(const floating[::1] data, const int64_t[::1] indptr, double[::1] out,
@@ -236,13 +238,9 @@ def column_norms(const floating[::1] data, const int64_t[::1] indptr, double[::1
 
     Each column summed in its own order: the bits do not depend on n_threads.
     """
-    cdef Py_ssize_t j, k
-    cdef double s
+    cdef Py_ssize_t j
     for j in prange(out.shape[0], nogil=True, num_threads=n_threads, schedule="static"):
-        s = 0.0
-        for k in range(indptr[j], indptr[j + 1]):
-            s = s + <double>data[k] * data[k]
-        out[j] = sqrt(s)
+        out[j] = entries_norm(&data[0] + indptr[j], indptr[j + 1] - indptr[j])
 
 
 cdef inline void column(const floating* data, const index_t* indices, const int64_t* indptr,
