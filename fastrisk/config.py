@@ -43,9 +43,10 @@ def _warn_once(kind, message):
 def resolve_n_threads(n_threads):
     """Threads a kernel will run: None means all cores.
 
-    A request above the cores available is capped at their number (more OpenMP
-    threads than cores only make each parallel region slower); a serial build runs
-    one thread.  Each of the two cases warns once per process.
+    An integer is the count, also above the cores available: the thread count fixes
+    how the kernels split their sums, so the same count gives the same bits whatever
+    the cores (docs/threads.md); more threads than cores share them and run slower,
+    which warns once per process.  A serial build runs one thread (warned once too).
     """
     if n_threads is None:
         n = n_cores()
@@ -60,9 +61,9 @@ def resolve_n_threads(n_threads):
         return 1
     cores = n_cores()
     if n > cores:
-        _warn_once("cores", f"n_threads={n} is more than the {cores} cores available; "
-                            f"using {cores}")
-        return cores
+        _warn_once("cores", f"n_threads={n} is more than the {cores} cores available: the "
+                            f"{n} threads share them (slower than n_threads={cores}; the same "
+                            f"results as {n} threads on {n} cores)")
     return n
 
 
