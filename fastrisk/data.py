@@ -132,11 +132,14 @@ def _read_only(a):
     return view
 
 
-def check_X(X, name="X"):
+def check_X(X, name="X", layout=True):
     """Return X as C-contiguous dense or canonical CSR of float32/float64.
 
     No copy is made when X already has one of those forms.  A sparse X is
     checked by ``check_sparse_structure`` before anything reads its indices.
+    ``layout`` False (prediction: the product ``X @ coef.T`` reads any order of
+    a dense X and sums a CSR row's entries whatever their order): a dense X
+    keeps its memory order and a CSR X its unsorted or duplicate indices.
     """
     if sp.issparse(X):
         if X.dtype.kind not in "biuf":
@@ -149,7 +152,7 @@ def check_X(X, name="X"):
             canonical = True
         if X.dtype not in FLOAT_DTYPES:
             X = X.astype(np.float64)
-        if not canonical:
+        if not canonical and layout:
             raise ValueError(
                 f"{name} has unsorted or duplicate column indices; call {name}.sum_duplicates() first"
             )
@@ -175,7 +178,7 @@ def check_X(X, name="X"):
                 X = X.astype(np.float64)
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-dimensional, got shape {X.shape}")
-        if not X.flags.c_contiguous:
+        if layout and not X.flags.c_contiguous:
             X = np.ascontiguousarray(X)
         data = X
     if X.shape[0] == 0 or X.shape[1] == 0:

@@ -72,10 +72,11 @@ def _check_structure(X):
 
 
 def _check_X(est, X, reset):
+    """X for prediction: the product ``X @ coef.T`` reads a dense X in any memory order and
+    a CSR X with unsorted or duplicate indices, so neither is copied."""
     X = _check_structure(X)
-    X = validate_data(est, X, reset=reset, accept_sparse="csr", dtype=[np.float64, np.float32],
-                      order="C")
-    return _canonical(X)
+    return validate_data(est, X, reset=reset, accept_sparse="csr",
+                         dtype=[np.float64, np.float32])
 
 
 def _canonical(X):

@@ -237,7 +237,7 @@ class LinearModel:
     def _check_X(self, X):
         from fastrisk.data import check_X
 
-        X = check_X(X)
+        X = check_X(X, layout=False)
         if X.shape[1] != self.n_features:
             raise ValueError(f"X has {X.shape[1]} features, but the model expects "
                              f"{self.n_features}")

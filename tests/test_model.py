@@ -77,6 +77,74 @@ def test_predictions_against_numpy():
         m.predict(X[:, :3])
 
 
+def _layouts(X):
+    """X as given (dense, C order), in Fortran order, as canonical CSR and as CSR with its
+    rows' entries reversed and one entry split into two duplicates; the last three are
+    what prediction must read without a copy."""
+    import scipy.sparse as sp
+
+    C = sp.csr_matrix(X)
+    rows = [np.arange(C.indptr[i], C.indptr[i + 1])[::-1] for i in range(C.shape[0])]
+    order = np.concatenate(rows)
+    data, indices = C.data[order].copy(), C.indices[order].copy()
+    half = data[0] / 2  # the first stored entry as two halves (an exact split)
+    data = np.concatenate([[half], data])
+    data[1] = half
+    indices = np.concatenate([[indices[0]], indices])
+    indptr = C.indptr.copy()
+    indptr[1:] += 1
+    messy = sp.csr_matrix((data, indices, indptr), shape=C.shape)
+    assert not messy.has_canonical_format
+    return [np.asfortranarray(X), C, messy]
+
+
+def test_prediction_reads_any_order_without_copying_or_refusing():
+    """LinearModel and the estimators predict from a Fortran-ordered X and from a CSR X
+    with unsorted and duplicate indices as from X itself (the same numbers up to the order
+    of the sums), without copying those layouts (numpy's and scipy's products read them
+    as they are) and without modifying them."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 6))
+    X[rng.random(X.shape) < 0.5] = 0.0
+    y = np.where(X[:, 0] + X[:, 1] > 0, 1, -1)
+    est = fr.LinearClassifier(loss="logistic", alpha=1e-2, solver="lbfgs", tol=1e-8).fit(X, y)
+    model = est.to_model()
+    from fastrisk.data import check_X
+    from fastrisk.estimators import _check_X
+
+    for Z in _layouts(X)[::2]:  # the layouts a fit would copy are read as they are
+        assert check_X(Z, layout=False) is Z and _check_X(est, Z, reset=False) is Z
+    for predictor in (est, model):
+        ref = predictor.decision_function(X)
+        for Z in _layouts(X):
+            before = Z.copy()
+            np.testing.assert_allclose(predictor.decision_function(Z), ref, rtol=1e-12,
+                                       atol=1e-12)
+            np.testing.assert_array_equal(predictor.predict(Z), predictor.predict(X))
+            if hasattr(Z, "indices"):
+                assert np.array_equal(Z.data, before.data)
+                assert np.array_equal(Z.indices, before.indices)
+            else:
+                assert np.array_equal(Z, before) and Z.flags.f_contiguous
+
+
+def test_prediction_checks_what_it_reads():
+    """Without the layout copies, prediction still refuses what its product cannot read:
+    out-of-range indices, non-finite values, the wrong number of features."""
+    import scipy.sparse as sp
+
+    model = _model((3, 7, 11), "logistic")
+    bad = sp.csr_matrix((np.ones(2), np.array([0, 9]), np.array([0, 1, 2])), shape=(2, 7))
+    with pytest.raises(ValueError, match="X"):
+        model.predict(bad)
+    X = np.asfortranarray(np.random.default_rng(0).normal(size=(4, 7)))
+    X[1, 2] = np.nan
+    with pytest.raises(ValueError, match="X"):
+        model.predict(X)
+    with pytest.raises(ValueError, match="X has 3 features"):
+        model.predict(np.asfortranarray(X[:, 3:6]))
+
+
 def test_predict_proba_only_for_probabilistic_losses():
     with pytest.raises(AttributeError, match="hinge"):
         _model((1, 2), "hinge").predict_proba(np.ones((1, 7)))
