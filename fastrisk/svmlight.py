@@ -75,6 +75,8 @@ class _Chunk:
             if not parts:
                 continue
             try:
+                if b"_" in parts[0]:  # float() reads Python's digit separators: "1_0" is 10
+                    raise ValueError
                 labels.append(float(parts[0]))
             except ValueError:
                 raise ValueError(f"{path}: line {lineno}: bad label {parts[0][:20]!r}") from None
@@ -107,6 +109,13 @@ class _Chunk:
             raise ValueError(f"{path}: line {row(big[0])}: feature index "
                              f"{_show(self.index[big[0]])} {_too_big(max_raw)}")
         self.index = self.index.astype(np.int32 if max_raw < 2**31 else np.int64)
+        limit = np.finfo(dtype).max
+        # a finite value that the requested dtype cannot hold would become infinity there
+        over = np.flatnonzero(np.abs(value) > limit)
+        if over.size:
+            raise ValueError(f"{path}: line {row(over[0])}: value {float(value[over[0]])!r} is too "
+                             f"large for dtype {np.dtype(dtype).name} (at most {limit:g}); "
+                             "load it as float64")
         self.value = value.astype(dtype)
         self._check_duplicates(path)
 

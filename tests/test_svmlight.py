@@ -223,6 +223,7 @@ def test_blocks_of_lines_without_features(tmp_path, monkeypatch):
     ("-inf 1:1", "bad label"),
     ("1e400 1:1", "bad label"),
     ("nan 1:1", "bad label"),
+    ("1_0 1:1", "bad label b'1_0'"),
 ])
 def test_non_finite_or_non_integer_numbers_name_the_file_and_line(tmp_path, line, msg):
     path = tmp_path / "bad.svm"
@@ -231,6 +232,21 @@ def test_non_finite_or_non_integer_numbers_name_the_file_and_line(tmp_path, line
         load_svmlight(path)
     with pytest.raises(ValueError, match=f"{path}: line 2: {msg}"):
         load_svmlight(path, n_features=10)
+
+
+def test_value_too_large_for_float32_names_the_line(tmp_path):
+    """A finite value beyond float32's range is refused when float32 is asked for (it
+    would become infinity), and read as it is in float64."""
+    path = tmp_path / "big.svm"
+    path.write_text("1 1:2\n-1 2:-1e39\n")
+    with pytest.raises(ValueError, match=f"{path}: line 2: value -1e[+]?39 is too large for "
+                                         "dtype float32"):
+        load_svmlight(path, dtype=np.float32)
+    X, _ = load_svmlight(path)
+    assert X[1, 1] == -1e39
+    path.write_text("1 1:3.4e38\n")  # float32's largest is 3.4028e38: still finite
+    X32, _ = load_svmlight(path, dtype=np.float32)
+    assert np.isfinite(X32.data).all() and X32.dtype == np.float32
 
 
 def test_train_command_reports_the_bad_line(tmp_path, capsys):
