@@ -56,7 +56,7 @@ The intercept is the virtual feature of value ``bias`` at coordinate
 
 import numpy as np
 from cython cimport floating
-from libc.math cimport fabs, sqrt, pow, ceil, fma
+from libc.math cimport fabs, sqrt, pow, ceil, fma, isfinite
 from libc.stdint cimport int64_t
 
 from fr_rows cimport index_t, row_view
@@ -813,15 +813,22 @@ cdef inline double idle_steps(double v, Py_ssize_t a, Py_ssize_t e, double c, Py
 
     SGD-l1 (truncate=0): v <- v - c sgn(v) each step; it reaches the other side
     of zero after k = ceil(|v|/c) steps and then alternates with period 2.
-    TG (truncate=1): at each r with r % K == 0, v <- sgn(v) max(|v| - c K, 0)."""
+    TG (truncate=1): at each r with r % K == 0, v <- sgn(v) max(|v| - c K, 0).
+    A v that is not finite is returned as it is (the epoch's status reports the
+    overflow); when |v| / c exceeds the n steps by more than the rounding of that
+    ratio, v keeps its sign throughout and no step count is formed (|v| / c may be
+    beyond any integer)."""
     cdef Py_ssize_t n = e - a + 1, k
-    cdef double s = sgn(v), v2
-    if n <= 0 or v == 0.0 or c == 0.0:
+    cdef double s = sgn(v), v2, kf
+    if n <= 0 or v == 0.0 or c == 0.0 or not isfinite(v):
         return v
     if truncate:
         n = e // K - (a - 1) // K
         return s * max(fabs(v) - n * (c * K), 0.0) if n > 0 else v
-    k = <Py_ssize_t>ceil(fabs(v) / c)
+    kf = ceil(fabs(v) / c)
+    if not kf <= <double>n + 2.0:
+        return v - n * c * s
+    k = <Py_ssize_t>kf
     if k < 1:
         k = 1
     # make k the exact first step count at which the sign is lost

@@ -256,6 +256,21 @@ def test_sgd_l1_matches_reference(k, layout):
     assert (np.abs(r["w"]) < 0.2 * 0.3).sum() >= 5   # coordinates in the oscillating regime
 
 
+@pytest.mark.parametrize("alpha", [1e-20, 1e-300])
+def test_sgd_l1_with_a_penalty_step_far_below_the_weights(alpha):
+    """A penalty step c = eta alpha so small that |w_j| / c exceeds every integer: the
+    idle coordinates keep their sign through their idle steps, in closed form (the step
+    count it used to form overflowed and the catch-up then counted steps one by one,
+    without end).  Against the dense reference, and in a bounded time (the run would
+    not return otherwise)."""
+    X, y, c = _toy("csr32-f64")
+    prob = _problem(X, y, loss="logistic", penalty="l1", alpha=alpha, sample_weight=c,
+                    fit_intercept=True)
+    res = solve_sgd_l1(prob, eta=0.3, batch_size=1, max_iter=3, random_state=3)
+    r = ref.sgd_l1(_dense(X, 1.0), prob.y, c, _orders(40, 3, 3), 1, _logistic, alpha, 0.3)
+    np.testing.assert_allclose(res.w, r["w"], rtol=1e-12, atol=1e-12)
+
+
 # (id, solver, penalty, options, bitwise): plain RDA iterates are functions of
 # the gradient sums S alone, so chunking cannot change a bit of them; the
 # accelerated iterate and the lazy SGD/TG catch-ups add closed-form pieces that
