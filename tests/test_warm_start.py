@@ -59,6 +59,27 @@ def test_refit_on_cv_folds_of_other_sizes():
         _agree(warm, cold)
 
 
+@pytest.mark.filterwarnings("ignore:solver .* stopped on max_iter")
+@pytest.mark.parametrize("solver", ["pegasos", "adaptive", "proximal", "optimistic"])
+def test_pegasos_family_refit_continues_its_state(solver):
+    """A second fit with warm_start continues the first fit's state, tail average included
+    (its default average="tail" used to ask for a new tail start, which a state that
+    already averages refuses): the same iterate as the solver continued by hand from the
+    first Result, bit for bit, after twice the steps."""
+    X, y = _data()
+    opts = dict(loss="hinge", alpha=1e-2, solver=solver, max_iter=3, random_state=0)
+    est = fr.LinearClassifier(warm_start=True, **opts).fit(X, y)
+    first = est._results[0]
+    est.fit(X, y)
+    again = est._results[0]
+    assert again.extra["steps"] == 2 * first.extra["steps"] and again.extra["averaged"]
+    problem = fr.Problem(X, y, loss="hinge", alpha=1e-2, fit_intercept=True)
+    seed = fr.estimators._seed(0)
+    one = fr.solve(problem, solver, max_iter=3, random_state=seed)
+    two = fr.solve(problem, solver, max_iter=3, random_state=seed, start=one)
+    assert np.array_equal(one.w, first.w) and np.array_equal(two.w, again.w)
+
+
 def test_sdca_start_from_another_solver_or_a_vector():
     """start= takes any Result (its w) or a weight vector: the dual u_i = -l'(<w, x_i>)."""
     X, y = _data()

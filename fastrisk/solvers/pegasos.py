@@ -38,7 +38,8 @@ Conventions (our choices where the papers leave them open):
   that is safe whatever the scale of the data (fastrisk/solvers/_steps.py).
 * Output: ``average="tail"`` (default) averages the iterates after step
   t0 = floor(T/2) of the planned T = max_iter * ceil(m/k) steps; if the run
-  stops before t0 the last iterate is reported.  ``average="last"`` reports
+  stops before t0 the last iterate is reported; a run continued from a state
+  that already averages (``start=``) continues that average.  ``average="last"`` reports
   the last iterate; an integer t0 averages after that global step.
 * Stopping: max_iter epochs, time_limit, and every ``check_every`` epochs the
   Lemma 5 certificate (docs/math.md §4) ``J(w) - J_-(w) = ||a + alpha w||^2/(2 alpha)``
@@ -240,7 +241,8 @@ def _run(problem, solver, *, tol, abs_tol, max_iter, time_limit, callback, verbo
         state.offset = stream_offset(problem, state.offset)
     steps_per_epoch = -(-problem.n_samples // batch_size)
     if average == "tail":
-        state.set_average_start(state.steps + (max_iter * steps_per_epoch) // 2)
+        if not state.counters[1]:  # a continued state that averages keeps its tail
+            state.set_average_start(state.steps + (max_iter * steps_per_epoch) // 2)
     elif average != "last":
         state.set_average_start(int(average))
     orders = epoch_orders(problem.n_samples, shuffle, random_state)
