@@ -213,7 +213,7 @@ def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
 
 def check_targets(y, n_samples, name="y"):
     """Real targets as a finite float64 vector of length n_samples."""
-    y = np.asarray(y)
+    y = _vector_like(y, name)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()
     if y.ndim != 1:
@@ -227,8 +227,18 @@ def check_targets(y, n_samples, name="y"):
     return y
 
 
+def _vector_like(y, name):
+    """y as an array; a sparse matrix (np.asarray makes it a 0-d object) is refused."""
+    if sp.issparse(y):
+        raise TypeError(f"{name} must be an array, not a scipy sparse matrix; use "
+                        f"{name}.toarray().ravel()")
+    return np.asarray(y)
+
+
 def _check_labels(y, n_samples, name):
-    y = np.asarray(y)
+    y = _vector_like(y, name)
+    if y.dtype.kind == "c":
+        raise TypeError(f"{name} holds complex numbers, which are not class labels")
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()
     if y.ndim != 1:

@@ -305,3 +305,33 @@ def test_other_sparse_formats_become_canonical_csr():
         assert d.X.format == "csr" and d.X.has_canonical_format
         np.testing.assert_array_equal(d.X.toarray(), dense)
         fr.Problem(M, y, loss="logistic")
+
+
+@pytest.mark.parametrize("loss", ["hinge", "softmax", "squared"])
+def test_complex_or_sparse_targets_are_refused_by_name(loss):
+    """Complex labels used to become classes (-1+1j, 1+1j) and a sparse y a 0-d object
+    array ("got shape ()"): both are refused, naming y."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    if loss != "squared":  # real targets: complex numbers are refused as non-numeric
+        with pytest.raises(TypeError, match="y holds complex numbers"):
+            fr.Problem(X, y + 1j, loss=loss)
+    else:
+        with pytest.raises(TypeError, match="y must be numeric"):
+            fr.Problem(X, y + 1j, loss=loss)
+    with pytest.raises(TypeError, match="y must be an array, not a scipy sparse matrix"):
+        fr.Problem(X, sp.csr_matrix(y[:, None]), loss=loss)
+
+
+@pytest.mark.parametrize("start", [np.full(3, 1 + 5j), np.array(["1"] * 3), [None] * 3])
+def test_a_start_that_is_not_real_numbers_is_refused(start):
+    """start= of complex numbers (whose imaginary parts a cast dropped, with a warning)
+    or of strings (which a cast parsed) is refused; integers are real numbers."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 3))
+    problem = fr.Problem(X, np.where(X[:, 0] > 0, 1.0, -1.0), loss="logistic")
+    for solver in ("lbfgs", "newton", "sdca", "cd"):
+        with pytest.raises(ValueError, match="start must be a Result or a finite real vector"):
+            fr.solve(problem, solver, start=start)
+    assert fr.solve(problem, "lbfgs", start=[1, 0, 0]).status == "converged"

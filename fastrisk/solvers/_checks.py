@@ -74,11 +74,13 @@ def start_weights(problem, start):
     if start is None:
         return np.zeros(problem.n_weights)
     try:
-        w = np.array(getattr(start, "w", start), dtype=np.float64).ravel()
+        w = np.asarray(getattr(start, "w", start))
+        # real numbers only: a cast would drop imaginary parts and parse strings
+        w = w.astype(np.float64).ravel() if w.dtype.kind in "biuf" else None
     except (TypeError, ValueError):
-        w = None  # not numbers
+        w = None  # not an array of numbers
     if w is None or w.shape != (problem.n_weights,) or not np.isfinite(w).all():
-        raise ValueError(f"start must be a Result or a finite vector of length "
+        raise ValueError(f"start must be a Result or a finite real vector of length "
                          f"{problem.n_weights}")
     return w
 
