@@ -21,14 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from fastrisk.config import resolve_n_threads
 from fastrisk.estimators import (LinearClassifier, LinearRegressor, _canonical,
-                                 _check_structure, _mean_one)
+                                 _check_structure, _class_weights, _mean_one)
 from fastrisk.problem import Problem
-from fastrisk.regpath import alpha_max
+from fastrisk.regpath import alpha_max, check_alphas
 from fastrisk.solvers._checks import check_int, check_number
 
 _CV_PARAMS = ("alphas", "n_alphas", "eps", "cv", "scoring", "n_jobs")
@@ -50,12 +49,11 @@ class _CVMixin:
 
     def _grid(self, X, y, sample_weight):
         if self.alphas is not None:
-            alphas = np.sort(np.asarray(self.alphas, dtype=np.float64).ravel())[::-1]
-            if alphas.size == 0 or not (np.isfinite(alphas).all() and (alphas > 0).all()):
-                raise ValueError("alphas must be None or a non-empty array of finite numbers > 0")
-            return alphas
+            return check_alphas(self.alphas)
         check_int(self.n_alphas, "n_alphas", low=1)
         check_number(self.eps, "eps", low=0.0, high=1.0, low_open=True, high_open=True)
+        if self.penalty == "elasticnet":
+            check_number(self.l1_ratio, "l1_ratio", low=0.0, high=1.0)
         top = 0.0
         if self.penalty == "l1" or (self.penalty == "elasticnet" and self.l1_ratio > 0):
             classes = np.unique(y) if self._classifier else [None]
@@ -65,7 +63,7 @@ class _CVMixin:
             c = np.ones(X.shape[0]) if sample_weight is None else sample_weight
             if self._classifier and self.class_weight is not None:
                 index = np.searchsorted(classes, y)
-                c = c * compute_class_weight(self.class_weight, classes=classes, y=y)[index]
+                c = c * _class_weights(self.class_weight, classes, y)[index]
             c = _mean_one(c)  # the weights of the fit (LinearClassifier.fit)
             for target in targets:  # one-vs-rest problems: the largest alpha_max
                 prob = Problem(X, target, loss=self.loss, penalty=self.penalty, alpha=1.0,
@@ -105,7 +103,7 @@ class _CVMixin:
         score_w = sw
         if self._classifier and self.class_weight is not None:
             classes = np.unique(y)
-            cw = compute_class_weight(self.class_weight, classes=classes, y=y)
+            cw = _class_weights(self.class_weight, classes, y)
             score_w = (np.ones(X.shape[0]) if sw is None else sw) * cw[np.searchsorted(classes, y)]
 
         def fold_scores(split):

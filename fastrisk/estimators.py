@@ -86,6 +86,18 @@ def _canonical(X):
     return X
 
 
+def _class_weights(class_weight, classes, y):
+    """The weight of each class (scikit-learn's compute_class_weight), refused by name when
+    one is negative or not finite (it would reach the solvers as a bad sample weight)."""
+    weights = np.asarray(compute_class_weight(class_weight, classes=classes, y=y),
+                         dtype=np.float64)
+    bad = ~(np.isfinite(weights) & (weights >= 0))
+    if bad.any():
+        raise ValueError(f"class_weight must give every class a finite weight >= 0, got "
+                         f"{float(weights[bad][0])!r} for class {classes[bad][0].item()!r}")
+    return weights
+
+
 def _mean_one(c):
     """The non-negative weights c rescaled to mean 1, by their largest first: c.sum() would
     overflow for weights near the largest double and n / c.sum() for subnormal ones."""
@@ -384,7 +396,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
             raise ValueError(f"y must hold at least two classes, got {classes.shape[0]} class")
         c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if self.class_weight is not None:
-            c = c * compute_class_weight(self.class_weight, classes=classes, y=y)[y_index]
+            c = c * _class_weights(self.class_weight, classes, y)[y_index]
         if np.bincount(y_index, weights=c, minlength=len(classes)).astype(bool).sum() < 2:
             raise ValueError("sample_weight and class_weight leave fewer than two classes with "
                              "positive weight")
@@ -420,7 +432,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         if isinstance(self.class_weight, str):
             raise ValueError("class_weight='balanced' needs all of y; pass a dict to partial_fit")
         if self.class_weight is not None:
-            c = c * compute_class_weight(self.class_weight, classes=self.classes_, y=y)[y_index]
+            c = c * _class_weights(self.class_weight, self.classes_, y)[y_index]
         if first:
             self._results = None
         return self._fit_problems(X, y_index, c, streaming=True)

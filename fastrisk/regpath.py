@@ -66,6 +66,19 @@ def alpha_max(problem, columns=None):
     return float(np.abs(grad).max()) / r
 
 
+def check_alphas(alphas):
+    """A grid of alphas given by the caller, sorted decreasing: a non-empty array of real
+    finite numbers > 0, else a ValueError naming ``alphas``."""
+    a = np.asarray(alphas)
+    if a.dtype.kind not in "biuf" or a.size == 0:
+        raise ValueError(f"alphas must be a non-empty array of finite numbers > 0, got "
+                         f"{alphas!r}")
+    a = np.sort(a.astype(np.float64).ravel())[::-1]
+    if not (np.isfinite(a).all() and (a > 0).all()):
+        raise ValueError("alphas must be a non-empty array of finite numbers > 0")
+    return a
+
+
 def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_alphas=20,
          eps=1e-3, tol=1e-4, sample_weight=None, fit_intercept=False, intercept_scaling=1.0,
          loss_param=None, n_threads=None, random_state=None, **options):
@@ -97,9 +110,7 @@ def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_al
             raise ValueError("alpha_max is 0: w = 0 is optimal for every alpha")
         alphas = np.geomspace(top, top * eps, int(n_alphas))
     else:
-        alphas = np.sort(np.asarray(alphas, dtype=np.float64).ravel())[::-1]
-        if alphas.size == 0 or not (np.isfinite(alphas).all() and (alphas > 0).all()):
-            raise ValueError("alphas must be a non-empty array of finite numbers > 0")
+        alphas = check_alphas(alphas)
     results, w = [], None
     for alpha in alphas:
         problem = Problem(first.data, y, alpha=float(alpha), **common)  # X validated once

@@ -87,6 +87,20 @@ def test_cv_validates_its_arguments():
         LinearClassifierCV(eps=1.5).fit(X, y)
     with pytest.raises(ValueError, match=r"^n_alphas must be an integer >= 1, got True$"):
         LinearClassifierCV(n_alphas=True).fit(X, y)
+    # found by an adversarial sweep: these failed inside numpy / a comparison
+    for alphas in ("a", [1e-2 + 1j], []):
+        with pytest.raises(ValueError, match="^alphas must be a non-empty array"):
+            LinearClassifierCV(alphas=alphas).fit(X, y)
+        with pytest.raises(ValueError, match="^alphas must be a non-empty array"):
+            fr.path(X, np.where(y == 1, 1.0, -1.0), alphas=alphas)
+    for l1_ratio in (None, "a", 1.5):
+        with pytest.raises(ValueError, match="^l1_ratio must be a finite number"):
+            LinearClassifierCV(penalty="elasticnet", l1_ratio=l1_ratio).fit(X, y)
+    for cw in ({0: -1.0, 1: 1.0}, {0: np.nan, 1: 1.0}):
+        with pytest.raises(ValueError, match="^class_weight must give every class a finite"):
+            LinearClassifierCV(penalty="l1", class_weight=cw, cv=2).fit(X, y)
+        with pytest.raises(ValueError, match="^class_weight must give every class a finite"):
+            fr.LinearClassifier(class_weight=cw).fit(X, y)
 
 
 def _malformed(kind):

@@ -230,6 +230,13 @@ def test_input_validation():
         solve_optimistic(prob, epsilon=-1.0)
     with pytest.raises(TypeError, match="problem"):
         solve_pegasos((X, y))
+    # tol sets optimistic's default epsilon: checked first, by name
+    for tol in ("a", None, -1.0):
+        with pytest.raises(ValueError, match="^tol must be"):
+            solve_optimistic(prob, tol=tol)
+    # a max_iter beyond any run (its planned tail start overflowed int64) runs to its limit
+    res = solve_pegasos(prob, max_iter=10**19, time_limit=0.05, tol=0.0, random_state=0)
+    assert res.status == "time_limit" and np.isfinite(res.w).all()
 
 
 def test_optimistic_small_alpha_does_not_depend_on_the_row_order(libsvm):

@@ -242,7 +242,9 @@ def _run(problem, solver, *, tol, abs_tol, max_iter, time_limit, callback, verbo
     steps_per_epoch = -(-problem.n_samples // batch_size)
     if average == "tail":
         if not state.counters[1]:  # a continued state that averages keeps its tail
-            state.set_average_start(state.steps + (max_iter * steps_per_epoch) // 2)
+            # the step counters are int64: a max_iter beyond any run plans no average
+            state.set_average_start(min(state.steps + (max_iter * steps_per_epoch) // 2,
+                                        2**62))
     elif average != "last":
         state.set_average_start(int(average))
     orders = epoch_orders(problem.n_samples, shuffle, random_state)
@@ -311,6 +313,7 @@ def solve_optimistic(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit
     optimal), ``delta`` its failure probability, ``G`` the
     gradient bound; a phase of T(R) steps without a doubling ends the run with
     status "converged"."""
+    check_budget(tol, max_iter, time_limit)  # tol sets the default epsilon
     if epsilon is None:
         _INFO["optimistic"].check(problem)
         risk0 = problem.risk(np.zeros(problem.n_weights))
