@@ -390,8 +390,13 @@ def _read_members(path):
         raise _bad(path, f"unreadable archive: {exc}") from exc
     with z:
         infos = z.infolist()
+        if len(infos) > len(names):  # name a member that does not belong, or the repeat
+            known = [i.filename for i in infos if i.filename in names]
+            odd = [i.filename for i in infos if i.filename not in names] or \
+                [n for n in known if known.count(n) > 1]
+            raise _bad(path, f"unexpected member {odd[0]!r}")
         for info in infos:
-            if info.filename not in names or len(infos) > len(names):
+            if info.filename not in names:
                 raise _bad(path, f"unexpected member {info.filename!r}")
             if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size \
                     or info.header_offset + info.compress_size > size:
@@ -446,7 +451,7 @@ def load(path):
     Raises FileNotFoundError for a missing file and ValueError naming the file for anything
     else that is not a valid model file, whatever parser (zip, .npy header, JSON) finds it.
     """
-    path = os.fspath(path)
+    path = os.fsdecode(path)  # str, bytes or a path object
     try:
         with open(path, "rb"):
             pass

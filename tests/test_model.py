@@ -1,9 +1,11 @@
 """LinearModel file format: bit-exact round trips, and clear errors on damaged files."""
 
 import io
+import os
 import json
 import struct
 import tokenize
+import warnings
 import zipfile
 
 import numpy as np
@@ -239,6 +241,22 @@ def test_inconsistent_files(tmp_path, what, message):
 
     _rewrite(path, change)
     with pytest.raises(ValueError, match=message):
+        fr.load(path)
+
+
+def test_extra_or_repeated_member_is_named(tmp_path):
+    """An archive with a member too many names that member (or the repeated name), not the
+    first valid one; a path given as bytes is read like a str path."""
+    path = _model().save(tmp_path / "m.frm")
+    assert fr.load(os.fsencode(path)).loss == fr.load(path).loss
+    _rewrite(path, lambda members: members.update({"evil.npy": _npy(np.zeros(2))}))
+    with pytest.raises(ValueError, match="unexpected member 'evil.npy'"):
+        fr.load(path)
+    path = _model().save(tmp_path / "d.frm")
+    with zipfile.ZipFile(path, "a") as z, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # zipfile: "Duplicate name"
+        z.writestr("coef.npy", _npy(np.zeros((3, 7))))
+    with pytest.raises(ValueError, match="unexpected member 'coef.npy'"):
         fr.load(path)
 
 

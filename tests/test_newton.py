@@ -382,6 +382,8 @@ def test_warm_start_and_validation():
                 dict(globalization="dogleg")]:
         with pytest.raises(ValueError):
             solve_newton(problem, **bad)
+    with pytest.raises(ValueError, match="precondition must be a bool"):
+        solve_newton(problem, precondition="no")  # was read as bool("no"), True
     assert SOLVER_INFO.why_not(problem) is None
     res = solve_newton(problem, tol=0.0, max_iter=2)
     assert res.status == "max_iter" and res.n_iter == 2

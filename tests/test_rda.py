@@ -376,6 +376,9 @@ def test_input_validation():
         solve_rda(l1, batch_size=0)
     with pytest.raises(ValueError, match="p_norm"):
         solve_rda(l1, p_norm=2.5)
+    for L in (-1.0, float("nan")):  # also without acceleration, where L is unused
+        with pytest.raises(ValueError, match="L must be a finite number >= 0"):
+            solve_rda(l1, L=L)
     with pytest.raises(ValueError, match="smooth loss"):
         solve_rda(_problem(X, y, loss="hinge", penalty="l1", alpha=0.05), accelerated=True)
     with pytest.raises(ValueError, match="give L"):

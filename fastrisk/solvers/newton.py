@@ -66,7 +66,7 @@ import numpy as np
 from fastrisk import _hessian, _oracle
 from fastrisk.config import single_threaded_blas
 from fastrisk.solvers._dual_gap import REACH, GapCertificate
-from fastrisk.solvers._checks import start_weights
+from fastrisk.solvers._checks import check_bool, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
@@ -271,7 +271,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
         bound = cert.gap(w, J, g, _target(mon, J))
         status = mon.check(0, w, J, bound)
         delta = math.sqrt(float(g @ g)) if globalization == "trust_region" else math.inf
-        precondition = bool(precondition) and globalization == "line_search"
+        precondition = check_bool(precondition, "precondition") and globalization == "line_search"
         exact = problem.loss.spec.piecewise_quadratic
         f = cert.scores
         rows = _derivatives(problem, f)  # l', l'' of the rows at w

@@ -321,6 +321,8 @@ def _rda_settings(problem, *, gamma, rho, batch_size, p_norm, accelerated, L, ad
         p_norm = check_number(p_norm, "p_norm", 1.0, 2.0, low_open=True)
         if sigma > 0.0 or accelerated:
             raise ValueError("p_norm RDA is defined for penalty='l1' without acceleration")
+    if L is not None:  # checked also where it is unused (without acceleration): a mistake
+        L = check_number(L, "L", 0.0)
     if accelerated:
         if not problem.loss.spec.smooth:
             raise ValueError(f"accelerated RDA needs a smooth loss, got {problem.loss.name!r}")
