@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from fastrisk.config import resolve_n_threads
@@ -82,6 +83,8 @@ class _CVMixin:
         X = _check_structure(X)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", y_numeric=not self._classifier)
+        if self._classifier:  # before np.unique, which cannot sort labels of mixed types
+            check_classification_targets(y)
         X = _canonical(X)
         check_int(self.n_jobs, "n_jobs", low=1, allow_none=True)
         if X.shape[0] < 2:
