@@ -693,9 +693,9 @@ def test_input_errors_name_the_argument():
         fr.solve(prob, solver="sdca", batch_size=0)
     with pytest.raises(ValueError, match="variant"):
         fr.solve(prob, solver="sdca", batch_size=4, variant="fast")
-    with pytest.raises(ValueError, match="start must be a Result or a finite vector"):
+    with pytest.raises(ValueError, match="start must be a Result or a finite real vector"):
         fr.solve(prob, solver="sdca", start=np.full(prob.n_weights + 1, 2.0))
-    with pytest.raises(ValueError, match="start must be a Result or a finite vector"):
+    with pytest.raises(ValueError, match="start must be a Result or a finite real vector"):
         fr.solve(prob, solver="sdca", start=np.full(prob.n_weights, np.nan))
     with pytest.raises(ValueError, match="check_every"):
         fr.solve(prob, solver="sdca", check_every=-1)
