@@ -309,8 +309,8 @@ def test_other_sparse_formats_become_canonical_csr():
 
 @pytest.mark.parametrize("loss", ["hinge", "softmax", "squared"])
 def test_complex_or_sparse_targets_are_refused_by_name(loss):
-    """Complex labels used to become classes (-1+1j, 1+1j) and a sparse y a 0-d object
-    array ("got shape ()"): both are refused, naming y."""
+    """Complex labels are not classes and a sparse y is not a vector (np.asarray makes
+    it a 0-d object array): both are refused, naming y."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(12, 3))
     y = np.where(X[:, 0] > 0, 1.0, -1.0)

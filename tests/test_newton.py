@@ -383,7 +383,7 @@ def test_warm_start_and_validation():
         with pytest.raises(ValueError):
             solve_newton(problem, **bad)
     with pytest.raises(ValueError, match="precondition must be a bool"):
-        solve_newton(problem, precondition="no")  # was read as bool("no"), True
+        solve_newton(problem, precondition="no")  # not bool("no"), which is True
     assert SOLVER_INFO.why_not(problem) is None
     res = solve_newton(problem, tol=0.0, max_iter=2)
     assert res.status == "max_iter" and res.n_iter == 2

@@ -234,7 +234,7 @@ def test_input_validation():
     for tol in ("a", None, -1.0):
         with pytest.raises(ValueError, match="^tol must be"):
             solve_optimistic(prob, tol=tol)
-    # a max_iter beyond any run (its planned tail start overflowed int64) runs to its limit
+    # a max_iter beyond any run (its planned tail start exceeds int64) runs to its limit
     res = solve_pegasos(prob, max_iter=10**19, time_limit=0.05, tol=0.0, random_state=0)
     assert res.status == "time_limit" and np.isfinite(res.w).all()
 

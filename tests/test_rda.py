@@ -259,10 +259,9 @@ def test_sgd_l1_matches_reference(k, layout):
 @pytest.mark.parametrize("alpha", [1e-20, 1e-300])
 def test_sgd_l1_with_a_penalty_step_far_below_the_weights(alpha):
     """A penalty step c = eta alpha so small that |w_j| / c exceeds every integer: the
-    idle coordinates keep their sign through their idle steps, in closed form (the step
-    count it used to form overflowed and the catch-up then counted steps one by one,
-    without end).  Against the dense reference, and in a bounded time (the run would
-    not return otherwise)."""
+    idle coordinates keep their sign through their idle steps, in closed form, with no
+    integer step count formed (it would overflow, and a catch-up that counted the steps
+    one by one would not end).  Against the dense reference."""
     X, y, c = _toy("csr32-f64")
     prob = _problem(X, y, loss="logistic", penalty="l1", alpha=alpha, sample_weight=c,
                     fit_intercept=True)

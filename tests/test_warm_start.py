@@ -63,8 +63,8 @@ def test_refit_on_cv_folds_of_other_sizes():
 @pytest.mark.parametrize("solver", ["pegasos", "adaptive", "proximal", "optimistic"])
 def test_pegasos_family_refit_continues_its_state(solver):
     """A second fit with warm_start continues the first fit's state, tail average included
-    (its default average="tail" used to ask for a new tail start, which a state that
-    already averages refuses): the same iterate as the solver continued by hand from the
+    (under the default average="tail" the continued run keeps the tail start of a state
+    that already averages): the same iterate as the solver continued by hand from the
     first Result, bit for bit, after twice the steps."""
     X, y = _data()
     opts = dict(loss="hinge", alpha=1e-2, solver=solver, max_iter=3, random_state=0)
