@@ -389,15 +389,13 @@ def _read_members(path):
     except _ZIP_ERRORS as exc:
         raise _bad(path, f"unreadable archive: {exc}") from exc
     with z:
-        infos = z.infolist()
-        if len(infos) > len(names):  # name a member that does not belong, or the repeat
-            known = [i.filename for i in infos if i.filename in names]
-            odd = [i.filename for i in infos if i.filename not in names] or \
-                [n for n in known if known.count(n) > 1]
-            raise _bad(path, f"unexpected member {odd[0]!r}")
+        infos, seen = z.infolist(), set()
         for info in infos:
             if info.filename not in names:
                 raise _bad(path, f"unexpected member {info.filename!r}")
+            if info.filename in seen:
+                raise _bad(path, f"member {info.filename!r} occurs twice")
+            seen.add(info.filename)
             if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size \
                     or info.header_offset + info.compress_size > size:
                 raise _bad(path, f"member {info.filename!r} is compressed or larger than the file")
@@ -405,8 +403,6 @@ def _read_members(path):
                 raise _bad(path, f"member {info.filename!r} is encrypted")
             if info.filename == "meta.npy" and info.file_size > MAX_META_BYTES:
                 raise _bad(path, f"metadata of {info.file_size} bytes (at most {MAX_META_BYTES})")
-        if len({info.filename for info in infos}) != len(infos):
-            raise _bad(path, "a member name occurs twice")
         return {info.filename[:-4]: _read_npy(z, info, path) for info in infos}
 
 

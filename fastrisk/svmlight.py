@@ -111,8 +111,8 @@ class _Chunk:
         self.index = self.index.astype(np.int32 if max_raw < 2**31 else np.int64)
         limit = np.finfo(dtype).max
         # a finite value that the requested dtype cannot hold would become infinity there
-        over = np.flatnonzero(np.abs(value) > limit)
-        if over.size:
+        over = np.flatnonzero(np.abs(value) > limit) if dtype != np.float64 else ()
+        if len(over):
             raise ValueError(f"{path}: line {row(over[0])}: value {float(value[over[0]])!r} is too "
                              f"large for dtype {np.dtype(dtype).name} (at most {limit:g}); "
                              "load it as float64")

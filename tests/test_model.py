@@ -116,8 +116,10 @@ def test_prediction_reads_any_order_without_copying_or_refusing():
 
     for Z in _layouts(X)[::2]:  # the layouts a fit would copy are read as they are
         assert check_X(Z, layout=False) is Z and _check_X(est, Z, reset=False) is Z
+    F = X @ model.coef.T + model.intercept  # NumPy's product on X as given
     for predictor in (est, model):
         ref = predictor.decision_function(X)
+        np.testing.assert_allclose(np.ravel(ref), np.ravel(F), rtol=1e-12, atol=1e-12)
         for Z in _layouts(X):
             before = Z.copy()
             np.testing.assert_allclose(predictor.decision_function(Z), ref, rtol=1e-12,
@@ -256,7 +258,7 @@ def test_extra_or_repeated_member_is_named(tmp_path):
     with zipfile.ZipFile(path, "a") as z, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # zipfile: "Duplicate name"
         z.writestr("coef.npy", _npy(np.zeros((3, 7))))
-    with pytest.raises(ValueError, match="unexpected member 'coef.npy'"):
+    with pytest.raises(ValueError, match="member 'coef.npy' occurs twice"):
         fr.load(path)
 
 

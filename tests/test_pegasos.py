@@ -237,6 +237,8 @@ def test_input_validation():
     # a max_iter beyond any run (its planned tail start exceeds int64) runs to its limit
     res = solve_pegasos(prob, max_iter=10**19, time_limit=0.05, tol=0.0, random_state=0)
     assert res.status == "time_limit" and np.isfinite(res.w).all()
+    res = solve_pegasos(prob, max_iter=2, average=10**19, random_state=0)  # the same start
+    assert not res.extra["averaged"] and np.isfinite(res.w).all()
 
 
 def test_optimistic_small_alpha_does_not_depend_on_the_row_order(libsvm):

@@ -39,8 +39,8 @@ Conventions (our choices where the papers leave them open):
 * Output: ``average="tail"`` (default) averages the iterates after step
   t0 = floor(T/2) of the planned T = max_iter * ceil(m/k) steps; if the run
   stops before t0 the last iterate is reported; a run continued from a state
-  that already averages (``start=``) continues that average.  ``average="last"`` reports
-  the last iterate; an integer t0 averages after that global step.
+  that already averages (``start=``) continues that average.  ``average="last"``
+  reports the last iterate; an integer t0 averages after that global step.
 * Stopping: max_iter epochs, time_limit, and every ``check_every`` epochs the
   Lemma 5 certificate (docs/math.md §4) ``J(w) - J_-(w) = ||a + alpha w||^2/(2 alpha)``
   with a = dR_emp(w) from ``problem.oracle``: converged when it is at most
@@ -121,6 +121,8 @@ class PegasosState:
         return self.weights() if avg is None else avg
 
     def set_average_start(self, start):
+        # the step counters are int64: a start beyond any run means no average
+        start = min(int(start), 2**62)
         if start < 0 or self.counters[2] == start:
             return
         if self.counters[1] > 0:
@@ -242,9 +244,7 @@ def _run(problem, solver, *, tol, abs_tol, max_iter, time_limit, callback, verbo
     steps_per_epoch = -(-problem.n_samples // batch_size)
     if average == "tail":
         if not state.counters[1]:  # a continued state that averages keeps its tail
-            # the step counters are int64: a max_iter beyond any run plans no average
-            state.set_average_start(min(state.steps + (max_iter * steps_per_epoch) // 2,
-                                        2**62))
+            state.set_average_start(state.steps + (max_iter * steps_per_epoch) // 2)
     elif average != "last":
         state.set_average_start(int(average))
     orders = epoch_orders(problem.n_samples, shuffle, random_state)
