@@ -24,7 +24,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from fastrisk.config import resolve_n_threads
+from fastrisk.config import n_cores
 from fastrisk.estimators import (LinearClassifier, LinearRegressor, _canonical,
                                  _check_structure, _class_weights, _mean_one)
 from fastrisk.problem import Problem
@@ -120,7 +120,8 @@ class _CVMixin:
                                                           {"sample_weight": score_w[test]}))
             return out
 
-        n_jobs = min(len(folds), resolve_n_threads(self.n_jobs))
+        # the folds' threads (each fit runs one kernel thread): None means one per core
+        n_jobs = min(len(folds), n_cores() if self.n_jobs is None else int(self.n_jobs))
         with ThreadPoolExecutor(max_workers=n_jobs) as pool:
             scores = np.array(list(pool.map(fold_scores, folds)))
         self.alphas_ = alphas

@@ -48,7 +48,7 @@ from fastrisk.losses import LOSSES
 from fastrisk.model import LinearModel, scores_to_proba
 from fastrisk.problem import Problem
 from fastrisk.solvers import SOLVERS, choose_solver, solvers_for
-from fastrisk.solvers._checks import check_bool, check_int
+from fastrisk.solvers._checks import StartMismatch, check_bool, check_int
 from fastrisk.solvers.auto import default_budget, run as run_auto
 
 CLASSIFIER_TASKS = ("binary", "multiclass")
@@ -59,15 +59,24 @@ BINARY_CLASSES = np.array([-1.0, 1.0])
 def _check_structure(X):
     """Check a sparse X's index arrays before scikit-learn's or scipy's routines read them
     (CSR index arrays of other integer dtypes are copied to int64, which scipy's routines
-    need), and refuse complex values by name."""
+    need), and refuse by name values that are not real numbers: complex ones, and strings,
+    bytes, dates and durations, which a cast to float would parse or reinterpret."""
+    if isinstance(X, (list, tuple)):
+        try:  # as scikit-learn's validation would, to see the element type
+            X = np.asarray(X)
+        except ValueError as exc:  # ragged rows
+            raise ValueError(f"X must be a 2-D array of real numbers: {exc}") from None
     if sp.issparse(X):
         check_sparse_structure(X, "X")
         itypes = {X.indices.dtype, X.indptr.dtype} if X.format == "csr" else set()
         if itypes and (len(itypes) > 1 or not itypes <= {np.dtype(np.int32), np.dtype(np.int64)}):
             X = type(X)((X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)),
                         shape=X.shape)
-    if getattr(getattr(X, "dtype", None), "kind", None) == "c":
+    kind = getattr(getattr(X, "dtype", None), "kind", None)
+    if kind == "c":
         raise ValueError("X: Complex data not supported (X must be real)")
+    if kind is not None and kind in "USMmV":
+        raise ValueError(f"X must hold real numbers, got dtype {X.dtype}")
     return X
 
 
@@ -226,9 +235,18 @@ class _LinearModelBase(BaseEstimator):
             options = default_budget(options)
         if previous is not None:
             options.update(_continuation(info, previous, problem))
+        run = (lambda opts: run_auto(problem, name, opts)) if self.solver == "auto" \
+            else (lambda opts: info.func(problem, **opts))
         try:
-            result = (run_auto(problem, name, options) if self.solver == "auto"
-                      else info.func(problem, **options))
+            try:
+                result = run(options)
+            except StartMismatch as exc:
+                if overrides:  # partial_fit: the chunks must continue one run
+                    raise ValueError(f"partial_fit: {exc}; alpha and the solver's options "
+                                     "cannot change between partial_fit calls") from None
+                warnings.warn(f"warm_start: {exc}; solver {name!r} starts cold",
+                              UserWarning, stacklevel=4)
+                result = run({k: v for k, v in options.items() if k != "start"})
             # auto's probe may hand over to another solver (fastrisk/solvers/auto.py)
             name = result.solver if "probe" in result.extra else name
         except FloatingPointError as exc:
@@ -337,7 +355,9 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
     fit_intercept, intercept_scaling : constant feature of this value (regularized).
     class_weight : None, "balanced" or {label: weight}; multiplies the sample weights.
     warm_start : continue from the previous fit (online solvers' state, SDCA's dual variables,
-        the previous weights: ``start=`` as each solver declares in its SolverInfo).
+        the previous weights: ``start=`` as each solver declares in its SolverInfo).  An
+        online solver's state made with other settings (alpha, batch size) cannot continue:
+        the fit then starts cold with a warning (partial_fit refuses the change).
     random_state : seed of the stochastic solvers.
     n_threads : threads in total (None = all cores); with ``scheduler``, the OpenMP threads of
         each partition task on its Dask worker (None = 1).

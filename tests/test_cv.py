@@ -75,6 +75,21 @@ def test_regressor_cv_matches_a_plain_loop_and_is_sparse():
     assert (cv.coef_ != 0).sum() < X.shape[1]
 
 
+def test_n_jobs_counts_fold_threads_not_kernel_threads(monkeypatch):
+    """n_jobs above the cores runs that many fold threads without the kernels' thread
+    warning (each fit runs one kernel thread) and gives the scores of n_jobs=1."""
+    from fastrisk import config
+    monkeypatch.setattr(config, "_WARNED", set())
+    monkeypatch.setattr(config, "n_cores", lambda: 1)
+    X, y = make_classification(120, 10, random_state=0)
+    one = LinearClassifierCV(n_alphas=3, cv=3, n_jobs=1).fit(X, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        three = LinearClassifierCV(n_alphas=3, cv=3, n_jobs=3).fit(X, y)
+    assert not [w for w in caught if "n_threads" in str(w.message)]
+    np.testing.assert_array_equal(one.scores_, three.scores_)
+
+
 def test_cv_validates_its_arguments():
     X, y = make_classification(60, 5, random_state=0)
     with pytest.raises(ValueError, match="n_alphas"):

@@ -278,6 +278,28 @@ def test_argument_errors_name_the_argument(kwargs, message):
         LinearClassifier(**kwargs).fit(X, y)
 
 
+@pytest.mark.parametrize("est", [fr.LinearClassifier, fr.LinearRegressor,
+                                 fr.LinearClassifierCV, fr.LinearRegressorCV])
+def test_x_of_strings_dates_or_ragged_rows_is_refused_by_name(est):
+    """X of strings, bytes, dates or durations would be parsed or reinterpreted by a cast
+    to float; ragged rows fail inside numpy: fit and predict refuse them naming X.  Lists
+    of numbers and object arrays of numbers stay accepted (scikit-learn's conversion)."""
+    X, y = _binary()
+    kw = {"n_alphas": 2, "cv": 2} if est.__name__.endswith("CV") else {}
+    fitted = est(**kw).fit(X, y)
+    days = np.arange(X.size).reshape(X.shape).astype("datetime64[D]")
+    for bad in (X.astype(str), X.astype(str).tolist(), X.astype(bytes), days,
+                days - days[0, 0]):
+        with pytest.raises(ValueError, match="^X must hold real numbers, got dtype"):
+            est(**kw).fit(bad, y)
+        with pytest.raises(ValueError, match="^X must hold real numbers, got dtype"):
+            fitted.predict(bad)
+    with pytest.raises(ValueError, match="^X must be a 2-D array of real numbers"):
+        est(**kw).fit([[1.0, 2.0], [3.0]], [0, 1])
+    for good in (X.tolist(), X.astype(object)):
+        np.testing.assert_array_equal(fitted.predict(good), fitted.predict(X))
+
+
 def test_regressor_rejects_classification_losses():
     with pytest.raises(ValueError, match="loss must be one of"):
         LinearRegressor(loss="hinge").fit(np.ones((3, 2)), [1.0, 2.0, 3.0])

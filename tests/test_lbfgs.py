@@ -78,6 +78,18 @@ def test_vector_loss_runs_feature_major_like_class_major(loss):
     assert res.objective == pytest.approx(problem.objective(ref_run.x), rel=1e-12)
 
 
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_overflowing_iterate_is_a_floating_point_error(loss):
+    """With X near the largest double the first step overflows: a FloatingPointError that
+    names the solver and the loss, not scipy's error on a non-finite w."""
+    X, y = random_problem(1)
+    prob = Problem(X * 1e300, y, loss=loss, alpha=1e-2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        with pytest.raises(FloatingPointError, match=f"^lbfgs: a non-finite iterate with the "
+                                                      f"{loss} loss"):
+            solve_lbfgs(prob)
+
+
 def test_rejects_l1_and_validates():
     X, y = random_problem(1)
     with pytest.raises(ValueError, match="differentiable"):

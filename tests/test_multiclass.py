@@ -110,8 +110,10 @@ def test_rejects_what_it_cannot_solve():
     with pytest.raises(ValueError, match="strongly convex"):
         solve(Problem(X, y, loss="softmax", penalty="l1"), "msdca")
     prob = Problem(X, y, loss="softmax")
-    with pytest.raises(ValueError, match="start"):
-        solve(prob, "msdca", start=np.ones((3, 3)))
+    # the wrong shape; not an array of real numbers (refused by name, not inside numpy)
+    for start in (np.ones((3, 3)), {}, "dual", np.full((200, 4), 0.25) + 0j):
+        with pytest.raises(ValueError, match="^start must be a Result of solver 'msdca'"):
+            solve(prob, "msdca", start=start)
     with pytest.raises(ValueError, match="check_every"):
         solve(prob, "msdca", check_every=0)
 

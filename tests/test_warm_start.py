@@ -80,6 +80,29 @@ def test_pegasos_family_refit_continues_its_state(solver):
     assert np.array_equal(one.w, first.w) and np.array_equal(two.w, again.w)
 
 
+@pytest.mark.filterwarnings("ignore:solver .* stopped on max_iter")
+@pytest.mark.filterwarnings("ignore:solver .* diverged")
+@pytest.mark.parametrize("solver,penalty", [("pegasos", "l2"), ("pgs", "l2"), ("rda", "l1"),
+                                            ("sgd_l1", "l1")])
+def test_state_solver_refit_at_another_alpha_starts_cold(solver, penalty):
+    """A state made at another alpha cannot continue: warm_start warns and fits cold (the
+    same bits as a fresh estimator at the new alpha); partial_fit refuses to mix them."""
+    X, y = _data()
+    opts = dict(loss="hinge" if penalty == "l2" else "logistic", penalty=penalty,
+                solver=solver, max_iter=3, random_state=0)
+    est = fr.LinearClassifier(warm_start=True, alpha=1e-2, **opts).fit(X, y)
+    est.set_params(alpha=1e-3)
+    with pytest.warns(UserWarning, match=f"warm_start: .*solver '{solver}' starts cold"):
+        est.fit(X, y)
+    cold = fr.LinearClassifier(alpha=1e-3, **opts).fit(X, y)
+    assert np.array_equal(est.coef_, cold.coef_)
+    assert est.intercept_ == cold.intercept_
+    stream = fr.LinearClassifier(alpha=1e-2, **opts).partial_fit(X, y, classes=[-1.0, 1.0])
+    stream.set_params(alpha=1e-3)
+    with pytest.raises(ValueError, match="partial_fit: .*cannot change between"):
+        stream.partial_fit(X, y)
+
+
 def test_sdca_start_from_another_solver_or_a_vector():
     """start= takes any Result (its w) or a weight vector: the dual u_i = -l'(<w, x_i>)."""
     X, y = _data()

@@ -69,20 +69,32 @@ def _range(low, high, low_open, high_open):
     return (" " + " and ".join(parts)) if parts else ""
 
 
+def real_array(value):
+    """``value`` as a float64 array, or None when it is not an array of real numbers (a
+    cast would drop imaginary parts and parse strings)."""
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):
+        return None  # ragged nesting
+    return a.astype(np.float64) if a.dtype.kind in "biuf" else None
+
+
 def start_weights(problem, start):
     """The initial w of ``start=``: zeros (None), a weight vector, or a Result (its ``w``)."""
     if start is None:
         return np.zeros(problem.n_weights)
-    try:
-        w = np.asarray(getattr(start, "w", start))
-        # real numbers only: a cast would drop imaginary parts and parse strings
-        w = w.astype(np.float64).ravel() if w.dtype.kind in "biuf" else None
-    except (TypeError, ValueError):
-        w = None  # not an array of numbers
+    w = real_array(getattr(start, "w", start))
+    w = None if w is None else w.ravel()
     if w is None or w.shape != (problem.n_weights,) or not np.isfinite(w).all():
         raise ValueError(f"start must be a Result or a finite real vector of length "
                          f"{problem.n_weights}")
     return w
+
+
+class StartMismatch(ValueError):
+    """A ``start=`` state that cannot continue this run: it was made on another problem
+    shape or with other settings (alpha, batch size, step rule).  The estimators' warm_start
+    starts cold on it; partial_fit reports it."""
 
 
 def start_state(start, solver, state_type):

@@ -13,7 +13,8 @@ gradient of J, ``J_-(w) = J(w) - ||g||^2 / (2 lambda) <= J*``; for l2 and a
 smooth loss this is exactly the duality gap of the dual point u = -l'(Xw)
 (fastrisk/solvers/_dual_gap.py).  The extrapolated dual point is not used
 here: the iterates it would save were measured to cost as much as it does,
-and the bound stays the same on a Dask oracle, which gives no scores.  Other penalties have no certificate (bound NaN): the run
+and the bound stays the same on a Dask oracle, which gives no scores.  Other
+penalties have no certificate (bound NaN): the run
 stops on its budget or when L-BFGS-B stalls.  scipy's own stopping tests are switched off
 (``ftol = gtol = 0``); a line search that fails at the precision limit ends
 the run with status "stalled" (or "converged" if the bound is met).
@@ -99,6 +100,9 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     last = {"n_evaluations": 0}
 
     def fun(w):  # kept without a copy: scaled_fun passes a new array, never written to
+        if not np.isfinite(w).all():  # a step overflowed: |X| or |y| near the largest double
+            raise FloatingPointError(f"lbfgs: a non-finite iterate with the "
+                                     f"{problem.loss.name} loss; check the scale of X and alpha")
         value, grad = cert.evaluate(w)
         last.update(w=w, value=value, grad=grad, n_evaluations=last["n_evaluations"] + 1)
         return value, grad
@@ -108,7 +112,7 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
             value, grad = last["value"], last["grad"]
         else:
             value, grad = fun(w)
-        return mon.check(iteration, to_w(w), value, 
+        return mon.check(iteration, to_w(w), value,
                          cert.gap(w, value, grad, max(tol * abs(value), abs_tol)))
 
     state = {"status": None, "it": 0, "until": 0, "scale": None}

@@ -47,7 +47,7 @@ from fastrisk.config import single_threaded_blas, solver_threads
 from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq, use_acceleration
 from fastrisk.solvers._epochs import KERNEL_OVERFLOW, check_kernel_status, run_epochs
 from fastrisk.solvers._info import SolverInfo
-from fastrisk.solvers._checks import check_int, check_rng
+from fastrisk.solvers._checks import check_int, check_rng, real_array
 from fastrisk.solvers.sdca import _penalty_split, split_parts
 from fastrisk.stopping import Monitor
 
@@ -99,8 +99,8 @@ def _initial_dual(problem, start, k):
         P[np.arange(n), problem.y] = 1.0
         return P
     dual = getattr(start, "extra", {}).get("dual") if hasattr(start, "extra") else start
-    P = np.array(dual, dtype=np.float64)
-    if P.shape != (n, k) or not np.isfinite(P).all() or (P < 0).any() \
+    P = real_array(dual)
+    if P is None or P.shape != (n, k) or not np.isfinite(P).all() or (P < 0).any() \
             or not np.allclose(P.sum(axis=1), 1.0, atol=1e-12):
         raise ValueError(f"start must be a Result of solver 'msdca' or dual points of shape "
                          f"{(n, k)} on the simplex")

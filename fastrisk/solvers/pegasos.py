@@ -65,7 +65,8 @@ import numpy as np
 
 from fastrisk import _pegasos
 from fastrisk.solvers._certificates import lemma5_bound
-from fastrisk.solvers._checks import check_bool, check_int, check_number, start_state
+from fastrisk.solvers._checks import (StartMismatch, check_bool, check_int, check_number,
+                                      start_state)
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, run_epochs
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers._steps import stream_offset
@@ -237,7 +238,7 @@ def _run(problem, solver, *, tol, abs_tol, max_iter, time_limit, callback, verbo
                              batch_size, stream_offset(problem, None))
     elif state.solver != solver or state.v.shape[0] != problem.n_weights \
             or state.alpha != alpha or state.batch_size != batch_size:
-        raise ValueError(f"start: its state does not continue a {solver!r} run on this problem "
+        raise StartMismatch(f"start: its state does not continue a {solver!r} run on this problem "
                          "(n_weights, alpha, batch_size)")
     else:
         state.offset = stream_offset(problem, state.offset)

@@ -35,7 +35,8 @@ import numpy as np
 
 from fastrisk import _pgs
 from fastrisk.solvers._certificates import fenchel_bound
-from fastrisk.solvers._checks import check_bool, check_int, check_number, start_state
+from fastrisk.solvers._checks import (StartMismatch, check_bool, check_int, check_number,
+                                      start_state)
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, other_solvers, run_epochs
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers._steps import stream_offset
@@ -133,7 +134,7 @@ def solve_pgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=None, 
     elif state.theta.shape[0] != problem.n_weights \
             or (state.alpha, state.p, state.B, state.batch_size) != (problem.alpha, p, B,
                                                                       batch_size):
-        raise ValueError("start: its state must come from a pgs run on the same n_weights, "
+        raise StartMismatch("start: its state must come from a pgs run on the same n_weights, "
                          "alpha, p, B and batch_size")
     else:
         state.offset = stream_offset(problem, state.offset)

@@ -100,7 +100,8 @@ import numpy as np
 from fastrisk import _rda
 from fastrisk.regularizers import soft_threshold
 from fastrisk.solvers._certificates import strong_convexity_bound
-from fastrisk.solvers._checks import check_bool, check_int, check_number, start_state
+from fastrisk.solvers._checks import (StartMismatch, check_bool, check_int, check_number,
+                                      start_state)
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, run_epochs
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers._steps import stream_offset
@@ -187,7 +188,7 @@ def _continue_state(start, solver, config, fresh):
         raise ValueError(f"start must be the Result of a previous {solver!r} run (or its "
                          f"extra['state']) to continue from")
     if state["config"] != config:
-        raise ValueError(f"start: its state was made with different settings "
+        raise StartMismatch(f"start: its state was made with different settings "
                          f"{state['config']} (this call: {config})")
     return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
 
