@@ -5,23 +5,9 @@ cdef extern from "fr_loss.h" nogil:
         FR_OK
         FR_ERR_OVERFLOW
         FR_ERR_BAD_LOSS
-    # the kernel ids, for Cython code that switches on a loss by name (their values and the
-    # public names come from fr_loss.h's one list, FR_ALL_LOSSES)
+    # the number of kernel ids (the ids and the public names come from fr_loss.h's one list,
+    # FR_ALL_LOSSES; Python reads them through fr_loss_names)
     enum:
-        FR_HINGE
-        FR_SQUARED_HINGE
-        FR_ZERO_MARGIN
-        FR_SQUARED_ZERO_MARGIN
-        FR_LOGISTIC
-        FR_EXPONENTIAL
-        FR_NOVELTY
-        FR_SQUARED
-        FR_ABSOLUTE
-        FR_QUANTILE
-        FR_EPSILON_INSENSITIVE
-        FR_HUBER
-        FR_POISSON
-        FR_SMOOTHED_HINGE
         FR_N_LOSSES
     const char* const fr_loss_names[]
     int fr_loss_batch(int kind, double p, Py_ssize_t n, const double* f, const double* y,

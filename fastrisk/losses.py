@@ -95,6 +95,19 @@ _REFERENCES = {
 }
 
 
+_TINY = 1e-12
+
+
+def _logistic_conj_derivatives(a, y, p):
+    # s = -a y in [0, 1], kept off the ends, where l*' and l*'' are infinite
+    s = np.clip(-a * y, _TINY, 1.0 - _TINY)
+    return -y * np.log(s / (1.0 - s)), 1.0 / (s * (1.0 - s))
+
+
+def _shifted_quadratic_derivatives(a, y, p):  # l*(a) = a y + a^2 / 2 on its domain
+    return y + a, np.ones_like(a)
+
+
 def _param(p):
     return p
 
@@ -121,6 +134,9 @@ class LossSpec:
     dual_box: its SDCA dual is box-constrained (shrinking applies; read from the kernel).
     piecewise_quadratic: l is a quadratic in f on each of finitely many intervals, so J
         is piecewise quadratic along a line (Newton's line search starts from its minimizer).
+    conjugate_derivatives: (a, y, p) -> (l*'(a), l*''(a)) inside the domain of l*, for the
+        smooth losses whose conjugate is twice differentiable there (a = l'(f)); the
+        certificates' dual extrapolation (fastrisk/solvers/_dual_gap.py) needs it.
     """
 
     name: str
@@ -135,6 +151,7 @@ class LossSpec:
     dual_step: bool = False
     dual_box: bool = False
     piecewise_quadratic: bool = False
+    conjugate_derivatives: Optional[Callable] = field(default=None, repr=False, compare=False)
     reference: Optional[Callable] = field(default=None, repr=False, compare=False)
     conjugate_reference: Optional[Callable] = field(default=None, repr=False, compare=False)
 
@@ -157,23 +174,28 @@ LOSSES = {
     for s in [
         _spec("hinge", "binary", False, 1.0),
         _spec("squared_hinge", "binary", True, None, curvature=1.0,
-              piecewise_quadratic=True),
+              piecewise_quadratic=True, conjugate_derivatives=_shifted_quadratic_derivatives),
         _spec("zero_margin", "binary", False, 1.0),
         _spec("squared_zero_margin", "binary", True, None, curvature=1.0,
-              piecewise_quadratic=True),
-        _spec("logistic", "binary", True, 1.0, curvature=0.25, probabilistic=True),
+              piecewise_quadratic=True,
+              conjugate_derivatives=lambda a, y, p: (a, np.ones_like(a))),
+        _spec("logistic", "binary", True, 1.0, curvature=0.25, probabilistic=True,
+              conjugate_derivatives=_logistic_conj_derivatives),
         _spec("exponential", "binary", True, None),
         _spec("novelty", "novelty", False, 1.0),
-        _spec("squared", "regression", True, None, curvature=1.0, piecewise_quadratic=True),
+        _spec("squared", "regression", True, None, curvature=1.0, piecewise_quadratic=True,
+              conjugate_derivatives=_shifted_quadratic_derivatives),
         _spec("absolute", "regression", False, 1.0),
         _spec("quantile", "regression", False, 1.0, param=("tau", 0.5, 0.0, 1.0, True, True)),
         _spec("epsilon_insensitive", "regression", False, 1.0,
               param=("epsilon", 0.1, 0.0, np.inf, False, True)),
         _spec("huber", "regression", True, _param, curvature=1.0, piecewise_quadratic=True,
-              param=("delta", 1.0, 0.0, np.inf, True, True)),
+              param=("delta", 1.0, 0.0, np.inf, True, True),
+              conjugate_derivatives=_shifted_quadratic_derivatives),
         _spec("poisson", "counts", True, None, nonnegative=False),
         _spec("smoothed_hinge", "binary", True, 1.0, curvature=_inverse_param,
-              piecewise_quadratic=True, param=("gamma", 1.0, 0.0, np.inf, True, True)),
+              piecewise_quadratic=True, param=("gamma", 1.0, 0.0, np.inf, True, True),
+              conjugate_derivatives=lambda a, y, p: (y + p * a, np.full_like(a, p))),
         _spec("softmax", "multiclass", True, None, probabilistic=True),
         _spec("multiclass_hinge", "multiclass", False, None),
     ]

@@ -106,6 +106,26 @@ def test_derivative_by_finite_differences(name):
     np.testing.assert_allclose(deriv, fd, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", [n for n in SCALAR_LOSSES if LOSSES[n].conjugate_derivatives])
+def test_conjugate_derivatives_by_finite_differences(name):
+    """The registry's first and second derivatives of l* against central differences of
+    the conjugate kernel and of the first derivative, at a = l'(f) at least 1e-3 inside
+    the domain of l*: h = 1e-6, an error of O(h^2) + O(eps |l*| / h), below 1e-6 here."""
+    loss = Loss(name, PARAMS.get(name))
+    f, y = sample(name, n=4000, seed=4)
+    a = loss.values(f, y)[1]
+    inside = np.isfinite(loss.conjugate(a - 1e-3, y)) & np.isfinite(loss.conjugate(a + 1e-3, y))
+    a, y = a[inside], y[inside]
+    assert a.size > 100
+    derivatives = LOSSES[name].conjugate_derivatives
+    d1, d2 = derivatives(a, y, loss.param)
+    h = 1e-6
+    fd1 = (loss.conjugate(a + h, y) - loss.conjugate(a - h, y)) / (2 * h)
+    np.testing.assert_allclose(d1, fd1, rtol=1e-6, atol=1e-6)
+    up, down = (derivatives(a + s * h, y, loss.param)[0] for s in (1, -1))
+    np.testing.assert_allclose(d2, (up - down) / (2 * h), rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("name", SCALAR_LOSSES)
 def test_conjugate_fenchel_young(name):
     # l(f) + l*(a) = a f exactly when a = l'(f) (rounding: 1e-12 of the magnitudes), and

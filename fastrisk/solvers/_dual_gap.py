@@ -50,30 +50,8 @@ import numpy as np
 from fastrisk import _hessian, _oracle
 from fastrisk.regularizers import L2, ElasticNet
 
-_TINY = 1e-12
 # the extrapolation runs when the gradient bound is within this factor of the target
 REACH = 10.0
-
-
-def _logistic(a, y, p):
-    s = np.clip(-a * y, _TINY, 1.0 - _TINY)
-    return -y * np.log(s / (1.0 - s)), 1.0 / (s * (1.0 - s))
-
-
-def _shifted_quadratic(a, y, p):  # l*(a) = a y + a^2 / 2 on its domain
-    return y + a, np.ones_like(a)
-
-
-# (l*'(a), l*''(a)) of the smooth losses whose conjugate is twice differentiable inside its
-# domain (the values themselves come from csrc/fr_loss.h); a = l'(f) = -u.
-CONJUGATE_DERIVATIVES = {
-    "logistic": _logistic,
-    "squared_hinge": _shifted_quadratic,
-    "squared": _shifted_quadratic,
-    "huber": _shifted_quadratic,
-    "smoothed_hinge": lambda a, y, p: (y + p * a, np.full_like(a, p)),
-    "squared_zero_margin": lambda a, y, p: (a, np.ones_like(a)),
-}
 
 
 def penalty_split(problem):
@@ -114,7 +92,7 @@ class GapCertificate:
         self.certified = split is not None
         self.lam, self.kappa = split if split is not None else (math.nan, math.nan)
         # dual points need the rows' scores: a compiled oracle over the data
-        self.derivatives = CONJUGATE_DERIVATIVES.get(problem.loss.name) \
+        self.derivatives = spec.conjugate_derivatives \
             if smooth and hasattr(problem.oracle, "with_scores") else None
         if int(memory) < 1:
             self.derivatives = None

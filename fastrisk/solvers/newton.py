@@ -428,8 +428,7 @@ SOLVER_INFO = SolverInfo(
     func=solve_newton,
     penalties=("l2",),
     accepts_loss=_twice_differentiable,
-    loss_rule="losses with a (generalized) second derivative: logistic, squared_hinge, "
-              "squared_zero_margin, squared, huber, smoothed_hinge, exponential, poisson",
+    loss_rule="losses with a (generalized) second derivative",
     start="w",
     certificate="duality gap of the extrapolated dual point of the last iterates or of "
                 "the dual point of the Newton step",
