@@ -42,7 +42,7 @@ thread computes, is most of a row's time: the rows run whole on one thread.
 
 import numpy as np
 
-from fastrisk import _msdca, _sdca
+from fastrisk import _msdca, _sdca, _voracle
 from fastrisk.config import single_threaded_blas, solver_threads
 from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq, use_acceleration
 from fastrisk.solvers._epochs import KERNEL_OVERFLOW, check_kernel_status, run_epochs
@@ -51,7 +51,8 @@ from fastrisk.solvers._checks import check_int, check_rng, real_array
 from fastrisk.solvers.sdca import _penalty_split, split_parts
 from fastrisk.stopping import Monitor
 
-LOSS_IDS = {"softmax": 0, "multiclass_hinge": 1}  # fr_vec.pxd's FR_VEC_* ids
+# the losses this solver takes, with their kernel ids (csrc/fr_vec.pxd's FR_VEC_*)
+LOSS_IDS = {name: _voracle.LOSS_IDS[name] for name in ("softmax", "multiclass_hinge")}
 # epochs between two returns of all shrunk rows: a shrunk row's margin goes stale as W
 # moves, and a row left out for long slows the dual ascent per row visited more than
 # the skipped visits save (20 Newsgroups, multiclass hinge)
