@@ -242,7 +242,6 @@ static inline fr_sdca_grad_fn fr_sdca_grad_for(int kind)
 
 #define FR_SDCA_LOSSES(X) FR_SDCA_BOX_LOSSES(X) FR_SDCA_UNBOXED_LOSSES(X)
 
-/* The step of a loss, or NULL when it has none. */
 /* Whether a loss's step stops at the tolerance it is given (the logistic, the one
  * without a closed form); the closed-form steps ignore it. */
 static inline int fr_sdca_inexact(int kind)
@@ -250,6 +249,7 @@ static inline int fr_sdca_inexact(int kind)
     return kind == FR_LOGISTIC;
 }
 
+/* The step of a loss, or NULL when it has none. */
 static inline fr_sdca_step_fn fr_sdca_step_for(int kind)
 {
     switch (kind) {
