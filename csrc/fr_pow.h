@@ -1,5 +1,6 @@
-/* x^a for one fixed exponent a and many x > 0: table-driven, ~3x faster than
- * exp(a log x) and more accurate (a few ulps; exp(a log x) loses |a log x| ulps).
+/* x^a for one fixed exponent a and many x > 0: table-driven, cheaper than
+ * exp(a log x) (a table lookup and a short series instead of two transcendental
+ * calls) and more accurate (a few ulps; exp(a log x) loses |a log x| ulps).
  *
  * Used by the PGS kernel (csrc/_pgs.pyx) for phi(theta_j) = |theta_j|^{q-1}
  * once per updated coordinate (docs/math.md §5).

@@ -82,14 +82,13 @@ AUTO_BAND = (1e-3, 0.02)
 # (separable data, one long row inflating R^2) the outer loop's 1 - eta/2 is the slower
 # contraction, and the outer loop brings every shrunk row back at each new centre, so it
 # loses where shrinking removes many rows.  The outer loop runs when rho > PROBE_RATE and
-# at least PROBE_ACTIVE of the rows are active.  Measured on benchmarks/compare_binary.py's
-# data (rho, active fraction after 4 epochs; plain / accelerated time): plain ahead at
-# rho 0.27 to 0.52 (mushrooms squared hinge and logistic at alpha 1e-4 and 1e-5, w8a
-# logistic 3e-5 and squared hinge 1e-4: 2 to 6x) and where shrinking left 0.62 to 0.79 of
-# the rows (w8a squared hinge 3e-6; for the hinge loss, mushrooms at 1e-4 and 1e-5, 3 to
-# 7x, w8a at 1e-5 to 1e-6, 5 to 9x); the outer loop ahead at rho 0.66 to 1.0 with 0.91 to
-# 1.0 active (a9a squared hinge at 1e-4, 2x; a9a, ijcnn1, phishing at 1e-6: 3 to 90x).  The
-# probe's epochs are not lost: the outer loop starts from their dual point.
+# at least PROBE_ACTIVE of the rows are active.  On benchmarks/compare_binary.py's data
+# (rho and the active fraction after PROBE_EPOCHS epochs against the plain and accelerated
+# times, in its "sdca" and "sdca-acc" columns) plain SDCA is ahead where rho is at most
+# about half (mushrooms, w8a logistic) or where shrinking left a fifth of the rows or more
+# out (w8a squared hinge and hinge at small alpha, mushrooms hinge), and the outer loop
+# where rho is near 1 with nearly every row active (a9a, ijcnn1, phishing at small alpha).
+# The probe's epochs are not lost: the outer loop starts from their dual point.
 PROBE_BAND = (AUTO_BAND[0], 0.5)
 PROBE_EPOCHS = 4
 PROBE_RATE = 0.6

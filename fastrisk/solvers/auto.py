@@ -5,19 +5,9 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 1. vector losses (softmax, multiclass_hinge): ``msdca`` (multiclass SDCA)
    with a strongly convex penalty on data (X, y); otherwise ``lbfgs`` when the
    loss is smooth and the penalty differentiable ("l2", "lp"), else ``bmrm``.
-   Measured by benchmarks/compare_multiclass.py (every method rerun from
-   scratch with a tightening budget refined to quarter steps; time to 1e-3 /
-   1e-4 relative suboptimality as a ratio to the best peer, scikit-learn
-   lbfgs/saga/newton-cg, cyanure, LIBLINEAR Crammer-Singer; 1 thread unless
-   said): 20 Newsgroups (130108 features > 11314 rows) softmax alpha 1e-4,
-   msdca 0.17 / 0.22 (2 threads, row-split epochs: 0.16 / 0.22), lbfgs 1.75 /
-   3.18; alpha 1e-6, msdca 0.11 / 0.21 (2 threads 0.09 / 0.14), lbfgs not there
-   within the budget; multiclass hinge alpha 1e-4, msdca 0.42 / 0.33 (2 threads
-   0.39 / 0.31); alpha 1e-6 (six times the budget), msdca 0.39 / 0.35 (2
-   threads 0.25 / 0.33) against LIBLINEAR.  MNIST (780 features < 10000 rows)
-   softmax alpha 1e-4: msdca 0.43 / 0.45 (2 threads 0.38 / 0.40; cyanure the
-   best peer), lbfgs 0.99 / 1.02 (2 threads 0.61 / 0.58): msdca's over-relaxed
-   epochs win on few features as on many;
+   Its over-relaxed epochs are ahead of L-BFGS and of the peers on few features
+   (MNIST) as on many (20 Newsgroups), at alpha 1e-4 and 1e-6
+   (benchmarks/compare_multiclass.py);
 2. a binary loss with a second derivative (logistic, squared hinge, smoothed
    hinge, ...), penalty "l2", and Newton's working vectors (about
    NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
@@ -33,8 +23,8 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    samples: ``lbfgs``;
 4. an l1 or elastic-net penalty with a smooth loss on data (X, y): ``cd``
    (proximal Newton with coordinate-descent inner solves and a duality gap;
-   measured by benchmarks/compare_l1.py against LIBLINEAR, saga, snapml,
-   skglm and cyanure; BMRM's LP stays for the non-smooth losses);
+   benchmarks/compare_l1.py compares it with LIBLINEAR, saga, snapml, skglm and
+   cyanure; BMRM's LP stays for the non-smooth losses);
 5. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
    "elasticnet" with l1_ratio < 1): ``sdca``;
 6. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
@@ -43,33 +33,18 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 8. everything else (an l1 term, non-smooth losses without a dual step, ...):
    ``bmrm``, which handles every loss and penalty with a certificate.
 
-Rule 2 (benchmarks/compare_binary.py, 1 thread, time to a certified 1e-3, no
-intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha
-1e-4 and 1e-6; the current figures in benchmarks/RESULTS.md; seconds for
-SDCA (with its defaults: the inexact logistic step, acceleration by its own
-rule) / Newton; differences below about 1.5x are within run-to-run noise).
-Logistic: at alpha 1e-4 (alpha m 0.8 to 5.0) SDCA is first everywhere (a9a
-0.017 / 0.020, w8a 0.016 / 0.041, ijcnn1 0.011 / 0.024, Reuters 0.004 / 0.009,
-phishing 0.004 / 0.008, mushrooms 0.005 / 0.011); at 1e-6 (alpha m 0.008 to
-0.05) Newton is first or tied (a9a 0.058 / 0.018, w8a 0.48 / 0.059, ijcnn1
-0.057 / 0.024, Reuters 0.056 / 0.025, phishing 0.025 / 0.017, mushrooms
-0.013 / 0.016).  Between them, at alpha 1e-5 (alpha m
-0.08 to 0.5), SDCA wins on five of six and loses on a9a (alpha m 0.33), so no
-threshold on alpha m separates every row and SDCA_ALPHA_M is the one of
-squared hinge.  On 2 threads (Newton's oracle threaded, SDCA's epochs not)
-SDCA stays first at alpha 1e-4.
-Squared hinge: SDCA at alpha 1e-4 (a9a 0.014 / 0.016, w8a 0.017 / 0.020,
-Reuters 0.004 / 0.008, phishing 0.004 / 0.008); at 1e-6 no quantity known
-before solving separates the separable mushrooms (J* ~ 1e-5; plain SDCA
-0.012 s, Newton 0.030) from the rows where Newton wins (w8a 0.62 / 0.031,
-Reuters 0.066 / 0.035): alpha m is 0.008 there and on Reuters, 0.011 on
-phishing; d is 112 against a9a's 123 and phishing's 68.  Hence the probe.
-With it (benchmarks/compare_binary.py, 1 thread, time of "auto" / the best
-peer, the peers rerun at quarter steps of tol): mushrooms squared hinge 1e-6
-1.35 (plain SDCA after the probe; Newton from w = 0 takes 3x as long), w8a 0.90
-and Reuters 0.68 (Newton after the probe, 0.90x and 0.79x the time of Newton
-from w = 0), a9a squared hinge 1e-4 1.02 (sdca's own probe runs the accelerated
-loop; plain SDCA takes as long).
+Rule 2 comes from benchmarks/compare_binary.py (time to a certified 1e-3, no
+intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha 1e-4
+and 1e-6, with SDCA and Newton timed side by side; the figures are in
+benchmarks/RESULTS.md).  Logistic: at alpha 1e-4 (alpha m between 0.8 and 5) SDCA
+is first on every set; at 1e-6 (alpha m between 0.008 and 0.05) Newton is first
+or tied.  Between them (alpha 1e-5) SDCA wins on all but a9a, so no threshold on
+alpha m separates every set, and SDCA_ALPHA_M is the one of the squared hinge.
+On 2 threads (Newton's oracle threaded, SDCA's epochs not) SDCA stays first at
+alpha 1e-4.  Squared hinge: SDCA at alpha 1e-4; at 1e-6 no quantity known before
+solving separates the separable mushrooms, where plain SDCA is first and Newton
+takes many damped steps while J(w) -> 0, from the sets where Newton is first
+(w8a, Reuters): alpha m, d and the density are alike.  Hence the probe.
 
 The probe (rule 2, a closed-form dual step on a box, alpha m < SDCA_ALPHA_M;
 deterministic for a given ``random_state``; fastrisk/solvers/_catalyst.py's
@@ -79,35 +54,29 @@ sums, no extra pass) give the observed linear rate
 rho = (g(P) / g(P - 2))^(1/2) over the last two epochs.  SDCA's gap contracts
 at worst by 1 - alpha m gamma / (R^2 + alpha m gamma) per epoch
 (Shalev-Shwartz & Zhang 2013, Theorem 1); on separable data with shrinking it
-does far better than that bound, and Newton far worse (many damped steps
-while J(w) -> 0).  Where alpha m / R^2 is in PROBE_BAND (fewer features than
-rows) ``sdca`` runs alone: its own ``accelerated="auto"`` probes within the run
-and continues plain when rho <= PROBE_RATE, else in its accelerated outer loop
-when at least PROBE_ACTIVE of the rows are active (see _catalyst.py).  Below
-that band the probe is a short ``sdca`` run, then with rho <= PROBE_RATE SDCA
-continues from its dual variables, and otherwise Newton from the probe's w
-(``start=``), whose first steps that start saves.  Squared hinge at alpha 1e-6
-(benchmarks/compare_binary.py): below the band, mushrooms rho = 0.51 (plain
-SDCA 36 epochs, Newton 55 iterations from w = 0), Reuters 0.67, w8a 0.87;
-Newton after the probe needs fewer iterations than from w = 0 (w8a 10 -> 6,
-Reuters 17 -> 12); in the band, a9a 0.96 (1.0 of the rows active), ijcnn1
-0.87 (0.98) and phishing 0.91 (0.91) run accelerated.  In the band Newton (with
-its Gram-matrix products) is first on a9a (0.019 s against the accelerated loop's
-0.023) but not on ijcnn1 (0.021 / 0.017) or phishing (0.010 / 0.010): the band
-keeps SDCA.
-Logistic keeps Newton: its SDCA epochs (an inexact 1-D Newton step per row)
-cost several Newton-CG matrix passes each, and four of them cost as much as
-Newton's whole run on a9a and ijcnn1.
-IMDB bigrams stays with SDCA (rule 5): Newton's extra memory is 1.8x the data there
-(benchmarks/memory_binary.py), SDCA's 0.5x.
+does far better than that bound, and Newton far worse.  Where alpha m / R^2 is
+in PROBE_BAND (fewer features than rows) ``sdca`` runs alone: its own
+``accelerated="auto"`` probes within the run and continues plain when
+rho <= PROBE_RATE, else in its accelerated outer loop when at least PROBE_ACTIVE
+of the rows are active (see _catalyst.py).  Below that band the probe is a short
+``sdca`` run, then with rho <= PROBE_RATE SDCA continues from its dual
+variables, and otherwise Newton from the probe's w (``start=``), whose first
+steps that start saves (Newton after the probe takes fewer iterations than from
+w = 0).  On the squared hinge at alpha 1e-6 the probe measures a fast rate on
+mushrooms (plain SDCA continues) and slow ones on Reuters and w8a (Newton takes
+over); a9a, ijcnn1 and phishing fall in the band and run accelerated, where
+Newton is ahead on a9a only and SDCA first or tied on the others: the band keeps
+SDCA.  Logistic keeps Newton below SDCA_ALPHA_M: its SDCA epochs (an inexact
+1-D Newton step per row) cost several of Newton's matrix passes each.
+IMDB bigrams stays with SDCA (rule 5): Newton's working vectors there exceed the
+bound of rule 2 (benchmarks/memory_binary.py measures both solvers' memory).
 
-Measurements behind the other rules: benchmarks/RESULTS.md ("solver='auto'",
-produced by benchmarks/compare_peers.py): SDCA is the fastest fastrisk solver
-for hinge and logistic with l2 when there are more features than samples;
-L-BFGS for smooth losses with fewer features than samples; for an l1 term the
-solvers with a certificate are the batch ones.  Hinge keeps SDCA: L-BFGS
-sometimes gets there first, but for a nonsmooth loss it has no certificate to
-honour ``tol``.
+The other rules come from benchmarks/compare_peers.py (the "solver='auto'"
+section of benchmarks/RESULTS.md): SDCA is the fastest fastrisk solver for hinge
+and logistic with l2 when there are more features than samples; L-BFGS for
+smooth losses with fewer features than samples; for an l1 term the solvers with a
+certificate are the batch ones.  Hinge keeps SDCA: L-BFGS sometimes gets there
+first, but for a nonsmooth loss it has no certificate to honour ``tol``.
 
 Budget: without ``max_iter``, "auto" runs until ``tol`` is certified, for at most
 AUTO_TIME_LIMIT seconds (``default_budget``): an epoch count that suits one data set
@@ -123,7 +92,7 @@ from fastrisk.solvers import SOLVERS
 from fastrisk.solvers._catalyst import PROBE_BAND, PROBE_EPOCHS, PROBE_RATE, pays, radius_sq
 from fastrisk.solvers._epochs import observed_rate
 
-# measured extra memory of solve_newton in vectors of n_weights float64 (IMDB bigrams)
+# extra memory of solve_newton in vectors of n_weights float64 (benchmarks/memory_binary.py)
 NEWTON_VECTORS = 18
 # alpha * n_samples from which SDCA beats Newton on smooth binary losses with a dual step
 SDCA_ALPHA_M = 0.1

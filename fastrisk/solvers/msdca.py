@@ -68,7 +68,7 @@ FINISH_STEP = 0.5
 # strongly over-relaxed (20 Newsgroups at alpha 1e-6), while in every periodic check they
 # would slow the dual; a sixteenth of the run in long runs, whose mean W (``AVERAGE_AFTER``)
 # is nearer P* than any one of them (20 Newsgroups at alpha 1e-6: 1e-3 relative
-# suboptimality in about 15% fewer epochs), while in short runs (alpha 1e-4) more
+# suboptimality in fewer epochs), while in short runs (alpha 1e-4) more
 # finishing epochs would slow the dual more than they gain.  Softmax: one before the last,
 # after which W is nearer P* than after a plain epoch (MNIST at alpha 1e-4, 20 Newsgroups at
 # 1e-4 and 1e-6), while one before each periodic check slows the dual more than it gains
