@@ -293,10 +293,14 @@ class LinearModel:
         return arrays
 
     def save(self, path):
-        """Write the model to ``path`` (any name; written atomically through a temp file).
+        """Write the model to ``path`` (any name).
 
-        The attributes may have been changed since the model was built, so they pass the
-        constructor's checks again first: what is written is what ``load`` accepts.
+        A regular file is written atomically: a temp file in the same directory replaces
+        it once complete.  A symbolic link keeps pointing where it did (its target is the
+        file replaced), and a path that exists but is not a regular file (a device such as
+        /dev/stdout, a FIFO) is written through in place, never replaced.  The attributes
+        may have been changed since the model was built, so they pass the constructor's
+        checks again first: what is written is what ``load`` accepts.
         """
         path = os.fspath(path)
         if not (np.isfinite(self.coef).all() and np.isfinite(self.intercept).all()):
@@ -307,13 +311,23 @@ class LinearModel:
                             solver=self.solver, n_samples=self.n_samples, info=self.info,
                             fastrisk_version=self.fastrisk_version)
         meta = json.dumps(model._meta(), sort_keys=True, allow_nan=False).encode("utf-8")
-        tmp = f"{path}.tmp{os.getpid()}"
+        members = dict(meta=np.frombuffer(meta, dtype=np.uint8), **model._arrays())
+        target = os.path.realpath(path)
+        special = os.path.exists(target) and not os.path.isfile(target)
+        tmp = target if special else f"{target}.tmp{os.getpid()}"
         try:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, meta=np.frombuffer(meta, dtype=np.uint8), **model._arrays())
-            os.replace(tmp, path)
+            with open(tmp, "wb") as fh:  # a directory raises IsADirectoryError here
+                np.savez(fh, **members)
+            if not special:
+                os.replace(tmp, target)
+        except OSError as exc:
+            if exc.filename not in (None, tmp):
+                raise
+            # the error names the path asked for, not the temp file (and a failed write, on
+            # a full disk or device, names one at all)
+            raise OSError(exc.errno, exc.strerror, path) from None
         finally:
-            if os.path.exists(tmp):
+            if not special and os.path.exists(tmp):
                 os.remove(tmp)
         return path
 

@@ -3,6 +3,7 @@
 import io
 import os
 import json
+import re
 import struct
 import tokenize
 import warnings
@@ -554,3 +555,39 @@ def test_save_checks_attributes_changed_after_construction(tmp_path):
     with pytest.raises(ValueError, match="penalty must be one of"):
         model.save(tmp_path / "m.frm")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_save_keeps_links_and_special_files(tmp_path):
+    """A symbolic link keeps pointing at its target, which receives the model; a FIFO is
+    written through and stays a FIFO (an atomic replace would put a regular file in its
+    place); a path in a missing directory is named in the error, not the temp file."""
+    import stat
+    import threading
+
+    model = LinearModel(np.arange(4.0), 0.5, loss="squared", **_KW)
+    target, link = tmp_path / "target.frm", tmp_path / "link.frm"
+    model.save(target)
+    link.symlink_to(target)
+    other = LinearModel(np.ones(4), 0.0, loss="squared", **_KW)
+    other.save(link)
+    assert link.is_symlink() and np.array_equal(fr.load(target).coef, np.ones(4))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.frm", "target.frm"]
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    try:
+        model.save(fifo)
+    finally:
+        if reader.is_alive():  # unblock a reader the save never wrote to
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(10)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    (tmp_path / "copy.frm").write_bytes(received[0])
+    assert np.array_equal(fr.load(tmp_path / "copy.frm").coef, model.coef)
+
+    missing = tmp_path / "no" / "m.frm"
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{missing}'") + "$"):
+        model.save(missing)
