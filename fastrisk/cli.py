@@ -274,7 +274,8 @@ def _fit(est, X, y, label, quiet):
 
 
 def _check_scheduler(args):
-    """One-line errors for --scheduler: oracle-only solvers, dask.distributed installed."""
+    """One-line errors for --scheduler: oracle-only solvers, dask.distributed installed, an
+    address that parses."""
     from fastrisk.estimators import dask_solvers
 
     for option, name in [("--solver", args.solver)] + [("--compare", s) for s in args.compare]:
@@ -286,6 +287,9 @@ def _check_scheduler(args):
     except ImportError:
         raise UserError("--scheduler needs dask.distributed: pip install 'fastrisk[dask]'") \
             from None
+    from fastrisk.distributed import check_address
+
+    check_address(args.scheduler, "--scheduler")
 
 
 def cmd_train(args, out):

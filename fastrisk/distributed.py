@@ -64,6 +64,30 @@ def _distributed():
     return distributed
 
 
+def check_address(address, name="client"):
+    """``address`` if it parses as a scheduler address, else ValueError naming ``name``.
+
+    Checked before a Client is built: a Client whose constructor fails on a malformed
+    address leaves a half-built object whose finalizer waits forever when the
+    interpreter exits."""
+    _distributed()
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        if scheme in ("tcp", "tls"):
+            parse_host_port(location)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{name} must be a scheduler address such as 'tcp://host:8786', "
+                         f"got {address!r} ({exc})") from None
+    return address
+
+
+def connect(address, name="client", **options):
+    """A new Client of the scheduler at ``address`` (checked first: ``check_address``)."""
+    return _distributed().Client(check_address(address, name), **options)
+
+
 # ---------------------------------------------------------------- worker side
 # A "chunk" is the raw (X, y, sample_weight or None) of one partition; a
 # "partition" is the LocalOracle a worker builds over it and keeps.
@@ -229,7 +253,7 @@ def get_client(client=None):
             raise ValueError("no Dask client: pass client= (a Client or a scheduler "
                              "address such as 'tcp://host:8786')") from None
     if isinstance(client, str):
-        return distributed.Client(client)
+        return connect(client)
     if not isinstance(client, distributed.Client):
         raise TypeError(f"client must be a dask Client, an address or None, got {client!r}")
     return client

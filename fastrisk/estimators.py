@@ -192,10 +192,10 @@ class _LinearModelBase(BaseEstimator):
         if self.scheduler is None or not isinstance(self.scheduler, str):
             yield self.scheduler
             return
-        from fastrisk.distributed import _distributed
+        from fastrisk.distributed import connect
 
-        with _distributed().Client(self.scheduler, set_as_default=False,
-                                   direct_to_workers=True) as client:
+        with connect(self.scheduler, "scheduler", set_as_default=False,
+                     direct_to_workers=True) as client:
             yield client
 
     def _threads(self):

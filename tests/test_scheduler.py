@@ -98,6 +98,34 @@ def test_cli_unreachable_scheduler(a9a_small, tmp_path, capsys):
     assert err.count("\n") == 1
 
 
+@pytest.mark.parametrize("address", ["notaurl", "", "tcp://host", "tcp://host:port"])
+def test_malformed_scheduler_address_is_an_error_and_the_process_exits(tmp_path, address):
+    """A scheduler address that does not parse is a ValueError naming the argument, before
+    any Client is built (a Client that fails in its constructor keeps the interpreter from
+    exiting): the estimator in a subprocess, and the command, end within the timeout."""
+    import subprocess
+    import sys
+
+    script = ("import numpy as np, fastrisk as fr\n"
+              "X = np.random.default_rng(0).normal(size=(20, 3)); y = np.sign(X[:, 0])\n"
+              "try:\n"
+              f"    fr.LinearClassifier(scheduler={address!r}).fit(X, y)\n"
+              "except ValueError as exc:\n"
+              "    print(exc)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith(f"scheduler must be a scheduler address such as "
+                                  f"'tcp://host:8786', got {address!r}")
+    data = tmp_path / "train.svm"
+    data.write_text("1 1:1\n-1 1:-1\n")
+    proc = subprocess.run([sys.executable, "-m", "fastrisk.cli", "train", str(data), "-o",
+                           str(tmp_path / "m.frm"), "-q", "--scheduler", address],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("fastrisk: error: --scheduler must be a scheduler address")
+
+
 # ---- the estimators -------------------------------------------------------------------------
 
 
