@@ -16,6 +16,10 @@ are made canonical (duplicates summed), as the estimators do when they fit.
 ``predict`` and ``evaluate`` refuse DATA whose width differs from the model's:
 an svmlight file is as wide as its largest index, so a file that merely lacks
 the highest features needs ``--n-features`` (the model's width) to say so.
+svmlight indices are read as fastrisk.load_svmlight's ``zero_based="auto"``
+does; ``train`` records in the model file whether its DATA was read 0-based,
+and ``predict`` and ``evaluate`` read their DATA the same way (a test file in
+0-based coding without an index 0 would otherwise be read 1-based).
 User errors print one line ``fastrisk: error: ...`` naming the argument at
 fault and exit with status 1 (2 for command-line syntax errors, from argparse):
 invalid input files and options (ValueError, TypeError) and files that cannot be
@@ -112,10 +116,15 @@ def _check_data(X, y):
     return X, y
 
 
-def load_data(path, n_features=None, arg="DATA"):
-    """(X, y) from an svmlight file or an .npz archive (see the module docstring), checked
+# the model-file info entry that records how the training file's svmlight indices were read
+ZERO_BASED_INFO = "svmlight_zero_based"
+
+
+def load_data(path, n_features=None, arg="DATA", zero_based="auto"):
+    """(X, y, whether svmlight indices were read 0-based; None for .npz) from an svmlight
+    file (read with ``zero_based``) or an .npz archive (see the module docstring), checked
     by ``_check_data``; any fault of the file is a UserError naming ``arg`` and the file."""
-    from fastrisk.svmlight import load_svmlight
+    from fastrisk.svmlight import read_svmlight
 
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -127,12 +136,13 @@ def load_data(path, n_features=None, arg="DATA"):
             except _NPZ_ERRORS as exc:
                 raise ValueError(f"not a readable .npz archive ({type(exc).__name__}: "
                                  f"{_first_line(exc)})") from exc
+            base = None
         else:
-            X, y = load_svmlight(path, n_features=n_features)
+            X, y, base = read_svmlight(path, n_features=n_features, zero_based=zero_based)
         X, y = _check_data(X, y)
         if n_features is not None and X.shape[1] != n_features:
             raise ValueError(f"X has {X.shape[1]} features, but the model expects {n_features}")
-        return X, y
+        return X, y, base
     except (ValueError, TypeError, OSError) as exc:
         raise UserError(f"{arg} {path}: {_first_line(exc)}") from None
 
@@ -295,7 +305,7 @@ def _check_scheduler(args):
 def cmd_train(args, out):
     if args.scheduler is not None:
         _check_scheduler(args)
-    X, y = load_data(args.data, n_features=args.n_features)
+    X, y, base = load_data(args.data, n_features=args.n_features)
     runs = {}
     try:
         est = _fit(_estimator(args, args.solver), X, y, args.solver, args.quiet)
@@ -307,8 +317,11 @@ def cmd_train(args, out):
     for name in args.compare:
         other = _fit(_estimator(args, name), X, y, name, args.quiet)
         runs[name] = other.history_
+    model = est.to_model()
+    if base is not None:  # DATA's files for predict and evaluate are read the same way
+        model.info[ZERO_BASED_INFO] = base
     try:
-        est.save(args.output)
+        model.save(args.output)
     except OSError as exc:
         raise UserError(f"--output {args.output}: {exc.strerror or _first_line(exc)}") from None
     print(f"trained {type(est).__name__} on {X.shape[0]} x {X.shape[1]} with solver "
@@ -325,7 +338,8 @@ def cmd_train(args, out):
 
 def _model_data(args, model):
     """(X, y) of DATA for a model: the same width, or a UserError naming --n-features."""
-    X, y = load_data(args.data, n_features=args.n_features)
+    X, y, _ = load_data(args.data, n_features=args.n_features,
+                        zero_based=model.info.get(ZERO_BASED_INFO, "auto"))
     if X.shape[1] != model.n_features:
         hint = ""
         if X.shape[1] < model.n_features and args.n_features is None \
@@ -408,8 +422,9 @@ def cmd_info(args, out):
             ("classes", "-" if m.classes is None else " ".join(map(str, m.classes[:20]))),
             ("coef", f"shape {m.coef.shape}, {int(np.count_nonzero(m.coef))} nonzeros")]
     rows += [(k, f"{v:.8g}" if isinstance(v, float) else str(v)) for k, v in m.info.items()]
+    width = max(18, max(len(k) for k, _ in rows) + 1)
     for k, v in rows:
-        print(f"{k:18s}{v}", file=out)
+        print(f"{k:{width}s}{v}", file=out)
 
 
 def cmd_demo(args, out):

@@ -1,9 +1,14 @@
 """svmlight / libsvm text format: reading and writing, plain or compressed.
 
 A line is ``label [qid:q] index:value ...  # comment``.  Indices are
-1-based by default (``zero_based=False``), as in LIBSVM files; ``"auto"``
-treats the file as 0-based when any index 0 occurs.  ``.gz``, ``.bz2`` and
-``.xz`` files are (de)compressed by their suffix.
+1-based in LIBSVM files.  The reader's default ``zero_based="auto"`` takes the
+base a header says (comment lines before the first data line reading
+``Column indices are zero-based`` or ``one-based``: dump_svmlight writes the
+first when it writes 0-based indices, as scikit-learn's writer does), and
+without one treats the file as 0-based when any index 0 occurs.  Without a
+header a 0-based file whose column 0 is empty is thus read 1-based, its
+columns shifted by one: pass ``zero_based=True`` for such files.  ``.gz``,
+``.bz2`` and ``.xz`` files are (de)compressed by their suffix.
 """
 
 import bz2
@@ -196,16 +201,39 @@ def _read_blocks(path, name):
             lineno += len(lines)
 
 
+_HEADER_BASES = ((b"column indices are zero-based", True),
+                 (b"column indices are one-based", False))
+
+
+def _header_base(lines):
+    """The base the comment lines before the first data line state (module docstring),
+    or None."""
+    for line in lines:
+        text = line.strip()
+        if text and not text.startswith(b"#"):
+            return None
+        for phrase, base in _HEADER_BASES:
+            if phrase in text.lower():
+                return base
+    return None
+
+
 def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto"):
     """Read an svmlight file; returns (X as canonical CSR, y as float64).
 
     ``n_features`` widens X (an error if the file has a larger index); without
     it, indices above 2**31 - 1 are refused (pass ``n_features`` for wider data).
-    Lines with a label and no feature are empty rows.  Malformed lines,
-    duplicate indices within a line, NaN and infinity raise ValueError with the
-    line number; a corrupt compressed file raises ValueError naming it.  The
-    file is parsed in blocks: memory is about the size of X plus one block.
+    ``zero_based``: True, False or "auto" (the module docstring).  Lines with a
+    label and no feature are empty rows.  Malformed lines, duplicate indices
+    within a line, NaN and infinity raise ValueError with the line number; a
+    corrupt compressed file raises ValueError naming it.  The file is parsed in
+    blocks: memory is about the size of X plus one block.
     """
+    return read_svmlight(path, n_features=n_features, dtype=dtype, zero_based=zero_based)[:2]
+
+
+def read_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto"):
+    """``load_svmlight``, returning (X, y, whether the indices were read 0-based)."""
     name = _check_path(path)
     try:
         dtype = np.dtype(dtype)
@@ -228,13 +256,18 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto")
     max_raw = MAX_INDEX if n_features is None else int(n_features)
     chunks = []
     for lineno, lines in _read_blocks(path, name):
+        if lineno == 1 and zero_based == "auto":
+            zero_based = _header_base(lines)
+            zero_based = "auto" if zero_based is None else zero_based
         chunk = _Chunk(name, lines, lineno, dtype, max_raw)
         if chunk.labels.size:
             chunks.append(chunk)
     if not chunks:
         raise ValueError(f"{name}: no data lines")
     has_zero = any((c.index == 0).any() for c in chunks)
-    if zero_based is False or (zero_based == "auto" and not has_zero):
+    if zero_based == "auto":
+        zero_based = bool(has_zero)
+    if zero_based is False:
         if has_zero:
             c = next(c for c in chunks if (c.index == 0).any())
             raise ValueError(f"{name}: line {c._row(np.flatnonzero(c.index == 0)[0])}: index 0 "
@@ -256,7 +289,7 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto")
     del chunks
     X = sp.csr_matrix((value, index, indptr.astype(itype)), shape=(y.size, max(width, 1)))
     X.sort_indices()  # lines may list their (distinct) indices in any order
-    return X, y
+    return X, y, zero_based
 
 
 def _rows_to_write(X):
@@ -328,7 +361,9 @@ def dump_svmlight(X, y, path, *, zero_based=False):
     the file back gives the same bits.  Duplicate column indices of a sparse
     X are summed into one entry (X itself is not modified).  All arguments
     are checked before the file is opened: X and y must be real and finite,
-    y must have one label per row of X, ``zero_based`` must be a bool.
+    y must have one label per row of X, ``zero_based`` must be a bool.  A 0-based
+    file starts with the header ``# Column indices are zero-based``, from which
+    load_svmlight reads it back 0-based also when its column 0 is empty.
     """
     if not isinstance(zero_based, (bool, np.bool_)):
         raise TypeError(f"zero_based must be True or False, got {zero_based!r}")
@@ -338,6 +373,8 @@ def dump_svmlight(X, y, path, *, zero_based=False):
     off = 0 if zero_based else 1
     indices, data, indptr = X.indices, X.data, X.indptr
     with _compression(name)[0](path, "wb") as fh:
+        if zero_based:  # the header that load_svmlight's zero_based="auto" reads
+            fh.write(b"# Column indices are zero-based\n")
         for i in range(X.shape[0]):
             lo, hi = indptr[i], indptr[i + 1]
             keep = data[lo:hi] != 0

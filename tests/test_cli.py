@@ -56,6 +56,28 @@ def test_train_predict_evaluate_info(small, capsys):
     assert code == 0 and "logistic" in out and "2000 x 123" in out and "sdca" in out
 
 
+def test_predict_reads_data_with_the_training_files_index_base(tmp_path):
+    """A training file in 0-based coding (index 0 present) and a test file in the same coding
+    that lacks index 0: train records the base in the model, predict and evaluate read the
+    test file 0-based, so the predictions are those of the model on the true rows."""
+    train, test, model = tmp_path / "train.svm", tmp_path / "test.svm", tmp_path / "m.frm"
+    train.write_text("1 0:1 1:2\n-1 0:-1 2:3\n1 0:2 2:-1\n-1 0:-2 1:1\n1 0:1.5\n-1 0:-1.5\n")
+    test.write_text("1 1:5\n-1 2:-5\n")
+    code, _ = run(["train", train, "--loss", "logistic", "--alpha", "1e-3", "-o", model, "-q"])
+    assert code == 0
+    m = fr.load(model)
+    assert m.info["svmlight_zero_based"] is True
+    rows = np.array([[0.0, 5.0, 0.0], [0.0, 0.0, -5.0]])
+    code, out = run(["predict", model, test])
+    assert code == 0
+    np.testing.assert_array_equal([float(v) for v in out.split()], m.predict(rows))
+    code, out = run(["evaluate", model, test])
+    acc = float(re.search(r"accuracy\s+([\d.]+)", out).group(1))
+    assert code == 0 and acc == pytest.approx(np.mean(m.predict(rows) == [1, -1]))
+    code, out = run(["info", model])
+    assert re.search(r"^svmlight_zero_based\s+True$", out, re.M)
+
+
 def test_regression_and_plot(small, tmp_path):
     root, train, _, X, y = small
     plot = tmp_path / "conv.png"

@@ -68,6 +68,30 @@ def test_comments_qid_and_auto_zero_based(tmp_path):
     assert_same(X, y, Xs, ys)
 
 
+def test_zero_based_header_decides_the_base(tmp_path):
+    """A 0-based file whose column 0 is empty reads back unshifted: dump_svmlight writes the
+    header "# Column indices are zero-based", which zero_based="auto" reads (scikit-learn
+    reads the file the same with zero_based=True); a "one-based" header makes index 0 an
+    error; a comment after the first data line says nothing about the base."""
+    from fastrisk.svmlight import read_svmlight
+
+    X = np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 0.0]])
+    path = tmp_path / "z.svm"
+    dump_svmlight(X, [1, -1], path, zero_based=True)
+    X2, y2, base = read_svmlight(path)
+    assert base is True
+    np.testing.assert_array_equal(X2.toarray(), X)
+    assert_same(X2, y2, *load_svmlight_file(str(path), zero_based=True))
+    dump_svmlight(X, [1, -1], path)
+    assert read_svmlight(path)[2] is False
+    np.testing.assert_array_equal(load_svmlight(path)[0].toarray(), X)
+    path.write_text("# Column indices are one-based\n1 0:1\n")
+    with pytest.raises(ValueError, match="line 2: index 0 in a 1-based file"):
+        load_svmlight(path)
+    path.write_text("1 2:1\n# Column indices are zero-based\n-1 1:1\n")
+    np.testing.assert_array_equal(load_svmlight(path)[0].toarray(), [[0, 1], [1, 0]])
+
+
 @pytest.mark.parametrize("text,msg", [
     ("1 1:2\nabc 2:3\n", "line 2: bad label"),
     ("1 1:2:3\n", "index:value"),
