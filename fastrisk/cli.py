@@ -40,6 +40,7 @@ import zipfile
 import numpy as np
 import scipy.sparse as sp
 
+from fastrisk.config import MAX_THREADS
 from fastrisk.losses import LOSSES
 from fastrisk.regularizers import PENALTIES
 from fastrisk.solvers import SOLVERS, solvers_for
@@ -67,6 +68,10 @@ _NPZ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplemente
 
 def _read_npz(path):
     """(X, y) as stored in an .npz archive: dense ``X`` or the CSR arrays; not yet checked."""
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"PK\x03\x04":  # np.load would try it as a pickle and advise unpickling
+        raise ValueError("not an .npz archive (a zip file of .npy arrays)")
     archive = np.load(path, allow_pickle=False)
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise ValueError("not an .npz archive (np.load read a single .npy array)")
@@ -127,8 +132,10 @@ def load_data(path, n_features=None, arg="DATA", zero_based="auto"):
     from fastrisk.svmlight import read_svmlight
 
     path = os.fspath(path)
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise UserError(f"{arg} {path}: no such file")
+    if os.path.isdir(path):
+        raise UserError(f"{arg} {path}: a directory, not a data file")
     try:
         if path.endswith(".npz"):
             try:
@@ -141,10 +148,13 @@ def load_data(path, n_features=None, arg="DATA", zero_based="auto"):
             X, y, base = read_svmlight(path, n_features=n_features, zero_based=zero_based)
         X, y = _check_data(X, y)
         if n_features is not None and X.shape[1] != n_features:
-            raise ValueError(f"X has {X.shape[1]} features, but the model expects {n_features}")
+            raise ValueError(f"the archive holds {X.shape[1]} features, not --n-features "
+                             f"{n_features} (an .npz is read at its own width)")
         return X, y, base
     except (ValueError, TypeError, OSError) as exc:
         raise UserError(f"{arg} {path}: {_first_line(exc)}") from None
+    except MemoryError as exc:  # e.g. an .npz whose shape claims 2**62 features
+        raise UserError(f"{arg} {path}: not enough memory to read it ({exc})") from None
 
 
 def _load_model(path):
@@ -302,7 +312,17 @@ def _check_scheduler(args):
     check_address(args.scheduler, "--scheduler")
 
 
+def _check_plot(args):
+    """--plot needs matplotlib: checked before any fit, not after the model is saved."""
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UserError("--plot needs matplotlib: pip install 'fastrisk[plot]'") from None
+
+
 def cmd_train(args, out):
+    _check_plot(args)
     if args.scheduler is not None:
         _check_scheduler(args)
     X, y, base = load_data(args.data, n_features=args.n_features)
@@ -433,6 +453,7 @@ def cmd_demo(args, out):
     from fastrisk.datasets import load_a9a
     from fastrisk.estimators import LinearClassifier
 
+    _check_plot(args)
     X, y, X_test, y_test = load_a9a()
     loss, alpha = "logistic", 1e-4
     print(f"a9a (bundled): {X.shape[0]} training and {X_test.shape[0]} test rows, {X.shape[1]} "
@@ -502,17 +523,24 @@ def _positive_float(name):
     return parse
 
 
-def _positive_int(name):
+def _int_in(name, low, high=None):
+    """An argparse type: an integer from ``low`` to ``high`` (None: no upper bound)."""
     def parse(text):
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {text}")
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{name} must be >= {low}, got {text}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"{name} must be at most {high}, got {text}")
         return value
 
     return parse
+
+
+def _positive_int(name):
+    return _int_in(name, 1)
 
 
 def _solver_list(text):
@@ -553,9 +581,10 @@ def build_parser():
     p.add_argument("--time-limit", type=_positive_float("--time-limit"), default=None,
                    help="seconds")
     p.add_argument("--no-intercept", action="store_true", help="fit no intercept")
-    p.add_argument("--threads", type=_positive_int("--threads"), default=None,
+    p.add_argument("--threads", type=_int_in("--threads", 1, MAX_THREADS), default=None,
                    help="threads (default all cores)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of stochastic solvers")
+    p.add_argument("--seed", type=_int_in("--seed", 0, 2**32 - 1), default=0,
+                   help="random seed of stochastic solvers (0 to 2**32 - 1)")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="Dask scheduler (tcp://host:8786): compute the risk oracle on its "
                         "workers (solvers auto, "

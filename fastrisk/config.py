@@ -15,6 +15,8 @@ from fastrisk import _buildinfo
 
 OPENMP = _buildinfo.OPENMP
 _WARNED = set()  # the kinds of n_threads warning already given in this process
+# the largest explicit thread count (None, all cores, may be more)
+MAX_THREADS = 1024
 
 
 def n_cores():
@@ -46,14 +48,17 @@ def resolve_n_threads(n_threads):
     An integer is the count, also above the cores available: the thread count fixes
     how the kernels split their sums, so the same count gives the same bits whatever
     the cores (docs/threads.md); more threads than cores share them and run slower,
-    which warns once per process.  A serial build runs one thread (warned once too).
+    which warns once per process.  At most MAX_THREADS: each thread holds scratch
+    vectors of the problem's size.  A serial build runs one thread (warned once too).
     """
     if n_threads is None:
         n = n_cores()
-    elif isinstance(n_threads, (int, np.integer)) and not isinstance(n_threads, bool) and n_threads >= 1:
+    elif isinstance(n_threads, (int, np.integer)) and not isinstance(n_threads, bool) \
+            and 1 <= n_threads <= MAX_THREADS:
         n = int(n_threads)
     else:
-        raise ValueError(f"n_threads must be None or an integer >= 1, got {n_threads!r}")
+        raise ValueError(f"n_threads must be None or an integer from 1 to {MAX_THREADS}, got "
+                         f"{n_threads!r}")
     if not OPENMP:
         if n_threads is not None and n > 1:
             _warn_once("serial", f"n_threads={n}: this fastrisk build has no OpenMP, it runs "

@@ -119,7 +119,12 @@ def _mean_one(c):
 
 def _seed(random_state):
     """One integer seed from ``random_state`` (same random_state -> same seed -> same bits)."""
-    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    try:
+        rng = check_random_state(random_state)
+    except ValueError as exc:  # numpy's message names no argument
+        raise ValueError(f"random_state must be None, an integer from 0 to 2**32 - 1 or a "
+                         f"numpy RandomState, got {random_state!r} ({exc})") from None
+    return int(rng.randint(np.iinfo(np.int32).max))
 
 
 def _streaming(solver):

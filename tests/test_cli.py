@@ -96,22 +96,66 @@ def test_regression_and_plot(small, tmp_path):
      "strongly convex penalty"),
     (["predict", "{train}", "{train}"], "MODEL"),
     (["info", "missing.frm"], "MODEL missing.frm: cannot read model file"),
+    (["train", ".", "-o", "m.frm"], "DATA .: a directory, not a data file"),
+    (["train", "text.npz", "-o", "m.frm"],
+     "DATA text.npz: not an .npz archive (a zip file of .npy arrays)"),
+    (["train", "{npz}", "-o", "m.frm", "--n-features", "200"],
+     "holds 123 features, not --n-features 200"),
 ])
 def test_user_errors_are_one_line(small, capsys, monkeypatch, tmp_path, argv, where):
-    root, train, *_ = small
+    root, train, test, *_ = small
     monkeypatch.chdir(tmp_path)  # nothing may be written into the working directory
-    code, _ = run([a.format(train=train) for a in argv])
+    (tmp_path / "text.npz").write_text("1 1:1\n")  # np.load would offer to unpickle it
+    code, _ = run([a.format(train=train, npz=test) for a in argv])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1
     assert len(err) == 1 and err[0].startswith("fastrisk: error:") and where in err[0], err
     assert "Traceback" not in err[0]
 
 
-def test_bad_option_value_exits_2(capsys):
+@pytest.mark.parametrize("option,message", [
+    (["--alpha", "-1"], "--alpha must be a finite number > 0"),
+    (["--seed", "-1"], "--seed must be >= 0, got -1"),
+    (["--seed", str(2**32)], f"--seed must be at most {2**32 - 1}"),
+    (["--threads", "0"], "--threads must be >= 1, got 0"),
+    (["--threads", "99999999999999999999"], "--threads must be at most 1024"),
+])
+def test_bad_option_value_exits_2(capsys, option, message):
     with pytest.raises(SystemExit) as exc:
-        main(["train", "x.svm", "-o", "m", "--alpha", "-1"])
+        main(["train", "x.svm", "-o", "m", *option])
     assert exc.value.code == 2
-    assert "--alpha must be a finite number > 0" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
+
+
+def test_data_from_a_pipe_and_plot_checked_before_fitting(tmp_path, monkeypatch, capsys):
+    """DATA may be a FIFO (e.g. bash's <(zcat f.gz)): it is read like a file.  --plot without
+    matplotlib is an error before any fit, so no model file is written."""
+    import builtins
+    import os
+    import threading
+
+    fifo, model = tmp_path / "data.svm", tmp_path / "m.frm"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("1 1:1 2:2\n-1 1:-1 3:1\n"),
+                              daemon=True)
+    writer.start()
+    code, out = run(["train", fifo, "-o", model, "-q"])
+    writer.join(10)
+    assert code == 0 and fr.load(model).n_features == 3
+    model.unlink()
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    data = tmp_path / "d.svm"
+    data.write_text("1 1:1\n-1 1:-1\n")
+    code, _ = run(["train", data, "-o", model, "-q", "--plot", tmp_path / "p.png"])
+    assert code == 1 and "--plot needs matplotlib" in capsys.readouterr().err
+    assert not model.exists()
 
 
 def test_demo(tmp_path):

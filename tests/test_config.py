@@ -86,7 +86,7 @@ def test_more_threads_than_cores_give_the_bits_of_that_thread_count(fresh_warnin
     assert not (one_risk == risk and np.array_equal(one_grad, grad))  # the test can fail
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", config.MAX_THREADS + 1, 2**64])
 def test_bad_n_threads_is_an_error_naming_it(bad):
     with pytest.raises(ValueError, match="n_threads"):
         config.resolve_n_threads(bad)

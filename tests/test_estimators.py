@@ -271,6 +271,9 @@ def test_save_load_round_trip(tmp_path):
     (dict(max_iter=0), "max_iter must be None or an integer >= 1"),
     (dict(alpha=-1.0), "alpha must be a finite number > 0"),
     (dict(penalty="l3"), "penalty must be one of"),
+    (dict(random_state=-1), "random_state must be None, an integer from 0 to 2"),
+    (dict(random_state=2**32), "random_state must be None, an integer from 0 to 2"),
+    (dict(n_threads=1025), "n_threads must be None or an integer from 1 to 1024"),
 ])
 def test_argument_errors_name_the_argument(kwargs, message):
     X, y = _binary()
