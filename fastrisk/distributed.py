@@ -92,10 +92,10 @@ def connect(address, name="client", **options):
 # A "chunk" is the raw (X, y, sample_weight or None) of one partition; a
 # "partition" is the LocalOracle a worker builds over it and keeps.
 
-def _load_svmlight_chunk(path, n_features, dtype):
+def _load_svmlight_chunk(path, n_features, dtype, zero_based):
     from fastrisk.svmlight import load_svmlight
 
-    X, y = load_svmlight(path, n_features=n_features, dtype=dtype)
+    X, y = load_svmlight(path, n_features=n_features, dtype=dtype, zero_based=zero_based)
     return X, y, None
 
 
@@ -392,15 +392,20 @@ class DaskOracle:
         return cls(client, copies, **options)
 
     @classmethod
-    def from_svmlight(cls, client, paths, *, n_features=None, dtype=np.float64, **options):
+    def from_svmlight(cls, client, paths, *, n_features=None, dtype=np.float64,
+                      zero_based="auto", **options):
         """One partition per svmlight file, read by a worker (the files must be
-        readable there); a lost partition is re-read from its file."""
+        readable there); a lost partition is re-read from its file.  ``zero_based`` as in
+        ``load_svmlight``: "auto" decides per file (a header, else an index 0), so files
+        of one 0-based coding without the header need ``zero_based=True``."""
         client = get_client(client)
         if isinstance(paths, (str, os.PathLike)) or not len(paths):
             raise ValueError("paths must be a non-empty list of svmlight files")
+        if not (isinstance(zero_based, (bool, np.bool_)) or zero_based == "auto"):
+            raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
         paths = [os.fspath(p) for p in paths]
-        chunks = [client.submit(_load_svmlight_chunk, p, n_features, dtype, pure=False)
-                  for p in paths]
+        chunks = [client.submit(_load_svmlight_chunk, p, n_features, dtype, zero_based,
+                                pure=False) for p in paths]
         return cls(client, chunks, n_features=n_features, **options)
 
     @classmethod
@@ -631,10 +636,11 @@ class DaskOracle:
 def make_dask_problem(source, y=None, *, client=None, loss="hinge", penalty="l2", alpha=1e-4,
                       loss_param=None, l1_ratio=0.15, p=2.0, sample_weight=None,
                       fit_intercept=False, intercept_scaling=1.0, n_partitions=None,
-                      n_features=None, n_threads=None, replicas=1):
+                      n_features=None, n_threads=None, replicas=1, zero_based="auto"):
     """A fastrisk Problem whose risk oracle runs on a Dask cluster.
 
-    ``source``: a list of svmlight file paths (y and sample_weight unused),
+    ``source``: a list of svmlight file paths (y and sample_weight unused; their
+    index base ``zero_based`` as in ``DaskOracle.from_svmlight``),
     a dask array / dataframe (``y`` a dask or in-memory vector), or an
     in-memory X (CSR or dense) split into ``n_partitions``.  ``client``: a
     dask Client, a scheduler address (``"tcp://host:8786"``) or None for the
@@ -654,7 +660,8 @@ def make_dask_problem(source, y=None, *, client=None, loss="hinge", penalty="l2"
                "intercept_scaling": intercept_scaling, "n_threads": n_threads}
     if isinstance(source, (list, tuple)) and source and \
             all(isinstance(s, (str, os.PathLike)) for s in source):
-        oracle = DaskOracle.from_svmlight(client, source, n_features=n_features, **options)
+        oracle = DaskOracle.from_svmlight(client, source, n_features=n_features,
+                                          zero_based=zero_based, **options)
     elif hasattr(source, "dask"):
         oracle = DaskOracle.from_dask(client, source, y, sample_weight=sample_weight,
                                       n_features=n_features, **options)

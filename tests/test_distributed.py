@@ -136,6 +136,27 @@ def test_from_svmlight_files_equals_local(client, a9a_small, tmp_path):
     assert_same(oracle, oracle.local_equivalent(X_all.tocsr(), y))
 
 
+def test_from_svmlight_zero_based_files(client, tmp_path):
+    """0-based files without the header, one of which lacks index 0: zero_based=True reads
+    every partition in the same coding (the oracle equals the local one on the true X);
+    "auto" decides per file and reads that one shifted by a column."""
+    X = np.array([[1.0, 2.0, 0.0], [-1.0, 0.0, 3.0], [0.0, 1.0, 0.0], [0.0, 0.0, -2.0]])
+    y = np.array([1.0, -1.0, 1.0, -1.0])
+    paths = [tmp_path / "a.svm", tmp_path / "b.svm"]
+    paths[0].write_text("1 0:1 1:2\n-1 0:-1 2:3\n")
+    paths[1].write_text("1 1:1\n-1 2:-2\n")
+    oracle = DaskOracle.from_svmlight(client, paths, loss="logistic", n_features=3,
+                                      zero_based=True)
+    assert_same(oracle, oracle.local_equivalent(sp.csr_matrix(X), y))
+    shifted = DaskOracle.from_svmlight(client, paths, loss="logistic", n_features=3)
+    w = np.array([0.5, -1.0, 2.0])
+    assert shifted(w)[0] != oracle(w)[0]
+    with pytest.raises(ValueError, match="zero_based must be True, False or 'auto'"):
+        DaskOracle.from_svmlight(client, paths, zero_based="yes")
+    oracle.close()
+    shifted.close()
+
+
 def test_from_dask_array(client, a9a_small):
     X, y = a9a_small
     Xd = np.asarray(X[:900].todense())
