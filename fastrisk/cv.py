@@ -5,7 +5,12 @@ As scikit-learn's ``LogisticRegressionCV`` and ``LassoCV``: for every fold of
 model is fitted for each alpha of the grid on the training part and scored on
 the held-out part (``scoring``, default the estimator's ``score``: accuracy or
 R^2); ``alpha_`` maximizes the mean score (the largest such alpha on ties: the
-sparsest model), and the final model is fitted on all the data with it.  Folds
+sparsest model), and the final model is fitted on all the data with it.  An alpha whose
+mean score is NaN (a fold's score undefined, e.g. R^2 on a held-out fold of one row) ranks
+last, as in scikit-learn's ``GridSearchCV``; when every alpha's is NaN there is nothing to
+choose from and fit raises.  The folds are checked before any fit: every class of y must
+have members in every training fold, and every fold, training or held-out, weights of
+positive sum (the fold's fit, or its weighted score, is undefined otherwise).  Folds
 run in parallel threads (``n_jobs``; the solver kernels release the GIL), each
 fold's fits single-threaded, so the result does not depend on ``n_jobs``.
 
@@ -32,6 +37,38 @@ from fastrisk.regpath import alpha_max, check_alphas
 from fastrisk.solvers._checks import check_int, check_number
 
 _CV_PARAMS = ("alphas", "n_alphas", "eps", "cv", "scoring", "n_jobs")
+
+
+def _check_folds(folds, y, classifier, weights, weights_name):
+    """Refuse, naming the fold, folds on which a fit or a score is undefined: a training
+    fold without a class of y (its model cannot predict that class, and a binary problem
+    would have one class left) and a training or held-out fold whose ``weights`` (the
+    weights of the fits and of the scores, None for unit weights) are all zero."""
+    n = len(folds)
+    if classifier:
+        classes, counts = np.unique(y, return_counts=True)
+        for f, (train, _) in enumerate(folds, 1):
+            missing = np.setdiff1d(classes, y[train])
+            if missing.size:
+                index = np.searchsorted(classes, missing)
+                held = ", ".join(f"{k.item()!r} ({c} of y's {y.shape[0]} samples)"
+                                 for k, c in zip(missing[:5], counts[index][:5]))
+                more = f" and {missing.size - 5} more" if missing.size > 5 else ""
+                raise ValueError(
+                    f"cv: training fold {f} of {n} has no sample of class"
+                    f"{'es' if missing.size > 1 else ''} {held}{more}; every class of y needs "
+                    f"samples in every training fold: use fewer folds (cv) or a stratified "
+                    f"splitter, or merge or drop the classes with fewer samples than folds")
+    if weights is None:
+        return
+    for f, (train, test) in enumerate(folds, 1):
+        for part, rows, why in (("training", train, "its fit"),
+                                ("held-out", test, "its weighted score")):
+            if rows.shape[0] and not weights[rows].max() > 0:
+                raise ValueError(
+                    f"{weights_name}: {part} fold {f} of {n} has weights that are all zero, "
+                    f"so {why} is undefined; give some of its rows a positive weight or "
+                    f"choose other folds (cv)")
 
 
 class _CVMixin:
@@ -77,7 +114,11 @@ class _CVMixin:
         return np.geomspace(top, top * self.eps, int(self.n_alphas))
 
     def fit(self, X, y, sample_weight=None):
-        """Choose alpha by cross-validation, then fit on all of X, y with it."""
+        """Choose alpha by cross-validation, then fit on all of X, y with it.
+
+        Raises a ValueError, before any fit, on a fold that lacks a class of y in its
+        training part or whose weights are all zero, and after the folds' fits when every
+        alpha's mean score is NaN."""
         self._validate_params()
         # the index arrays are checked before scikit-learn's and scipy's routines read them
         X = _check_structure(X)
@@ -108,6 +149,10 @@ class _CVMixin:
             classes = np.unique(y)
             cw = _class_weights(self.class_weight, classes, y)
             score_w = (np.ones(X.shape[0]) if sw is None else sw) * cw[np.searchsorted(classes, y)]
+        # the fits weight a fold's rows as score_w does, up to a positive factor per class
+        weights_name = ("sample_weight" if not self._classifier or self.class_weight is None
+                        else "class_weight" if sw is None else "sample_weight times class_weight")
+        _check_folds(folds, y, self._classifier, score_w, weights_name)
 
         def fold_scores(split):
             train, test = split
@@ -127,7 +172,21 @@ class _CVMixin:
         self.alphas_ = alphas
         self.scores_ = scores  # (n_folds, n_alphas)
         mean = scores.mean(axis=0)
-        self.alpha_ = float(alphas[int(np.argmax(mean))])
+        # NaN ranks last (np.argmax would take a NaN as the largest): the best defined mean,
+        # the first of the decreasing grid on ties
+        defined = np.flatnonzero(~np.isnan(mean))
+        if defined.size == 0:
+            nan_folds = np.flatnonzero(np.isnan(scores).all(axis=1)) + 1
+            which = (f"held-out fold{'s' if nan_folds.size > 1 else ''} "
+                     f"{', '.join(map(str, nan_folds[:10]))}"
+                     f"{', ...' if nan_folds.size > 10 else ''} of {scores.shape[0]} "
+                     f"score{'' if nan_folds.size > 1 else 's'} NaN for every alpha"
+                     if nan_folds.size else "some held-out fold scores NaN for each alpha")
+            raise ValueError(
+                f"scoring: the mean held-out score is NaN for every alpha, so none can be "
+                f"chosen ({which}; e.g. R^2 is undefined on a held-out fold of one row); "
+                f"use fewer folds (cv) or another scoring")
+        self.alpha_ = float(alphas[int(defined[np.argmax(mean[defined])])])
         # the final fit is the base estimator's, on self: its alpha is alpha_
         super().fit(X, y, sample_weight=sample_weight)
         return self

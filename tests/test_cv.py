@@ -170,3 +170,114 @@ def test_unsorted_csr_is_fitted_as_its_canonical_form():
     assert np.array_equal(unsorted.indices, before)
     assert a.alpha_ == b.alpha_
     assert np.array_equal(a.coef_, b.coef_)
+
+
+def _mse_with_nan(nan_alpha, nan_rows=None):
+    """A scorer: minus the mean squared error, NaN for the alpha ``nan_alpha`` (on every
+    held-out fold, or only on those of ``nan_rows`` rows)."""
+    def scorer(est, X, y):
+        if est.alpha == nan_alpha and (nan_rows is None or X.shape[0] == nan_rows):
+            return np.nan
+        return -np.mean((est.predict(X) - y) ** 2)
+    return scorer
+
+
+@pytest.mark.parametrize("nan_at,nan_rows", [(3, None), (0, None), (3, 14)])
+def test_an_alpha_with_a_nan_mean_score_ranks_last(nan_at, nan_rows):
+    """An alpha whose mean score is NaN (NaN on every fold, or only on the fold of 14 rows
+    of KFold(3) on 40) is never chosen: alpha_ is the best defined mean of a plain NumPy
+    reference, not np.argmax's choice (the NaN)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 3))
+    y = X @ np.array([1.0, -2.0, 0.5])
+    alphas = np.array([1.0, 0.1, 0.01, 1e-4])
+    est = LinearRegressorCV(alphas=alphas, scoring=_mse_with_nan(alphas[nan_at], nan_rows),
+                            cv=KFold(3), n_jobs=1, tol=1e-8, random_state=0).fit(X, y)
+    assert np.isnan(est.scores_[:, nan_at]).sum() == (3 if nan_rows is None else 1)
+    mean = est.scores_.mean(axis=0)
+    defined = np.flatnonzero(~np.isnan(mean))
+    assert est.alpha_ == alphas[defined[np.argmax(mean[defined])]]
+    assert np.argmax(mean) == nan_at and est.alpha_ != alphas[nan_at]
+
+
+def test_classifier_cv_ranks_a_nan_mean_score_last():
+    """As for the regressor: a scoring callable that is NaN for the alpha of the best
+    accuracy leaves alpha_ the best of the other alphas' mean accuracies."""
+    X, y = make_classification(120, 10, random_state=0)
+    best = LinearClassifierCV(n_alphas=5, cv=3, n_jobs=1, random_state=0).fit(X, y)
+
+    def scorer(est, X, y):
+        return np.nan if est.alpha == best.alpha_ else est.score(X, y)
+
+    est = LinearClassifierCV(n_alphas=5, cv=3, n_jobs=1, scoring=scorer,
+                             random_state=0).fit(X, y)
+    mean = best.scores_.mean(axis=0)
+    mean[best.alphas_ == best.alpha_] = -np.inf
+    assert est.alpha_ == best.alphas_[np.argmax(mean)]
+
+
+def test_every_mean_score_nan_raises_naming_scoring_and_cv():
+    """R^2 on held-out folds of one row (5 rows, the default 5 folds) is NaN for every fold
+    and alpha: fit raises, naming the folds, scoring and cv, instead of fitting the first
+    alpha of the grid."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(5, 3))
+    y = X @ np.array([1.0, -2.0, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's UndefinedMetricWarning
+        with pytest.raises(ValueError, match=r"^scoring: the mean held-out score is NaN for "
+                           r"every alpha.*held-out folds 1, 2, 3, 4, 5 of 5 score NaN.*"
+                           r"use fewer folds \(cv\) or another scoring$"):
+            LinearRegressorCV(n_jobs=1).fit(X, y)
+    # another scoring or fewer folds fit
+    LinearRegressorCV(n_jobs=1, scoring="neg_mean_squared_error").fit(X, y)
+
+
+@pytest.mark.parametrize("zero,part", [(slice(0, 10), "held-out fold 1 of 3"),
+                                       (slice(10, 30), "training fold 1 of 3")])
+def test_a_fold_with_all_zero_weights_is_refused_by_fold_before_any_fit(zero, part,
+                                                                          monkeypatch):
+    """Weights legal for fit (non-negative, positive sum) but zero on all of a fold's
+    held-out or training rows: a ValueError naming sample_weight and the fold, raised
+    before any fold's fit (the fit is replaced by a failure)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 5))
+    y = X @ rng.normal(size=5)
+    sw = np.ones(30)
+    sw[zero] = 0.0
+
+    def no_fit(self, *args, **kwargs):
+        raise AssertionError("a fold was fitted")
+
+    monkeypatch.setattr(fr.LinearRegressor, "fit", no_fit)
+    with pytest.raises(ValueError, match=rf"^sample_weight: {part} has weights that are all "
+                       r"zero"):
+        LinearRegressorCV(cv=KFold(3), n_jobs=1).fit(X, y, sample_weight=sw)
+
+
+def test_a_held_out_fold_of_zero_class_weight_is_refused_naming_class_weight():
+    """A class weight of 0 makes a held-out fold of that class only weigh nothing: the
+    error names class_weight and the fold."""
+    X, y = make_classification(60, 5, random_state=0)
+    order = np.argsort(y, kind="stable")
+    with pytest.raises(ValueError, match=r"^class_weight: held-out fold 1 of 3 has weights "
+                       r"that are all zero"):
+        LinearClassifierCV(cv=KFold(3), class_weight={0: 0.0, 1: 1.0},
+                           n_jobs=1).fit(X[order], y[order])
+
+
+@pytest.mark.parametrize("y,cv,message", [
+    (np.where(np.arange(30) == 0, 1, -1), 3,
+     r"^cv: training fold 1 of 3 has no sample of class 1 \(1 of y's 30 samples\); "),
+    (np.repeat([0, 1, 2], 10), KFold(3),
+     r"^cv: training fold 1 of 3 has no sample of class 0 \(10 of y's 30 samples\); "),
+])
+def test_a_training_fold_without_a_class_is_refused_naming_fold_and_counts(y, cv, message):
+    """A class absent from a training fold (one member held out by stratified folds, or
+    unshuffled KFold on sorted labels) is refused naming the fold, the class and its count
+    in y, where the fold's fit said y held one class or fitted a model without it."""
+    X = np.random.default_rng(5).normal(size=(30, 5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # StratifiedKFold: a class with fewer members
+        with pytest.raises(ValueError, match=message + r".*use fewer folds \(cv\)"):
+            LinearClassifierCV(cv=cv, n_jobs=1).fit(X, y)
