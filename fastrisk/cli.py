@@ -438,6 +438,7 @@ def cmd_info(args, out):
     rows = [("format", f"fastrisk linear model, written by fastrisk {m.fastrisk_version}"),
             ("loss", m.loss + ("" if m.loss_param is None else f" (param {m.loss_param:g})")),
             ("penalty", m.penalty), ("alpha", f"{m.alpha:g}"), ("solver", m.solver),
+            *[(k, f"{v:g}") for k, v in (("l1_ratio", m.l1_ratio), ("p", m.p)) if v is not None],
             ("trained on", f"{m.n_samples} x {m.n_features}"),
             ("classes", "-" if m.classes is None else " ".join(map(str, m.classes[:20]))),
             ("coef", f"shape {m.coef.shape}, {int(np.count_nonzero(m.coef))} nonzeros")]

@@ -330,6 +330,7 @@ class _LinearModelBase(BaseEstimator):
         return LinearModel(coef, intercept, classes=getattr(self, "classes_", None),
                            loss=self.loss, loss_param=self.loss_param, penalty=self.penalty,
                            alpha=self.alpha, solver=solver, n_samples=self._n_samples,
+                           l1_ratio=self.l1_ratio, p=self.p,
                            info=info)
 
     def save(self, path):
@@ -627,6 +628,10 @@ def estimator_from_model(model):
                   solver=model.solver if model.solver in SOLVERS else "auto",
                   fit_intercept=bool(model.info.get("fit_intercept", True)),
                   intercept_scaling=float(model.info.get("intercept_scaling", 1.0)))
+    # the penalty's parameter as saved; None (the parameter of another penalty, or one a
+    # file written before the field does not record) leaves the estimator's default
+    params.update({k: v for k, v in (("l1_ratio", model.l1_ratio), ("p", model.p))
+                   if v is not None})
     if model.is_classifier:
         est = LinearClassifier(**params)
         est.classes_ = model.classes

@@ -5,9 +5,11 @@ members:
 
 * ``meta``: the UTF-8 bytes of a JSON object (uint8 array) with the format
   name and version, the fastrisk version that wrote it, the loss and its
-  parameter, the penalty, alpha, the solver, the training data shape and
-  solver facts (``info``: objective, certified gap, status, iterations; JSON
-  numbers, strings, booleans and nulls), and the SHA-256 of every array below;
+  parameter, the penalty and its parameter (``l1_ratio`` for "elasticnet",
+  ``p`` for "lp"; null for the other), alpha, the solver, the training data
+  shape and solver facts (``info``: objective, certified gap, status,
+  iterations; JSON numbers, strings, booleans and nulls), and the SHA-256 of
+  every array below;
 * ``coef`` (float64, shape (n_features,) or (n_classes, n_features));
 * ``intercept`` (float64, shape () or (n_classes,));
 * ``classes`` (classifiers only; any non-object dtype: ints, floats, bools, strings).
@@ -22,6 +24,19 @@ coefficients.  A truncated or altered file raises ``ValueError`` naming the
 file and what is wrong; when the zip, ``.npy`` header or JSON parser found the
 fault, its exception is the ``__cause__``.  Arrays are stored as raw bytes, so a
 round trip is bit-exact.
+
+JSON has no NaN or infinity: a non-finite float is written as the string
+"nan", "inf" or "-inf" (in ``info`` as well, so that every reader of the format
+reads it as that float), and ``info_strings`` lists the keys of the ``info``
+values that are strings spelled so, which load keeps strings.
+
+Versions: ``load`` reads ``FORMAT_VERSION`` only and ignores metadata fields it
+does not know.  A field that readers of the same version may ignore without
+misreading the model is added without a new version and is optional on reading:
+``l1_ratio``, ``p`` and ``info_strings`` are such fields.  A file without ``l1_ratio``
+or ``p`` loads with None for them (not recorded: the objective and gap in its
+``info`` refer to a value the file does not tell), and one without
+``info_strings`` reads every "nan", "inf" and "-inf" in ``info`` as a float.
 
 The model's values follow one set of rules, ``_check_model``: the constructor
 applies them, ``save`` again (attributes may have been changed since, e.g.
@@ -54,6 +69,11 @@ def _sha256(a):
 
 
 _NONFINITE = ("nan", "inf", "-inf")  # the floats JSON lacks, as _json_number writes them
+# the parameter each penalty takes, by the name the estimators and Problem give it
+_PENALTY_PARAMS = {"elasticnet": "l1_ratio", "lp": "p"}
+# Python's json reads an integer of at most 4300 digits (its int-from-string limit) and
+# writes none longer, so an info integer is below this bound in magnitude
+_INFO_INT_BOUND = 10**4300
 
 
 def _json_number(x):
@@ -102,29 +122,53 @@ def _real_array(a, name):
 
 def _info_value(key, v):
     """One value of ``info`` as the JSON scalar it is saved as: None, bool, int, float or str
-    (NumPy scalars become their Python equal); anything else raises TypeError."""
+    (NumPy scalars become their Python equal); anything else raises TypeError, and an
+    integer JSON cannot carry back (see ``_INFO_INT_BOUND``) or a real number beyond the
+    float range raises ValueError."""
     if v is None or isinstance(v, (bool, np.bool_)):
         return v if v is None else bool(v)
     if isinstance(v, str):
         return str(v)
     if isinstance(v, numbers.Integral):
-        return int(v)
+        v = int(v)
+        if not -_INFO_INT_BOUND < v < _INFO_INT_BOUND:
+            raise ValueError(f"info[{key!r}] must be an integer of at most 4300 digits (what "
+                             "a JSON reader reads back)")
+        return v
     if isinstance(v, numbers.Real):
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # e.g. a Fraction beyond the float range
+            raise ValueError(f"info[{key!r}] is beyond the float range") from None
     raise TypeError(f"info[{key!r}] must be a number, string, bool or None, got "
                     f"{type(v).__name__}")
 
 
+def _penalty_params(penalty, l1_ratio, p):
+    """{"l1_ratio": ..., "p": ...} as the model keeps them: the parameter ``penalty`` takes,
+    checked by its regularizer as the Problem checks it (None stays None: not recorded, as
+    in a file written before these fields), and None for the parameter it does not take
+    (which the Problem ignores too, so the estimators' default for it is dropped)."""
+    from fastrisk.regularizers import make_regularizer
+
+    kept = {"l1_ratio": None, "p": None}
+    name = _PENALTY_PARAMS.get(penalty)
+    value = {"l1_ratio": l1_ratio, "p": p}.get(name)
+    if value is not None:
+        kept[name] = getattr(make_regularizer(penalty, **{name: value}), name)
+    return kept
+
+
 def _check_model(coef, intercept, classes, loss, loss_param, penalty, alpha, solver, n_samples,
-                 info, fastrisk_version):
+                 info, fastrisk_version, l1_ratio=None, p=None):
     """The rules of a valid model: its attributes as a dict, or ValueError / TypeError naming
     the argument at fault.  ``LinearModel()`` applies them, and so ``load`` does too.
 
     A classifier (a loss whose task is binary or multiclass) has ``classes``: k >= 2
     distinct labels, with one score (coef of shape (n_features,)) for k = 2 or one score
     per class (coef of shape (k, n_features)); any other model (regression, counts,
-    novelty) has no classes and one score.  ``info`` holds JSON scalars only (see
-    ``_info_value``).
+    novelty) has no classes and one score.  ``l1_ratio`` and ``p``: see ``_penalty_params``.
+    ``info`` holds JSON scalars only (see ``_info_value``).
     """
     from fastrisk import __version__
     from fastrisk.losses import Loss
@@ -135,6 +179,7 @@ def _check_model(coef, intercept, classes, loss, loss_param, penalty, alpha, sol
     task = Loss(loss, loss_param).spec.task  # a known loss with a valid parameter
     alpha = check_alpha(alpha)
     check_choice(penalty, "penalty", PENALTIES)
+    penalty_params = _penalty_params(penalty, l1_ratio, p)
     n_samples = check_int(n_samples, "n_samples", 0)
     if not isinstance(solver, str):
         raise TypeError(f"solver must be a string, got {solver!r:.80}")
@@ -181,6 +226,7 @@ def _check_model(coef, intercept, classes, loss, loss_param, penalty, alpha, sol
         "loss": loss,
         "loss_param": None if loss_param is None else float(loss_param),
         "penalty": penalty,
+        **penalty_params,
         "alpha": alpha,
         "solver": solver,
         "n_samples": n_samples,
@@ -195,7 +241,8 @@ class LinearModel:
 
     Attributes: ``coef`` (float64, (n_features,) or (n_classes, n_features)),
     ``intercept`` (float or (n_classes,) array), ``classes`` (labels for
-    classifiers, else None), ``loss``, ``loss_param``, ``penalty``, ``alpha``,
+    classifiers, else None), ``loss``, ``loss_param``, ``penalty``, ``l1_ratio``
+    (penalty "elasticnet", else None), ``p`` (penalty "lp", else None), ``alpha``,
     ``solver``, ``n_samples`` and ``n_features`` (training data shape),
     ``fastrisk_version`` and ``info`` (dict of solver facts: objective, gap,
     status, n_iter, fit_intercept, ...).
@@ -204,16 +251,19 @@ class LinearModel:
     (ValueError or TypeError naming the argument otherwise): finite ``coef`` and
     ``intercept``; ``classes`` exactly for the classification losses, two labels
     for ``coef`` of shape (n_features,) (one score) and k >= 2 labels for k rows
-    of ``coef`` (one score per class); a known ``penalty``;
+    of ``coef`` (one score per class); a known ``penalty``; ``l1_ratio`` and ``p``
+    in the ranges the penalty's regularizer accepts, or None (not recorded); the one the
+    penalty does not take is ignored and kept as None (as the Problem ignores it);
     string ``solver`` and ``fastrisk_version``.  ``info`` maps strings to None,
     bools, numbers and strings, the values JSON stores (NumPy scalars are stored
     as the equal Python bool, int or float; lists, dicts and arrays are refused).
     """
 
     def __init__(self, coef, intercept, *, loss, penalty, alpha, solver, n_samples,
-                 classes=None, loss_param=None, info=None, fastrisk_version=None):
+                 classes=None, loss_param=None, l1_ratio=None, p=None, info=None,
+                 fastrisk_version=None):
         checked = _check_model(coef, intercept, classes, loss, loss_param, penalty, alpha,
-                               solver, n_samples, info, fastrisk_version)
+                               solver, n_samples, info, fastrisk_version, l1_ratio, p)
         for name, value in checked.items():
             setattr(self, name, value)
 
@@ -276,12 +326,17 @@ class LinearModel:
             "loss": self.loss,
             "loss_param": _json_number(self.loss_param),
             "penalty": self.penalty,
+            "l1_ratio": _json_number(self.l1_ratio),
+            "p": _json_number(self.p),
             "alpha": _json_number(self.alpha),
             "solver": self.solver,
             "n_samples": self.n_samples,
             "n_features": self.n_features,
             "info": {k: _json_number(v) if isinstance(v, float) else v
                      for k, v in self.info.items()},
+            # the strings among those that read as non-finite floats: they stay strings
+            "info_strings": sorted(k for k, v in self.info.items()
+                                   if isinstance(v, str) and v in _NONFINITE),
             "arrays": {k: {"dtype": a.dtype.str, "shape": list(a.shape), "sha256": _sha256(a)}
                        for k, a in arrays.items()},
         }
@@ -308,7 +363,8 @@ class LinearModel:
                              "such a model predicts nothing meaningful and is not saved")
         model = LinearModel(self.coef, self.intercept, classes=self.classes, loss=self.loss,
                             loss_param=self.loss_param, penalty=self.penalty, alpha=self.alpha,
-                            solver=self.solver, n_samples=self.n_samples, info=self.info,
+                            l1_ratio=self.l1_ratio, p=self.p, solver=self.solver,
+                            n_samples=self.n_samples, info=self.info,
                             fastrisk_version=self.fastrisk_version)
         meta = json.dumps(model._meta(), sort_keys=True, allow_nan=False).encode("utf-8")
         members = dict(meta=np.frombuffer(meta, dtype=np.uint8), **model._arrays())
@@ -453,6 +509,17 @@ def _check_meta(meta, path):
         "an object of {dtype, shape, sha256} records")
     for key in ("alpha", "loss_param"):
         need(key, number, "a number")
+    for key in ("l1_ratio", "p"):  # optional: see the module docstring
+        if key in meta:
+            need(key, number, "a number or null")
+    if "info_strings" in meta:
+        need("info_strings", lambda v: isinstance(v, list) and all(isinstance(k, str) for k in v),
+             "a list of strings")
+        info = meta["info"]
+        for key in meta["info_strings"]:
+            if not (isinstance(info, dict) and info.get(key) in _NONFINITE):
+                raise _bad(path, f"metadata 'info_strings' names {key!r:.80}, which is not an "
+                                 f"info value 'nan', 'inf' or '-inf'")
 
 
 def load(path):
@@ -499,14 +566,15 @@ def load(path):
     if coef.ndim not in (1, 2) or coef.shape[-1] != meta["n_features"]:
         raise _bad(path, f"coef shape {coef.shape} does not match n_features "
                          f"{meta['n_features']}")
-    info = meta["info"]
+    info, strings = meta["info"], set(meta.get("info_strings", ()))
     if isinstance(info, dict):
-        info = {k: _from_json_number(v) if isinstance(v, str) and v in _NONFINITE else v
-                for k, v in info.items()}
+        info = {k: _from_json_number(v) if isinstance(v, str) and v in _NONFINITE
+                and k not in strings else v for k, v in info.items()}
     try:
         return LinearModel(
             coef, arrays["intercept"], classes=arrays.get("classes"), loss=meta["loss"],
             loss_param=_from_json_number(meta["loss_param"]), penalty=meta["penalty"],
+            l1_ratio=_from_json_number(meta.get("l1_ratio")), p=_from_json_number(meta.get("p")),
             alpha=_from_json_number(meta["alpha"]), solver=meta["solver"],
             n_samples=meta["n_samples"], info=info, fastrisk_version=meta["fastrisk_version"])
     except (TypeError, ValueError) as exc:

@@ -3,11 +3,13 @@
 import io
 import os
 import json
+import math
 import re
 import struct
 import tokenize
 import warnings
 import zipfile
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -591,3 +593,158 @@ def test_save_keeps_links_and_special_files(tmp_path):
     missing = tmp_path / "no" / "m.frm"
     with pytest.raises(FileNotFoundError, match=re.escape(f"{missing}'") + "$"):
         model.save(missing)
+
+
+def _edit_meta(path, change):
+    """Re-write the saved model at ``path`` with ``change(meta)`` applied to its metadata."""
+    def edit(members):
+        meta = _meta_of(members)
+        change(meta)
+        _set_meta(members, json.dumps(meta).encode())
+
+    _rewrite(path, edit)
+    return path
+
+
+@pytest.mark.parametrize("cls,params,key,value", [
+    (fr.LinearRegressor, dict(penalty="elasticnet", alpha=1.0), "l1_ratio", 0.9),
+    (fr.LinearClassifier, dict(loss="logistic", penalty="lp", alpha=0.1), "p", 1.3),
+])
+def test_penalty_parameter_round_trips_into_the_estimator(tmp_path, cls, params, key, value):
+    """l1_ratio (elasticnet) and p (lp) go from the estimator into the model, the file and
+    the estimator rebuilt from it, whose objective on the training data is the saved one
+    (with the estimators' defaults 0.15 and 2.0 it is another number)."""
+    from sklearn.datasets import make_regression
+
+    X, y = make_regression(60, 5, noise=1.0, random_state=0)
+    y = y > 0 if cls is fr.LinearClassifier else y
+    est = cls(**params, **{key: value}, fit_intercept=False, tol=1e-8).fit(X, y)
+    model = est.to_model()
+    other = "p" if key == "l1_ratio" else "l1_ratio"
+    back = fr.load(model.save(tmp_path / "m.frm"))
+    for m in (model, back):
+        assert getattr(m, key) == value and getattr(m, other) is None
+    rebuilt = fr.estimator_from_model(back)
+    assert rebuilt.get_params()[key] == value
+    saved = back.info["objective"]
+    J = rebuilt._problem(X, y, None, 1).objective(rebuilt.coef_.ravel())
+    # the same J at the same w as the solver computed it, up to the order of the sums
+    assert J == pytest.approx(saved, rel=1e-12)
+    default = cls(**{**rebuilt.get_params(), "l1_ratio": 0.15, "p": 2.0})
+    assert default._problem(X, y, None, 1).objective(rebuilt.coef_.ravel()) != \
+        pytest.approx(saved, rel=1e-3)
+
+
+def test_penalty_parameter_of_another_penalty_is_not_kept():
+    """The Problem ignores the parameter its penalty does not take (the estimators carry
+    defaults for both): so does the model, which keeps None for it."""
+    m = LinearModel(np.ones(5), 0.0, loss="squared", penalty="l2", alpha=1.0, solver="x",
+                    n_samples=3, l1_ratio=0.5, p=1.5)
+    assert (m.l1_ratio, m.p) == (None, None)
+    m = LinearModel(np.ones(5), 0.0, loss="squared", penalty="elasticnet", alpha=1.0,
+                    solver="x", n_samples=3, l1_ratio=np.float32(0.5), p=7)
+    assert (m.l1_ratio, m.p) == (0.5, None) and type(m.l1_ratio) is float
+
+
+def test_file_without_the_newer_fields_loads(tmp_path):
+    """A file written before l1_ratio, p and info_strings were stored loads: l1_ratio and p
+    are None (not recorded), the estimator rebuilt from it takes the estimators' defaults,
+    and "nan" / "inf" / "-inf" in info read as floats, as that writer meant them."""
+    model = LinearModel(np.ones(5), 0.0, loss="squared", penalty="elasticnet", alpha=1.0,
+                        solver="cd", n_samples=3, l1_ratio=0.9,
+                        info={"objective": 1.5, "gap": float("nan"), "bound": float("-inf")})
+
+    def strip(meta):
+        for key in ("l1_ratio", "p", "info_strings"):
+            del meta[key]
+
+    back = fr.load(_edit_meta(model.save(tmp_path / "m.frm"), strip))
+    assert (back.penalty, back.l1_ratio, back.p) == ("elasticnet", None, None)
+    assert np.isnan(back.info["gap"]) and back.info["bound"] == -np.inf
+    assert fr.estimator_from_model(back).get_params()["l1_ratio"] == 0.15
+    # and it saves again: None is written as null
+    again = fr.load(back.save(tmp_path / "again.frm"))
+    assert (again.l1_ratio, again.p) == (None, None)
+
+
+@pytest.mark.parametrize("penalty,key,value,message", [
+    ("elasticnet", "l1_ratio", 1.5, "l1_ratio must be a finite number >= 0 and <= 1, got 1.5"),
+    ("elasticnet", "l1_ratio", -0.1, "l1_ratio must be a finite number >= 0 and <= 1"),
+    ("elasticnet", "l1_ratio", float("nan"), "l1_ratio must be a finite number"),
+    ("elasticnet", "l1_ratio", True, "l1_ratio must be a finite number"),
+    ("lp", "p", 1.0, "p must be a finite number > 1 and <= 2, got 1.0"),
+    ("lp", "p", 2.5, "p must be a finite number > 1 and <= 2"),
+    ("lp", "p", float("inf"), "p must be a finite number > 1 and <= 2"),
+])
+def test_invalid_penalty_parameter_is_refused_by_name(tmp_path, penalty, key, value, message):
+    """The constructor refuses what the penalty's regularizer refuses, and load refuses it
+    in a file with the same message."""
+    kw = dict(loss="squared", penalty=penalty, alpha=1.0, solver="x", n_samples=3)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        LinearModel(np.ones(5), 0.0, **kw, **{key: value})
+    path = LinearModel(np.ones(5), 0.0, **kw).save(tmp_path / "m.frm")
+    stored = value if isinstance(value, bool) or np.isfinite(value) else repr(value)
+    _edit_meta(path, lambda meta: meta.update({key: stored}))
+    if isinstance(value, bool):  # JSON true is no number
+        message = f"'{key}' must be a number or null"
+    with pytest.raises(ValueError, match=r"m\.frm: not a valid fastrisk model file \(.*"
+                                         + re.escape(message)):
+        fr.load(path)
+
+
+@pytest.mark.parametrize("key,value", [("l1_ratio", "abc"), ("p", [2.0]), ("p", {})])
+def test_penalty_parameter_in_a_file_must_be_a_number(tmp_path, key, value):
+    path = LinearModel(np.ones(5), 0.0, loss="squared", penalty="lp", alpha=1.0, solver="x",
+                       n_samples=3, p=1.5).save(tmp_path / "m.frm")
+    _edit_meta(path, lambda meta: meta.update({key: value}))
+    with pytest.raises(ValueError, match=f"'{key}' must be a number or null"):
+        fr.load(path)
+
+
+def test_info_strings_and_floats_round_trip_with_their_type(tmp_path):
+    """The strings "inf", "nan" and "-inf" stay strings and the non-finite floats stay
+    floats; in the JSON both are those strings (what every reader takes for the floats),
+    and info_strings names the strings."""
+    info = {"a": "inf", "b": "nan", "c": "-inf", "d": float("inf"), "e": float("-inf"),
+            "f": float("nan"), "g": "NaN", "h": "", "i": -0.0, "j": 10**4299, "k": True,
+            "l": None, "m": 2**70}
+    model = LinearModel(np.ones(5), 0.0, loss="squared", info=info, **_KW)
+    path = model.save(tmp_path / "m.frm")
+    back = fr.load(path)
+    for m in (model, back):
+        assert m.info.keys() == info.keys()
+        for k, v in info.items():
+            w = m.info[k]
+            assert type(w) is type(v), k
+            assert (np.isnan(w) if k == "f" else w == v), k
+    assert math.copysign(1.0, back.info["i"]) == -1.0
+    with zipfile.ZipFile(path) as z:
+        meta = _meta_of({n: z.read(n) for n in z.namelist()})
+    assert [meta["info"][k] for k in "abcdef"] == ["inf", "nan", "-inf", "inf", "-inf", "nan"]
+    assert meta["info_strings"] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("value,message", [
+    ({"a": 1}, "'info_strings' must be a list of strings"),
+    ([1], "'info_strings' must be a list of strings"),
+    (["status"], "'info_strings' names 'status', which is not an info value"),
+    (["missing"], "'info_strings' names 'missing'"),
+])
+def test_info_strings_in_a_file_are_checked(tmp_path, value, message):
+    with pytest.raises(ValueError, match=message):
+        fr.load(_saved_with_meta(tmp_path, "info_strings", value))
+
+
+@pytest.mark.parametrize("value,message", [
+    pytest.param(10**4300, r"info\['x'\] must be an integer of at most 4300 digits",
+                 id="4301-digits"),
+    pytest.param(-(10**4300), r"info\['x'\] must be an integer of at most 4300 digits",
+                 id="minus-4301-digits"),
+    pytest.param(Fraction(10**400), r"info\['x'\] is beyond the float range",
+                 id="huge-fraction"),
+])
+def test_info_values_json_cannot_carry_are_refused(value, message):
+    """An integer longer than a JSON reader reads back, or a real number beyond the float
+    range, is refused by name rather than failing in save or later in load."""
+    with pytest.raises(ValueError, match=message):
+        LinearModel(np.ones(5), 0.0, loss="squared", info={"x": value}, **_KW)
