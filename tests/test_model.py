@@ -647,9 +647,9 @@ def test_penalty_parameter_of_another_penalty_is_not_kept():
 
 
 def test_file_without_the_newer_fields_loads(tmp_path):
-    """A file written before l1_ratio, p and info_strings were stored loads: l1_ratio and p
-    are None (not recorded), the estimator rebuilt from it takes the estimators' defaults,
-    and "nan" / "inf" / "-inf" in info read as floats, as that writer meant them."""
+    """A file without the optional fields l1_ratio, p and info_strings loads: l1_ratio and
+    p are None (not recorded), the estimator rebuilt from it takes the estimators' defaults,
+    and "nan" / "inf" / "-inf" in info read as floats, as such a writer means them."""
     model = LinearModel(np.ones(5), 0.0, loss="squared", penalty="elasticnet", alpha=1.0,
                         solver="cd", n_samples=3, l1_ratio=0.9,
                         info={"objective": 1.5, "gap": float("nan"), "bound": float("-inf")})
