@@ -23,6 +23,8 @@ import scipy.sparse as sp
 from fastrisk import _sdca
 
 FLOAT_DTYPES = (np.float64, np.float32)
+# the widest X: a float64 weight vector of n_features + 1 entries has under 2**63 bytes
+MAX_COLUMNS = 2**60 - 2
 
 
 def _finite_or_raise(values, name):
@@ -183,6 +185,9 @@ def check_X(X, name="X", layout=True):
         data = X
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} is empty (shape {X.shape})")
+    if X.shape[1] > MAX_COLUMNS:
+        raise ValueError(f"{name} has {X.shape[1]} columns, more than a float64 weight vector "
+                         f"can hold (at most 2**60 - 2: its bytes must fit the address space)")
     _finite_or_raise(data, name)
     return X
 

@@ -335,3 +335,17 @@ def test_a_start_that_is_not_real_numbers_is_refused(start):
         with pytest.raises(ValueError, match="start must be a Result or a finite real vector"):
             fr.solve(problem, solver, start=start)
     assert fr.solve(problem, "lbfgs", start=[1, 0, 0]).status == "converged"
+
+
+def test_x_wider_than_a_weight_vector_can_be_is_refused_by_name():
+    """A CSR X whose shape claims more columns than a float64 weight vector can hold (its
+    bytes beyond the address space) is refused naming X, not by an allocation in a solver;
+    the widest accepted width is 2**60 - 2 (n_features + 1 weights of 8 bytes < 2**63)."""
+    def wide(n):
+        return sp.csr_matrix((np.ones(2), np.array([0, 1]), np.array([0, 1, 2])), shape=(2, n))
+
+    with pytest.raises(ValueError, match=r"^X has 1152921504606846975 columns, more than a "
+                                         r"float64 weight vector can hold"):
+        fr.Problem(wide(2**60 - 1), [1.0, -1.0])
+    from fastrisk.data import check_X
+    assert check_X(wide(2**60 - 2), "X").shape[1] == 2**60 - 2
