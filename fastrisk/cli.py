@@ -321,11 +321,34 @@ def _check_plot(args):
             raise UserError("--plot needs matplotlib: pip install 'fastrisk[plot]'") from None
 
 
+def _check_compare(args, X):
+    """--compare solvers that cannot take the problem, refused before the main fit rather
+    than after it: the loss, the penalty and the presence of rows decide (every problem of
+    a one-vs-rest fit has the same), so a two-row problem of DATA's width stands for them.
+    A problem that cannot even be built is left to the main fit to report."""
+    from fastrisk.problem import Problem
+
+    if not args.compare or X.shape[0] < 2:
+        return
+    labels = [-1.0, 1.0] if LOSSES[args.loss].task == "binary" else [0.0, 1.0]
+    try:
+        probe = Problem(X[:2], np.array(labels), loss=args.loss, penalty=args.penalty,
+                        alpha=args.alpha, loss_param=args.loss_param, l1_ratio=args.l1_ratio,
+                        p=args.p)
+    except (ValueError, TypeError):
+        return
+    for name in args.compare:
+        reason = SOLVERS[name].why_not(probe)
+        if reason is not None:
+            raise UserError(f"--compare {name}: {reason}")
+
+
 def cmd_train(args, out):
     _check_plot(args)
     if args.scheduler is not None:
         _check_scheduler(args)
     X, y, base = load_data(args.data, n_features=args.n_features)
+    _check_compare(args, X)
     runs = {}
     try:
         est = _fit(_estimator(args, args.solver), X, y, args.solver, args.quiet)

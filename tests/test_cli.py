@@ -444,3 +444,28 @@ def test_unsorted_csr_npz_is_read_alike_by_all_commands(tiny, tmp_path, capsys):
     assert code == 0
     acc = float(re.search(r"accuracy\s+([\d.]+)", out).group(1))
     assert acc == pytest.approx(np.mean(ref.predict(X) == y), abs=1e-6)
+
+
+def test_compare_solver_that_cannot_take_the_problem_is_refused_before_any_fit(
+        tmp_path, monkeypatch, capsys):
+    """--compare msdca with a binary loss and --compare sdca with an l1 penalty: one-line
+    errors naming --compare and the solver's reason, before the main fit (fit is replaced
+    by a failure) and without a model file; a solver that fits runs as before."""
+    data, model = tmp_path / "d.svm", tmp_path / "m.frm"
+    data.write_text("1 1:1 2:2\n-1 1:-1 3:1\n1 2:1\n-1 3:-2\n")
+
+    def no_fit(self, *args, **kwargs):
+        raise AssertionError("a fit ran")
+
+    with monkeypatch.context() as m:
+        m.setattr(fr.LinearClassifier, "fit", no_fit)
+        for extra, reason in ((["--compare", "msdca"], "takes the softmax and multiclass_hinge"),
+                              (["--penalty", "l1", "--compare", "sdca"],
+                               "needs a strongly convex penalty")):
+            code, _ = run(["train", data, "-o", model, "-q", *extra])
+            err = capsys.readouterr().err
+            assert code == 1 and err.startswith(f"fastrisk: error: --compare "
+                                                f"{extra[-1]}: solver '{extra[-1]}' ")
+            assert reason in err and not model.exists()
+    code, _ = run(["train", data, "-o", model, "-q", "--loss", "logistic", "--compare", "newton"])
+    assert code == 0 and model.exists()
