@@ -401,8 +401,9 @@ class DaskOracle:
         client = get_client(client)
         if isinstance(paths, (str, os.PathLike)) or not len(paths):
             raise ValueError("paths must be a non-empty list of svmlight files")
-        if not (isinstance(zero_based, (bool, np.bool_)) or zero_based == "auto"):
-            raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+        from fastrisk.svmlight import check_zero_based
+
+        zero_based = check_zero_based(zero_based)  # here, not on every worker
         paths = [os.fspath(p) for p in paths]
         chunks = [client.submit(_load_svmlight_chunk, p, n_features, dtype, zero_based,
                                 pure=False) for p in paths]

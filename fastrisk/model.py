@@ -69,8 +69,6 @@ def _sha256(a):
 
 
 _NONFINITE = ("nan", "inf", "-inf")  # the floats JSON lacks, as _json_number writes them
-# the parameter each penalty takes, by the name the estimators and Problem give it
-_PENALTY_PARAMS = {"elasticnet": "l1_ratio", "lp": "p"}
 # Python's json reads an integer of at most 4300 digits (its int-from-string limit) and
 # writes none longer, so an info integer is below this bound in magnitude
 _INFO_INT_BOUND = 10**4300
@@ -147,12 +145,12 @@ def _info_value(key, v):
 def _penalty_params(penalty, l1_ratio, p):
     """{"l1_ratio": ..., "p": ...} as the model keeps them: the parameter ``penalty`` takes,
     checked by its regularizer as the Problem checks it (None stays None: not recorded, as
-    in a file written before these fields), and None for the parameter it does not take
+    in a file without these fields), and None for the parameter it does not take
     (which the Problem ignores too, so the estimators' default for it is dropped)."""
     from fastrisk.regularizers import make_regularizer
 
     kept = {"l1_ratio": None, "p": None}
-    name = _PENALTY_PARAMS.get(penalty)
+    name = make_regularizer(penalty).parameter  # the penalty's own record of its parameter
     value = {"l1_ratio": l1_ratio, "p": p}.get(name)
     if value is not None:
         kept[name] = getattr(make_regularizer(penalty, **{name: value}), name)

@@ -21,6 +21,7 @@ from fastrisk import _cd
 from fastrisk.config import solver_threads
 from fastrisk.problem import Problem
 from fastrisk.columns import column_view
+from fastrisk.solvers._checks import real_array
 from fastrisk.solvers.cd import SOLVER_INFO as CD_INFO, screens, solve_cd
 
 
@@ -69,11 +70,11 @@ def alpha_max(problem, columns=None):
 def check_alphas(alphas):
     """A grid of alphas given by the caller, sorted decreasing: a non-empty array of real
     finite numbers > 0, else a ValueError naming ``alphas``."""
-    a = np.asarray(alphas)
-    if a.dtype.kind not in "biuf" or a.size == 0:
+    a = real_array(alphas)
+    if a is None or a.size == 0:
         raise ValueError(f"alphas must be a non-empty array of finite numbers > 0, got "
                          f"{alphas!r}")
-    a = np.sort(a.astype(np.float64).ravel())[::-1]
+    a = np.sort(a.ravel())[::-1]
     if not (np.isfinite(a).all() and (a > 0).all()):
         raise ValueError("alphas must be a non-empty array of finite numbers > 0")
     return a

@@ -47,6 +47,7 @@ class L2:
     """Omega = 0.5 ||w||^2 (self-conjugate)."""
 
     name = "l2"
+    parameter = None  # the name of its parameter (make_regularizer), or None
     strongly_convex = True
     separable = True
     differentiable = True
@@ -76,6 +77,7 @@ class L1:
     """Omega = ||w||_1 (not strongly convex: its conjugate is the indicator of ||u||_inf <= 1)."""
 
     name = "l1"
+    parameter = None  # the name of its parameter (make_regularizer), or None
     strongly_convex = False
     separable = True
     differentiable = False
@@ -109,6 +111,7 @@ class ElasticNet:
     """
 
     name = "elasticnet"
+    parameter = "l1_ratio"  # the name of its parameter (make_regularizer), or None
     separable = True
 
     def __init__(self, l1_ratio=0.15):
@@ -161,6 +164,7 @@ class Lp:
     """
 
     name = "lp"
+    parameter = "p"  # the name of its parameter (make_regularizer), or None
     strongly_convex = True
     separable = False
     differentiable = True

@@ -218,6 +218,18 @@ def _header_base(lines):
     return None
 
 
+def check_zero_based(zero_based):
+    """``zero_based`` of the reader: True, False (as Python bools: "is False" below must
+    hold for np.False_ too) or "auto"; anything else raises naming it."""
+    if isinstance(zero_based, (bool, np.bool_)):
+        return bool(zero_based)
+    if not isinstance(zero_based, str):
+        raise TypeError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+    if zero_based != "auto":
+        raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+    return zero_based
+
+
 def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto"):
     """Read an svmlight file; returns (X as canonical CSR, y as float64).
 
@@ -241,12 +253,7 @@ def read_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto")
         raise TypeError(f"dtype must be float32 or float64, got {dtype!r}") from None
     if dtype not in _FLOATS:
         raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
-    if isinstance(zero_based, (bool, np.bool_)):
-        zero_based = bool(zero_based)  # "is False" below must hold for np.False_ too
-    elif not isinstance(zero_based, str):
-        raise TypeError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
-    elif zero_based != "auto":
-        raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+    zero_based = check_zero_based(zero_based)
     if n_features is not None and (not isinstance(n_features, (int, np.integer))
                                    or isinstance(n_features, (bool, np.bool_))
                                    or not 1 <= n_features <= MAX_N_FEATURES):

@@ -84,6 +84,21 @@ def test_regularizer_properties(penalty):
         assert reg.strongly_convex == (b > 0)
 
 
+@pytest.mark.parametrize("penalty", PENALTIES)
+def test_regularizer_parameter_names_what_sets_its_value(penalty):
+    """``parameter`` is the make_regularizer keyword that changes the penalty's value (the
+    model files store it under that name); a penalty without one ignores both keywords."""
+    w = np.random.default_rng(2).normal(size=6)
+    reg = make_regularizer(penalty)
+    if reg.parameter is None:
+        assert make_regularizer(penalty, l1_ratio=0.3, p=1.5).value(w) == reg.value(w)
+        return
+    other = make_regularizer(penalty, **{reg.parameter: 0.3 if reg.parameter == "l1_ratio"
+                                         else 1.5})
+    assert getattr(other, reg.parameter) != getattr(reg, reg.parameter)
+    assert other.value(w) != reg.value(w)
+
+
 def test_every_solver_module_declares_itself():
     assert len(SOLVERS) >= 12
     for name, info in SOLVERS.items():

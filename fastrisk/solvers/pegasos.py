@@ -238,8 +238,8 @@ def _run(problem, solver, *, tol, abs_tol, max_iter, time_limit, callback, verbo
                              batch_size, stream_offset(problem, None))
     elif state.solver != solver or state.v.shape[0] != problem.n_weights \
             or state.alpha != alpha or state.batch_size != batch_size:
-        raise StartMismatch(f"start: its state does not continue a {solver!r} run on this problem "
-                         "(n_weights, alpha, batch_size)")
+        raise StartMismatch(f"start: its state does not continue a {solver!r} run on this "
+                            "problem (n_weights, alpha, batch_size)")
     else:
         state.offset = stream_offset(problem, state.offset)
     steps_per_epoch = -(-problem.n_samples // batch_size)

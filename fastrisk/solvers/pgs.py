@@ -134,8 +134,8 @@ def solve_pgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=None, 
     elif state.theta.shape[0] != problem.n_weights \
             or (state.alpha, state.p, state.B, state.batch_size) != (problem.alpha, p, B,
                                                                       batch_size):
-        raise StartMismatch("start: its state must come from a pgs run on the same n_weights, "
-                         "alpha, p, B and batch_size")
+        raise StartMismatch("start: its state must come from a pgs run on the same "
+                            "n_weights, alpha, p, B and batch_size")
     else:
         state.offset = stream_offset(problem, state.offset)
     orders = epoch_orders(problem.n_samples, shuffle, random_state)

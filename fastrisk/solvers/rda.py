@@ -189,7 +189,7 @@ def _continue_state(start, solver, config, fresh):
                          f"extra['state']) to continue from")
     if state["config"] != config:
         raise StartMismatch(f"start: its state was made with different settings "
-                         f"{state['config']} (this call: {config})")
+                            f"{state['config']} (this call: {config})")
     return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
 
 
