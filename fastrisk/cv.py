@@ -34,6 +34,7 @@ from fastrisk.estimators import (LinearClassifier, LinearRegressor, _canonical,
                                  _check_structure, _class_weights, _mean_one)
 from fastrisk.problem import Problem
 from fastrisk.regpath import alpha_max, check_alphas
+from fastrisk.regularizers import make_regularizer
 from fastrisk.solvers._checks import check_int, check_number
 
 _CV_PARAMS = ("alphas", "n_alphas", "eps", "cv", "scoring", "n_jobs")
@@ -90,10 +91,9 @@ class _CVMixin:
             return check_alphas(self.alphas)
         check_int(self.n_alphas, "n_alphas", low=1)
         check_number(self.eps, "eps", low=0.0, high=1.0, low_open=True, high_open=True)
-        if self.penalty == "elasticnet":
-            check_number(self.l1_ratio, "l1_ratio", low=0.0, high=1.0)
+        split = make_regularizer(self.penalty, l1_ratio=self.l1_ratio, p=self.p).l1_l2()
         top = 0.0
-        if self.penalty == "l1" or (self.penalty == "elasticnet" and self.l1_ratio > 0):
+        if split is not None and split[0] > 0.0:  # an l1 term: alpha_max
             classes = np.unique(y) if self._classifier else [None]
             targets = ([np.where(y == k, 1.0, -1.0) for k in classes[-1 if len(classes) == 2
                                                                       else 0:]]

@@ -50,7 +50,7 @@ def alpha_max(problem, columns=None):
         f"problem must be a fastrisk Problem, got {type(problem).__name__}"
     if reason is not None:
         raise ValueError(f"alpha_max: {reason}")
-    r = getattr(problem.regularizer, "l1_ratio", 1.0 if problem.penalty == "l1" else 0.0)
+    r = problem.regularizer.l1_l2()[0]  # cd's penalties have the split
     if r <= 0.0:
         raise ValueError("alpha_max needs an l1 term: penalty 'l1' or 'elasticnet' with "
                          "l1_ratio > 0")

@@ -222,6 +222,23 @@ class Lp:
         return out
 
 
+def penalty_weights(regularizer, alpha):
+    """(lam1, lam2) with alpha Omega(w) = lam1 ||w||_1 + lam2/2 ||w||^2, from the
+    regularizer's ``l1_l2()`` split; None when Omega has no such form (lp)."""
+    split = regularizer.l1_l2()
+    return None if split is None else (alpha * split[0], alpha * split[1])
+
+
+def scaled_weights(regularizer, alpha):
+    """(lam, kappa) with alpha Omega(w) = lam (0.5 ||w||^2 + kappa ||w||_1), the form of
+    the dual coordinate methods (Shalev-Shwartz & Zhang 2013); None when Omega has no
+    such form (lp) or no l2 term (lam = 0: l1)."""
+    weights = penalty_weights(regularizer, alpha)
+    if weights is None or weights[1] == 0.0:
+        return None
+    return weights[1], weights[0] / weights[1]
+
+
 # penalty name -> constructor from the Problem's options
 REGULARIZERS = {
     "l2": lambda l1_ratio, p: L2(),

@@ -16,7 +16,7 @@ import pytest
 import fastrisk as fr
 from fastrisk import _oracle
 from fastrisk.losses import LOSSES
-from fastrisk.regularizers import PENALTIES, make_regularizer
+from fastrisk.regularizers import PENALTIES, make_regularizer, penalty_weights, scaled_weights
 from fastrisk.solvers import SOLVERS, solvers_for
 from fastrisk.solvers._info import SolverInfo
 
@@ -82,6 +82,24 @@ def test_regularizer_properties(penalty):
         a, b = split
         assert reg.value(w) == pytest.approx(a * np.abs(w).sum() + 0.5 * b * w @ w, rel=1e-12)
         assert reg.strongly_convex == (b > 0)
+
+
+@pytest.mark.parametrize("penalty", PENALTIES)
+def test_penalty_weight_forms(penalty):
+    """penalty_weights and scaled_weights write alpha Omega(w) as lam1 ||w||_1 + lam2/2
+    ||w||^2 and as lam (0.5 ||w||^2 + kappa ||w||_1) (1e-12), and are None exactly when
+    the penalty has no such form (lp; and for the scaled one, no l2 term)."""
+    alpha, w = 0.7, np.random.default_rng(3).normal(size=6)
+    reg = make_regularizer(penalty, l1_ratio=0.3, p=1.5)
+    target = alpha * reg.value(w)
+    l1, sq = np.abs(w).sum(), w @ w
+    weights, scaled = penalty_weights(reg, alpha), scaled_weights(reg, alpha)
+    assert (weights is None) == (penalty == "lp")
+    assert (scaled is None) == (penalty in ("lp", "l1"))
+    if weights is not None:
+        assert weights[0] * l1 + 0.5 * weights[1] * sq == pytest.approx(target, rel=1e-12)
+    if scaled is not None:
+        assert scaled[0] * (0.5 * sq + scaled[1] * l1) == pytest.approx(target, rel=1e-12)
 
 
 @pytest.mark.parametrize("penalty", PENALTIES)

@@ -48,21 +48,10 @@ import math
 import numpy as np
 
 from fastrisk import _hessian, _oracle
-from fastrisk.regularizers import L2, ElasticNet
+from fastrisk.regularizers import scaled_weights
 
 # the extrapolation runs when the gradient bound is within this factor of the target
 REACH = 10.0
-
-
-def penalty_split(problem):
-    """(lambda, kappa) with alpha Omega = lambda (0.5 ||w||^2 + kappa ||w||_1), or None."""
-    reg = problem.regularizer
-    if isinstance(reg, L2):
-        return problem.alpha, 0.0
-    if isinstance(reg, ElasticNet) and reg.l1_ratio < 1.0:
-        r = reg.l1_ratio
-        return problem.alpha * (1.0 - r), r / (1.0 - r)
-    return None
 
 
 def _soft_sq(v, kappa):
@@ -86,7 +75,7 @@ class GapCertificate:
 
     def __init__(self, problem, memory=4, need_scores=False):
         self.problem = problem
-        split = penalty_split(problem)
+        split = scaled_weights(problem.regularizer, problem.alpha)
         spec = getattr(problem.loss, "spec", None)
         smooth = spec is not None and spec.smooth and not spec.vector
         self.certified = split is not None

@@ -573,7 +573,10 @@ def _inner_generic(bundle, lam, regularizer, best, max_steps=5000):
         # lambda Omega*(u) = lambda (<u, w> - Omega(w)) at w = grad Omega*(u)
         return float(b @ beta - lam * (u @ w - regularizer.value(w))), w
 
-    mu = 1.0 - regularizer.l1_ratio if regularizer.name == "elasticnet" else 1.0
+    # Omega's strong convexity modulus in ||.||_2: its l2 weight, or 1 for lp (1-strongly
+    # convex in ||.||_p, p <= 2, and ||w||_p >= ||w||_2)
+    split = regularizer.l1_l2()
+    mu = 1.0 if split is None else split[1]
     lip_max = max(float(np.linalg.eigvalsh(bundle.Q[:k, :k])[-1]) / (lam * mu), 1e-300)
     lip = getattr(bundle, "lip", lip_max)
     beta = bundle.beta[:k].copy()
@@ -612,10 +615,10 @@ def _inner_generic(bundle, lam, regularizer, best, max_steps=5000):
 
 def inner_solver(problem):
     """The inner solver for ``problem.penalty`` (see the module docstring)."""
-    reg = problem.regularizer
-    if reg.name == "l2":
+    split = problem.regularizer.l1_l2()
+    if split == (0.0, 1.0):
         return _inner_l2
-    if reg.name == "l1" or (reg.name == "elasticnet" and reg.l1_ratio == 1.0):
+    if split is not None and split[1] == 0.0:
         return _inner_l1
     return _inner_generic
 

@@ -98,6 +98,7 @@ import numpy as np
 from fastrisk import _cd
 from fastrisk.columns import Columns, column_view
 from fastrisk.config import solver_threads
+from fastrisk.regularizers import penalty_weights
 from fastrisk.solvers._checks import check_bool, check_choice, check_int, check_rng, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
@@ -128,14 +129,10 @@ GRAM_SORT = 6.0                   # the same for an entry of X_W sorted into row
 
 def penalty_split(problem):
     """(lam1, lam2) with alpha Omega(w) = lam1 ||w||_1 + lam2/2 ||w||^2."""
-    reg, alpha = problem.regularizer, problem.alpha
-    if reg.name == "l1":
-        return alpha, 0.0
-    if reg.name == "elasticnet":
-        return alpha * reg.l1_ratio, alpha * (1.0 - reg.l1_ratio)
-    if reg.name == "l2":
-        return 0.0, alpha
-    raise ValueError(f"solver 'cd' takes penalty 'l1', 'elasticnet' or 'l2', "
+    weights = penalty_weights(problem.regularizer, problem.alpha)
+    if weights is not None:
+        return weights
+    raise ValueError(f"solver 'cd' takes penalty in {list(SOLVER_INFO.penalties)}, "
                      f"got {problem.penalty!r}")
 
 

@@ -48,7 +48,7 @@ from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq
 from fastrisk.solvers._epochs import KERNEL_OVERFLOW, check_kernel_status, run_epochs
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers._checks import check_int, check_rng, real_array
-from fastrisk.solvers.sdca import _penalty_split, split_parts
+from fastrisk.solvers.sdca import penalty_split, split_parts
 from fastrisk.stopping import Monitor
 
 # the losses this solver takes, with their kernel ids (csrc/fr_vec.pxd's FR_VEC_*)
@@ -157,7 +157,7 @@ class _MSDCA:
     def __init__(self, problem, start, n_threads, shrinking, rng):
         data, n, k = problem.data, problem.n_samples, problem.n_classes
         self.problem, self.n, self.k, self.rng = problem, n, k, rng
-        self.lam, self.kappa = _penalty_split(problem)
+        self.lam, self.kappa = penalty_split(problem)
         self.lam_n = self.lam * n
         self.n_threads = n_threads
         self.shrinking = shrinking and problem.loss.spec.name == "multiclass_hinge"

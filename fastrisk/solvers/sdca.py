@@ -76,7 +76,7 @@ import numpy as np
 
 from fastrisk import _sdca
 from fastrisk.config import single_threaded_blas, solver_threads
-from fastrisk.regularizers import soft_threshold
+from fastrisk.regularizers import scaled_weights, soft_threshold
 from fastrisk.solvers._catalyst import (PROBE_BAND, Accelerated, Probe, check_accelerated, pays,
                                         radius_sq, use_acceleration)
 from fastrisk.solvers._checks import check_bool, check_choice, check_int, check_rng, start_weights
@@ -107,10 +107,10 @@ AGGRESSIVE_OMEGA = 0.25  # weight of rho in the geometric decrease of beta
 STEP_TOL_GAP = 0.04
 
 
-def _penalty_split(problem):
-    """(lambda, kappa) with alpha Omega(w) = lambda (0.5 ||w||^2 + kappa ||w||_1)."""
-    l1, l2 = problem.regularizer.l1_l2()
-    return problem.alpha * l2, l1 / l2
+def penalty_split(problem):
+    """(lambda, kappa) with alpha Omega(w) = lambda (0.5 ||w||^2 + kappa ||w||_1); the
+    solver's penalties (SOLVER_INFO) all have this form."""
+    return scaled_weights(problem.regularizer, problem.alpha)
 
 
 def _weighted_rows_matvec(data, c):
@@ -218,7 +218,7 @@ def cocoa_blocks(problem, n_threads, batch_size, R2):
     speed, and the sequential epochs finish first.  At alpha 1e-6 and on the hinge loss
     rounds need 2.5 to 15 times as many passes as sequential epochs."""
     if (n_threads < 2 or batch_size > 1 or not problem.loss.spec.smooth
-            or _penalty_split(problem)[1] != 0.0 or problem.n_weights > COCOA_MAX_WEIGHTS):
+            or penalty_split(problem)[1] != 0.0 or problem.n_weights > COCOA_MAX_WEIGHTS):
         return 1
     ratio = problem.alpha * problem.n_samples / R2 if R2 > 0.0 else np.inf
     if ratio < COCOA_CONDITION[problem.loss.spec.dual_box]:
@@ -269,7 +269,7 @@ class _SDCA:
                  blocks=1):
         spec, data, n = problem.loss.spec, problem.data, problem.n_samples
         self.problem, self.n, self.variant = problem, n, variant
-        self.lam, self.kappa = _penalty_split(problem)
+        self.lam, self.kappa = penalty_split(problem)
         self.lam_n = self.lam * n
         # threads only where each gets enough work: the exact pass reads nnz entries, a
         # mini-batch about nnz b / n
@@ -614,7 +614,7 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     blocks = check_int(blocks, "blocks", low=1, allow_none=True)
     if blocks is not None and blocks > 1 and batch_size > 1:
         raise ValueError(f"blocks={blocks} (CoCoA+) needs batch_size=1, got {batch_size}")
-    if blocks is not None and blocks > 1 and _penalty_split(problem)[1] != 0.0:
+    if blocks is not None and blocks > 1 and penalty_split(problem)[1] != 0.0:
         raise ValueError(f"blocks={blocks} (CoCoA+) needs the l2 penalty (an elastic net "
                          "with l1_ratio 0); use blocks=1")
     rng = check_rng(random_state)
