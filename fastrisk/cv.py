@@ -27,11 +27,13 @@ import numpy as np
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import validate_data
 
 from fastrisk.config import n_cores
+from fastrisk.data import check_label_values
 from fastrisk.estimators import (LinearClassifier, LinearRegressor, _canonical,
-                                 _check_structure, _class_weights, _mean_one)
+                                 _check_structure, _check_targets, _class_weights, _mean_one,
+                                 _sample_weight)
 from fastrisk.problem import Problem
 from fastrisk.regpath import alpha_max, check_alphas
 from fastrisk.regularizers import make_regularizer
@@ -122,6 +124,10 @@ class _CVMixin:
         self._validate_params()
         # the index arrays are checked before scikit-learn's and scipy's routines read them
         X = _check_structure(X)
+        if self._classifier:
+            check_label_values(y, "y")
+        else:
+            _check_targets(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", y_numeric=not self._classifier)
         if self._classifier:  # before np.unique, which cannot sort labels of mixed types
@@ -132,8 +138,7 @@ class _CVMixin:
             raise ValueError(f"cross-validation needs more than 1 sample, got n_samples = "
                              f"{X.shape[0]}")
         if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                                 ensure_non_negative=True)
+            sample_weight = _sample_weight(sample_weight, X)
             if not sample_weight.max() > 0:
                 raise ValueError("sample_weight is all zero: the weights must have a positive sum")
             # the fits and the scores depend on the weights' ratios only; scaled to a largest

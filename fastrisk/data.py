@@ -127,6 +127,23 @@ def check_sparse_structure(X, name="X"):
     return False
 
 
+def canonical_csr(X):
+    """A canonical copy of the CSR matrix X (indices sorted, duplicates summed).
+
+    scipy caches whether a matrix is canonical and ``sum_duplicates`` trusts that flag,
+    which is stale once the index arrays were changed in place: the copy's flags are reset
+    so that its indices are sorted whatever X's say.  Index arrays of another integer type,
+    or of two types, become int64 (scipy's routines take int32 or int64)."""
+    itype = X.indices.dtype if X.indices.dtype == X.indptr.dtype \
+        and X.indices.dtype in (np.int32, np.int64) else np.int64
+    X = sp.csr_matrix((X.data.copy(), X.indices.astype(itype), X.indptr.astype(itype)),
+                      shape=X.shape)
+    X.has_sorted_indices = False
+    X.has_canonical_format = False
+    X.sum_duplicates()
+    return X
+
+
 def _read_only(a):
     """A view of ``a`` that cannot be written through."""
     view = a.view()
@@ -148,16 +165,17 @@ def check_X(X, name="X", layout=True):
             raise TypeError(f"{name} must have a real numeric dtype, got {X.dtype}")
         canonical = check_sparse_structure(X, name)
         if X.format != "csr":
-            X = X.tocsr()  # new arrays (scipy's BSR conversion can leave them unsorted):
-            if not check_sparse_structure(X, name):  # put in canonical form in place
-                X.sum_duplicates()
+            X = X.tocsr()  # new arrays (scipy's BSR conversion can leave them unsorted)
+            if not check_sparse_structure(X, name):
+                X = canonical_csr(X)
             canonical = True
         if X.dtype not in FLOAT_DTYPES:
             X = X.astype(np.float64)
         if not canonical and layout:
-            raise ValueError(
-                f"{name} has unsorted or duplicate column indices; call {name}.sum_duplicates() first"
-            )
+            # scipy's sum_duplicates does nothing while its cached flags say canonical
+            stale = f"{name}.has_sorted_indices = False; " if X.has_canonical_format else ""
+            raise ValueError(f"{name} has unsorted or duplicate column indices; call "
+                             f"{stale}{name}.sum_duplicates() first")
         arrays = (X.data, X.indices, X.indptr)
         if X.indices.dtype != X.indptr.dtype or X.indices.dtype not in (np.int32, np.int64) \
                 or not all(a.flags.c_contiguous for a in arrays):
@@ -240,18 +258,30 @@ def _vector_like(y, name):
     return np.asarray(y)
 
 
-def _check_labels(y, n_samples, name):
+def check_label_values(y, name="y"):
+    """Refuse by name the values that are not class labels: complex numbers, NaN or
+    infinity (floats, or float objects in an object array) and, in an object array,
+    labels of types with no common order.  Returns y as an array (no copy of an array)."""
     y = _vector_like(y, name)
     if y.dtype.kind == "c":
         raise TypeError(f"{name} holds complex numbers, which are not class labels")
+    if y.dtype.kind == "f":
+        _finite_or_raise(y, name)
+    elif y.dtype.kind == "O":
+        if any(isinstance(v, (float, np.floating)) and not np.isfinite(v) for v in y.flat):
+            raise ValueError(f"{name} contains NaN or infinity")
+        _sorted_labels(y, name)
+    return y
+
+
+def _check_labels(y, n_samples, name):
+    y = check_label_values(y, name)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()
     if y.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {y.shape}")
     if y.shape[0] != n_samples:
         raise ValueError(f"{name} has {y.shape[0]} entries but X has {n_samples} rows")
-    if y.dtype.kind == "f":
-        _finite_or_raise(y, name)
     return y
 
 
@@ -279,7 +309,10 @@ def encode_labels(y, classes, name="y"):
                     return y[:1].copy(), np.zeros(y.shape[0], dtype=np.intp)
                 return np.array([lo, hi], dtype=y.dtype), upper.astype(np.intp)
         return _sorted_labels(y, name)
-    classes = _sorted_labels(np.asarray(classes), "classes")[0]
+    classes = check_label_values(classes, "classes")
+    if classes.ndim != 1:
+        raise ValueError(f"classes must be 1-dimensional, got shape {classes.shape}")
+    classes = _sorted_labels(classes, "classes")[0]
     index = np.searchsorted(classes, y)
     if not (index < classes.shape[0]).all() or (classes[np.minimum(index, len(classes) - 1)]
                                                  != y).any():

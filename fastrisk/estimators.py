@@ -28,6 +28,7 @@ measurements, see fastrisk/solvers/auto.py; the choice is in ``solver_``).
 
 import contextlib
 import math
+import numbers
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -43,15 +44,20 @@ from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classi
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from fastrisk.config import resolve_n_threads
-from fastrisk.data import Dataset, check_sparse_structure, encode_labels
+from fastrisk.data import (Dataset, canonical_csr, check_label_values, check_sparse_structure,
+                           encode_labels)
 from fastrisk.losses import LOSSES
 from fastrisk.model import LinearModel, scores_to_proba
 from fastrisk.problem import Problem
-from fastrisk.solvers import SOLVERS, choose_solver, solvers_for
+from fastrisk.solvers import SOLVERS, choose_solver, sized_memory_errors, solvers_for
 from fastrisk.solvers._checks import StartMismatch, check_bool, check_int
 from fastrisk.solvers.auto import default_budget, run as run_auto
 
 CLASSIFIER_TASKS = ("binary", "multiclass")
+# the parameters that set the problem a fit solves and its solver: partial_fit keeps them,
+# warm_start continues a solver's state only while they are kept (but alpha)
+PROBLEM_PARAMS = ("loss", "loss_param", "penalty", "alpha", "l1_ratio", "p", "solver",
+                  "fit_intercept", "intercept_scaling")
 REGRESSOR_TASKS = ("regression", "counts")
 BINARY_CLASSES = np.array([-1.0, 1.0])
 
@@ -89,15 +95,36 @@ def _check_X(est, X, reset):
 
 
 def _canonical(X):
-    if sp.issparse(X) and not X.has_canonical_format:
-        X = X.copy()
-        X.sum_duplicates()
+    """X, or for a CSR X with unsorted or duplicate indices its canonical copy (decided by
+    reading the indices: scipy's cached flag is stale after an in-place change)."""
+    if sp.issparse(X) and not check_sparse_structure(X, "X"):
+        return canonical_csr(X)
     return X
+
+
+def _check_targets(y):
+    """Refuse complex regression targets by name (scikit-learn's message prints y whole)."""
+    if not sp.issparse(y) and np.asarray(y).dtype.kind == "c":
+        raise TypeError("y holds complex numbers; regression targets must be real")
+
+
+def _sample_weight(sample_weight, X):
+    """scikit-learn's checked sample_weight (float64, non-negative); values its float
+    conversion would parse (strings) are refused by name, as Problem refuses them."""
+    if sample_weight is not None and not sp.issparse(sample_weight):
+        dtype = np.asarray(sample_weight).dtype
+        if dtype.kind not in "biuf":
+            raise TypeError(f"sample_weight must be numeric, got dtype {dtype}")
+    return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
 
 
 def _class_weights(class_weight, classes, y):
     """The weight of each class (scikit-learn's compute_class_weight), refused by name when
     one is negative or not finite (it would reach the solvers as a bad sample weight)."""
+    if isinstance(class_weight, dict):
+        for key, value in class_weight.items():
+            if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"class_weight[{key!r}] must be a number, got {value!r}")
     weights = np.asarray(compute_class_weight(class_weight, classes=classes, y=y),
                          dtype=np.float64)
     bad = ~(np.isfinite(weights) & (weights >= 0))
@@ -118,12 +145,15 @@ def _mean_one(c):
 
 
 def _seed(random_state):
-    """One integer seed from ``random_state`` (same random_state -> same seed -> same bits)."""
+    """One integer seed from ``random_state`` (same random_state -> same seed -> same bits);
+    a RandomState or Generator is advanced by the draw, as scikit-learn's estimators do."""
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(np.iinfo(np.int32).max))
     try:
         rng = check_random_state(random_state)
     except ValueError as exc:  # numpy's message names no argument
-        raise ValueError(f"random_state must be None, an integer from 0 to 2**32 - 1 or a "
-                         f"numpy RandomState, got {random_state!r} ({exc})") from None
+        raise ValueError(f"random_state must be None, an integer from 0 to 2**32 - 1, a "
+                         f"numpy RandomState or Generator, got {random_state!r} ({exc})") from None
     return int(rng.randint(np.iinfo(np.int32).max))
 
 
@@ -133,18 +163,36 @@ def _streaming(solver):
     return dict({"max_iter": 1, "shuffle": False}, **dict(SOLVERS[solver].stream_options))
 
 
-def _continuation(info, previous, problem):
-    """``start=`` to continue from a previous Result on the same problem, as the solver's
-    record declares (SolverInfo.start): its state, its dual or its weights."""
-    if previous.w.shape != (problem.n_weights,):
-        return {}
+def _continuation(info, previous, problem, changed):
+    """``start=`` to continue from a previous Result, as the solver's record declares
+    (SolverInfo.start): its state, its dual or its weights.  ``changed``: the parameters of
+    PROBLEM_PARAMS set differently since that fit.  Weights start any problem of their
+    shape, and a dual start is checked by its solver (rebuilt from the weights when it does
+    not fit); a state continues one run of its solver on one problem (an alpha change the
+    solver checks itself), so after other changes the run starts cold, with a warning."""
     if info.start is None:
         warnings.warn(f"solver {info.name!r} cannot continue from a previous fit; warm_start "
                       "is ignored", UserWarning, stacklevel=5)
         return {}
-    if info.start == "state" and previous.solver != info.name:
+    why = None
+    if previous.w.shape != (problem.n_weights,):
+        why = f"the problem has {problem.n_weights} weights, the previous fit {previous.w.size}"
+    elif info.start == "state" and previous.solver != info.name:
+        why = f"the previous fit's state is solver {previous.solver!r}'s"
+    elif info.start == "state" and set(changed) - {"alpha"}:
+        why = f"{', '.join(sorted(set(changed) - {'alpha'}))} changed since the previous fit"
+    if why is not None:
+        warnings.warn(f"warm_start: {why}; solver {info.name!r} starts cold", UserWarning,
+                      stacklevel=5)
         return {}
     return {"start": previous}
+
+
+def _same(a, b):
+    try:
+        return a is b or bool(a == b)
+    except (TypeError, ValueError):  # values without a truth value for ==
+        return False
 
 
 def dask_solvers():
@@ -221,11 +269,12 @@ class _LinearModelBase(BaseEstimator):
 
         return make_dask_problem(X, y, client=client, n_partitions=self.n_partitions, **options)
 
-    def _solve(self, problem, seed, previous=None, stop=None, **overrides):
+    def _solve(self, problem, seed, previous=None, stop=None, changed=(), **overrides):
         """Run the solver on one problem; returns (Result, solver name).
 
         ``previous``: the Result of the previous fit of the same problem, to continue
-        from (see ``_continuation``); ``stop``: an Event that ends the run (Ctrl-C).
+        from (see ``_continuation``; ``changed``: the parameters set differently since);
+        ``stop``: an Event that ends the run (Ctrl-C).
         """
         name = choose_solver(problem) if self.solver == "auto" else self.solver
         info = SOLVERS[name]
@@ -239,19 +288,20 @@ class _LinearModelBase(BaseEstimator):
         if self.solver == "auto":
             options = default_budget(options)
         if previous is not None:
-            options.update(_continuation(info, previous, problem))
+            options.update(_continuation(info, previous, problem, changed))
         run = (lambda opts: run_auto(problem, name, opts)) if self.solver == "auto" \
             else (lambda opts: info.func(problem, **opts))
         try:
-            try:
-                result = run(options)
-            except StartMismatch as exc:
-                if overrides:  # partial_fit: the chunks must continue one run
-                    raise ValueError(f"partial_fit: {exc}; alpha and the solver's options "
-                                     "cannot change between partial_fit calls") from None
-                warnings.warn(f"warm_start: {exc}; solver {name!r} starts cold",
-                              UserWarning, stacklevel=4)
-                result = run({k: v for k, v in options.items() if k != "start"})
+            with sized_memory_errors(problem, name):
+                try:
+                    result = run(options)
+                except StartMismatch as exc:
+                    if overrides:  # partial_fit: the chunks must continue one run
+                        raise ValueError(f"partial_fit: {exc}; the solver's options cannot "
+                                         "change between partial_fit calls") from None
+                    warnings.warn(f"warm_start: {exc}; solver {name!r} starts cold",
+                                  UserWarning, stacklevel=4)
+                    result = run({k: v for k, v in options.items() if k != "start"})
             # auto's probe may hand over to another solver (fastrisk/solvers/auto.py)
             name = result.solver if "probe" in result.extra else name
         except FloatingPointError as exc:
@@ -288,16 +338,26 @@ class _LinearModelBase(BaseEstimator):
                           f"alpha, or use a batch solver", ConvergenceWarning, stacklevel=5)
 
     def _previous(self, n_problems, streaming):
-        """Results of the previous fit to continue from (warm_start or partial_fit), or
-        None per problem."""
+        """(Results of the previous fit to continue from (warm_start or partial_fit), or None
+        per problem; the PROBLEM_PARAMS changed since that fit).
+
+        partial_fit continues one run: a change of those parameters is refused by name."""
         previous = getattr(self, "_results", None)
         if not ((self.warm_start or streaming) and previous and len(previous) == n_problems):
-            return [None] * n_problems
-        return previous
+            return [None] * n_problems, ()
+        before = self._fitted_params
+        changed = tuple(k for k in PROBLEM_PARAMS if not _same(getattr(self, k), before[k]))
+        if streaming and changed:
+            told = ", ".join(f"{k} from {before[k]!r} to {getattr(self, k)!r}" for k in changed)
+            raise ValueError(f"partial_fit continues the run of the previous calls, whose "
+                             f"problem and solver cannot change: {told}; call fit to start "
+                             f"a new run")
+        return previous, changed
 
     def _store(self, results, names, joint):
         """Set the fitted attributes from the solver results (one per problem)."""
         self._results = results
+        self._fitted_params = {k: getattr(self, k) for k in PROBLEM_PARAMS}
         self.solver_ = names[0] if len(set(names)) == 1 else names
         self.n_iter_ = max(r.n_iter for r in results)
         self.status_ = [r.status for r in results] if len(results) > 1 else results[0].status
@@ -414,13 +474,14 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         """Fit on X (n, d) dense or sparse, labels y; ``sample_weight`` rescaled to mean 1."""
         self._validate_params()
         X = _check_structure(X)
+        check_label_values(y, "y")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C")
         check_classification_targets(y)
         classes, y_index = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
             raise ValueError(f"y must hold at least two classes, got {classes.shape[0]} class")
-        c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        c = _sample_weight(sample_weight, X)
         if self.class_weight is not None:
             c = c * _class_weights(self.class_weight, classes, y)[y_index]
         if np.bincount(y_index, weights=c, minlength=len(classes)).astype(bool).sum() < 2:
@@ -446,15 +507,20 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         must be None or a dict.
         """
         self._validate_params()
+        if classes is not None:
+            if check_label_values(classes, "classes").ndim != 1:
+                raise ValueError(f"classes must be 1-dimensional, got shape "
+                                 f"{np.shape(classes)}")
         first = _check_partial_fit_first_call(self, classes)
         X = _check_structure(X)
+        check_label_values(y, "y")
         X, y = validate_data(self, X, y, reset=first, accept_sparse="csr",
                              dtype=[np.float64, np.float32], order="C")
         check_classification_targets(y)
         if len(self.classes_) < 2:
             raise ValueError(f"classes must hold at least two classes, got {self.classes_}")
         _, y_index = encode_labels(y, self.classes_, "y")
-        c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        c = _sample_weight(sample_weight, X)
         if isinstance(self.class_weight, str):
             raise ValueError("class_weight='balanced' needs all of y; pass a dict to partial_fit")
         if self.class_weight is not None:
@@ -475,12 +541,13 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         seed = _seed(self.random_state)
         n_threads = self._threads()
         joint = LOSSES[self.loss].vector or k == 2
-        previous = self._previous(1 if joint else k, streaming)
+        previous, changed = self._previous(1 if joint else k, streaming)
         with self._cluster() as client:
             if joint:
                 problem = self._problem(X, y_index, c, n_threads, classes=np.arange(k),
                                         client=client)
-                results, names = zip(self._solve(problem, seed, previous[0], **overrides))
+                results, names = zip(self._solve(problem, seed, previous[0], None, changed,
+                                                 **overrides))
             else:
                 # on Dask the workers hold the parallelism: one problem after another
                 n_parallel = 1 if client is not None else min(k, n_threads)
@@ -494,7 +561,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
                 def fit_one(j):
                     problem = self._problem(shared, np.where(y_index == j, 1.0, -1.0), c,
                                             threads_each, classes=BINARY_CLASSES, client=client)
-                    return self._solve(problem, seed, previous[j], stop, **overrides)
+                    return self._solve(problem, seed, previous[j], stop, changed, **overrides)
 
                 with ThreadPoolExecutor(n_parallel) as pool:
                     futures = [pool.submit(fit_one, j) for j in range(k)]
@@ -575,9 +642,10 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         """Fit on X (n, d) dense or sparse, real targets y; ``sample_weight`` rescaled to mean 1."""
         self._validate_params()
         X = _check_structure(X)
+        _check_targets(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", y_numeric=True)
-        c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        c = _sample_weight(sample_weight, X)
         return self._fit_problem(X, y, _mean_one(c))
 
     def _online(self):
@@ -590,9 +658,10 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         self._validate_params()
         first = not hasattr(self, "coef_")
         X = _check_structure(X)
+        _check_targets(y)
         X, y = validate_data(self, X, y, reset=first, accept_sparse="csr",
                              dtype=[np.float64, np.float32], order="C", y_numeric=True)
-        c = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        c = _sample_weight(sample_weight, X)
         if first:
             self._results = None
         return self._fit_problem(X, y, c, streaming=True)
@@ -603,8 +672,9 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         self._n_samples = X.shape[0]
         with self._cluster() as client:
             problem = self._problem(X, y, c, self._threads(), client=client)
-            result, name = self._solve(problem, _seed(self.random_state),
-                                       self._previous(1, streaming)[0], **overrides)
+            previous, changed = self._previous(1, streaming)
+            result, name = self._solve(problem, _seed(self.random_state), previous[0], None,
+                                       changed, **overrides)
         coef, intercept = self._store([result], [name], joint=True)
         self.coef_, self.intercept_ = np.asarray(coef, dtype=np.float64), float(intercept)
         return self

@@ -202,8 +202,11 @@ def _check_model(coef, intercept, classes, loss, loss_param, penalty, alpha, sol
         raise ValueError(f"classes is required: the loss {loss!r} makes a classifier")
     else:
         classes = np.asarray(classes)
+        if classes.dtype.kind == "O" and all(isinstance(c, str) for c in classes.flat):
+            classes = classes.astype(str)  # strings held as Python objects (pandas labels)
         if classes.dtype.kind not in _CLASS_KINDS or classes.ndim != 1:
-            raise ValueError("classes must be a 1-d array of numbers, bools or strings")
+            raise ValueError(f"classes must be a 1-d array of numbers, bools or strings, got "
+                             f"shape {classes.shape} and dtype {classes.dtype}")
         if np.unique(classes).shape[0] != classes.shape[0] or (
                 classes.dtype.kind == "f" and not np.isfinite(classes).all()):
             raise ValueError("classes must be distinct (and finite)")

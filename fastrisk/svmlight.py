@@ -21,7 +21,7 @@ import zlib
 import numpy as np
 import scipy.sparse as sp
 
-from fastrisk.data import check_sparse_structure
+from fastrisk.data import canonical_csr, check_sparse_structure
 
 _OPENERS = {".gz": (gzip.open, "gzip"), ".bz2": (bz2.open, "bzip2"), ".xz": (lzma.open, "xz")}
 # what the decompressors raise on corrupt or truncated data (OSError only without an errno:
@@ -317,13 +317,7 @@ def _rows_to_write(X):
             X = X.tocsr()
             canonical = check_sparse_structure(X, "X")
         if not canonical:
-            # fresh arrays (int64 indices, which scipy's routines accept); scipy caches
-            # whether a matrix is canonical, so the flags are reset to make it look
-            X = sp.csr_matrix((X.data.copy(), X.indices.astype(np.int64),
-                               X.indptr.astype(np.int64)), shape=X.shape)
-            X.has_sorted_indices = False
-            X.has_canonical_format = False
-            X.sum_duplicates()
+            X = canonical_csr(X)
     else:
         try:
             X = np.asarray(X)

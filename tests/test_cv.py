@@ -111,7 +111,7 @@ def test_cv_validates_its_arguments():
     for l1_ratio in (None, "a", 1.5):
         with pytest.raises(ValueError, match="^l1_ratio must be a finite number"):
             LinearClassifierCV(penalty="elasticnet", l1_ratio=l1_ratio).fit(X, y)
-    with pytest.raises(ValueError, match="Unknown label type"):  # as LinearClassifier
+    with pytest.raises(TypeError, match=r"^y mixes labels of types \['int', 'str'\]"):
         LinearClassifierCV(cv=2).fit(X, np.array([1, "a"] * 30, dtype=object))
     for cw in ({0: -1.0, 1: 1.0}, {0: np.nan, 1: 1.0}):
         with pytest.raises(ValueError, match="^class_weight must give every class a finite"):

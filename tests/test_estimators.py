@@ -329,3 +329,85 @@ def test_sample_weight_scale_does_not_matter(scale):
         np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-14)
     with pytest.raises(ValueError, match="sample_weight sums to infinity"):
         fr.Problem(X, yb, loss="logistic", sample_weight=np.full(40, 1e308))
+
+
+def test_labels_weights_and_seeds_are_checked_by_name():
+    """Label values with no class meaning, non-numeric weights and class weights are
+    refused naming the argument (not inside numpy or scikit-learn); a numpy Generator is
+    a random_state (the same seed, the same bits)."""
+    X, y = _binary()
+    with_nan = np.array(["a", "b"] * (len(y) // 2), dtype=object)
+    with_nan[3] = np.nan
+    cases = [
+        (dict(y=np.array(["a", 1] * (len(y) // 2), dtype=object)),
+         TypeError, r"^y mixes labels of types \['int', 'str'\]"),
+        (dict(y=y + 0j), TypeError, "^y holds complex numbers"),
+        (dict(y=with_nan), ValueError, "^y contains NaN or infinity"),
+        (dict(sample_weight=np.full(len(y), "1")), TypeError,
+         "^sample_weight must be numeric, got dtype <U1"),
+    ]
+    for kw, error, message in cases:
+        args = dict(dict(y=y), **kw)
+        with pytest.raises(error, match=message):
+            LinearClassifier().fit(X, **args)
+    with pytest.raises(TypeError, match=r"^class_weight\[1\] must be a number, got 'a'"):
+        LinearClassifier(class_weight={0: 1.0, 1: "a"}).fit(X, y)
+    for classes, message in (([0.0, 1.0, np.nan], "^classes contains NaN or infinity"),
+                             ([[0.0, 1.0]], r"^classes must be 1-dimensional")):
+        with pytest.raises(ValueError, match=message):
+            LinearClassifier(solver="pegasos").partial_fit(X, y, classes=classes)
+    with pytest.raises(ValueError, match="^classes contains NaN or infinity"):
+        fr.Problem(X, y.astype(float), loss="softmax", classes=[0.0, 1.0, np.nan])
+    for est in (LinearRegressor(), fr.LinearRegressorCV(cv=2)):
+        with pytest.raises(TypeError, match="^y holds complex numbers; regression targets"):
+            est.fit(X, y + 0j)
+    fits = [LinearClassifier(solver="sdca", random_state=np.random.default_rng(5)).fit(X, y)
+            for _ in range(2)]
+    assert np.array_equal(fits[0].coef_, fits[1].coef_)
+
+
+def test_stale_canonical_flag_is_not_trusted():
+    """A CSR X whose indices were unsorted in place after scipy cached it as canonical:
+    the estimators fit its sorted copy (the fit of the dense X, X untouched), and Problem's
+    refusal gives advice that works when followed."""
+    X, y = _binary()
+    S = sp.csr_matrix(X)
+    assert S.has_canonical_format
+    S.indices[:2], S.data[:2] = S.indices[1::-1].copy(), S.data[1::-1].copy()
+    before = S.indices.copy()
+    est = LinearClassifier(solver="sdca", random_state=0)
+    np.testing.assert_allclose(est.fit(S, y).coef_,
+                               LinearClassifier(solver="sdca", random_state=0).fit(X, y).coef_,
+                               rtol=1e-12)
+    assert np.array_equal(S.indices, before)
+    with pytest.raises(ValueError, match=r"call X.has_sorted_indices = False; "
+                                         r"X.sum_duplicates\(\) first"):
+        fr.Problem(S, y)
+    S.has_sorted_indices = False
+    S.sum_duplicates()
+    fr.Problem(S, y)
+
+
+def test_string_labels_held_as_objects_are_saved(tmp_path):
+    """Labels that are Python strings in an object array (pandas' usual dtype) fit and are
+    saved as strings: the loaded model predicts the same labels."""
+    X, y = _binary()
+    labels = np.where(y == 1, "yes", "no").astype(object)
+    est = LinearClassifier().fit(X, labels)
+    model = fr.load(est.save(tmp_path / "m.frm"))
+    assert model.classes.tolist() == ["no", "yes"]
+    assert np.array_equal(model.predict(X), est.predict(X))
+    with pytest.raises(ValueError, match=r"^classes must be a 1-d array of numbers, bools or "
+                                         r"strings, got shape \(2,\) and dtype datetime64"):
+        LinearClassifier().fit(X, (y + 1).astype("datetime64[D]")).to_model()
+
+
+def test_memory_error_names_the_problem_size():
+    """An X too wide for its weight vector (256 TiB here) fails with the problem's size
+    in the message, from solve and from fit."""
+    X = sp.csr_matrix((6, 2**45))
+    y = np.array([1.0, -1.0] * 3)
+    with pytest.raises(MemoryError, match=rf"on a problem of 6 rows and {2**45} weights"):
+        fr.solve(fr.Problem(X, y), solver="sdca")
+    with pytest.raises(MemoryError, match=rf"6 rows and {2**45 + 1} weights"):
+        LinearClassifier(solver="sdca").fit(X, y)

@@ -99,7 +99,7 @@ def test_state_solver_refit_at_another_alpha_starts_cold(solver, penalty):
     assert est.intercept_ == cold.intercept_
     stream = fr.LinearClassifier(alpha=1e-2, **opts).partial_fit(X, y, classes=[-1.0, 1.0])
     stream.set_params(alpha=1e-3)
-    with pytest.raises(ValueError, match="partial_fit: .*cannot change between"):
+    with pytest.raises(ValueError, match="partial_fit continues .*: alpha from 0.01 to 0.001"):
         stream.partial_fit(X, y)
 
 
@@ -178,3 +178,57 @@ def test_history_marks_estimates_and_plots_draw_only_exact_entries(tmp_path):
     np.testing.assert_array_equal(kept["objective"], h["objective"][h["exact"]])
     plot_convergence({"sdca": res.history}, tmp_path / "p.png", "t")
     assert (tmp_path / "p.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("change", [dict(fit_intercept=False), dict(solver="adaptive"),
+                                    dict(loss="logistic"), dict(intercept_scaling=2.0)])
+def test_partial_fit_refuses_a_changed_problem_or_solver(change):
+    """partial_fit continues one run: after a change of the loss, the intercept or the
+    solver the next call is refused naming the parameter, its old and its new value, and
+    the estimator keeps its fit."""
+    X, y = _data()
+    est = fr.LinearClassifier(loss="hinge", solver="pegasos", random_state=0)
+    est.partial_fit(X[:200], y[:200], classes=[-1.0, 1.0])
+    coef = est.coef_.copy()
+    (name, value), = change.items()
+    old = est.get_params()[name]
+    est.set_params(**change)
+    with pytest.raises(ValueError, match=rf"^partial_fit continues .*: {name} from "
+                                         rf"{old!r} to {value!r}; call fit"):
+        est.partial_fit(X[200:], y[200:])
+    assert np.array_equal(est.coef_, coef)
+    est.fit(X, y)  # fit starts a new run with the new parameters
+
+
+@pytest.mark.filterwarnings("ignore:solver .* stopped on max_iter")
+@pytest.mark.parametrize("solver", ["pegasos", "pgs", "sdca"])
+def test_warm_start_after_a_loss_or_intercept_change_starts_cold(solver):
+    """A solver's state belongs to its loss, the weights (and a dual point's v) to their
+    shape: after a change of the loss (state solvers) or of the number of weights (every
+    solver), warm_start warns and fits cold (the bits of a fresh estimator)."""
+    X, y = _data()
+    opts = dict(solver=solver, alpha=1e-2, max_iter=3, random_state=0)
+    changes = [(dict(loss="hinge", fit_intercept=True), dict(loss="hinge", fit_intercept=False))]
+    if solver != "sdca":  # SDCA checks a dual start itself (a hinge dual fits squared hinge)
+        changes.append((dict(loss="hinge"), dict(loss="squared_hinge")))
+    for first, then in changes:
+        est = fr.LinearClassifier(warm_start=True, **opts, **first).fit(X, y)
+        est.set_params(**then)
+        with pytest.warns(UserWarning, match=f"^warm_start: .*; solver '{solver}' starts cold"):
+            est.fit(X, y)
+        cold = fr.LinearClassifier(**opts, **dict(first, **then)).fit(X, y)
+        assert np.array_equal(est.coef_, cold.coef_) and est.intercept_ == cold.intercept_
+
+
+def test_warm_start_from_weights_takes_a_new_loss():
+    """Weights start any problem of their shape: lbfgs warm-started from a hinge fit after
+    the loss became logistic reaches the logistic optimum, without a warning."""
+    X, y = _data()
+    warm = fr.LinearClassifier(loss="hinge", solver="lbfgs", alpha=1e-2, tol=1e-8,
+                               warm_start=True).fit(X, y)
+    warm.set_params(loss="logistic")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warm.fit(X, y)
+    cold = fr.LinearClassifier(loss="logistic", solver="lbfgs", alpha=1e-2, tol=1e-8).fit(X, y)
+    assert warm.objective_ == pytest.approx(cold.objective_, rel=1e-7)

@@ -8,6 +8,7 @@ registry, so adding a solver is adding its module: no list to extend here,
 in ``solver="auto"``, the estimators or the command line.
 """
 
+import contextlib
 import importlib
 import pkgutil
 from collections.abc import Mapping
@@ -81,6 +82,18 @@ def choose_solver(problem):
     return choose(problem)
 
 
+@contextlib.contextmanager
+def sized_memory_errors(problem, solver):
+    """Re-raise a failed allocation (numpy's message names only bytes and a shape) with
+    the size of ``problem`` that asked for it, e.g. an empty X 2**40 columns wide."""
+    try:
+        yield
+    except MemoryError as exc:
+        raise MemoryError(f"not enough memory for solver {solver!r} on a problem of "
+                          f"{problem.n_samples} rows and {problem.n_weights} weights (X's "
+                          f"columns and the intercept): {exc}") from None
+
+
 def solve(problem, solver="auto", **options):
     """Minimize ``problem``'s objective with ``solver``; returns a Result.
 
@@ -94,7 +107,9 @@ def solve(problem, solver="auto", **options):
 
         solver = choose_solver(problem)
         solver_info(solver).check(problem)
-        return run(problem, solver, default_budget(options))
+        with sized_memory_errors(problem, solver):
+            return run(problem, solver, default_budget(options))
     info = solver_info(solver)
     info.check(problem)
-    return info.func(problem, **options)
+    with sized_memory_errors(problem, solver):
+        return info.func(problem, **options)
