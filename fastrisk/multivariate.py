@@ -8,6 +8,7 @@ output) that is: compute F, ask the loss for ``(value, G = dR/dF)``, return
     risk(F, y) -> (value, G)      # value = R_emp, G has F's shape
     n_outputs                     # optional, columns of F (default 1: F is the vector f)
     risk_floor                    # optional lower bound on R_emp (default 0: R_emp >= 0)
+    check_targets(y, n_samples)   # optional: y checked and converted as risk takes it
 
 so a user-defined loss (a CRF, a max-margin structured loss, ...) plugs in
 by writing that one method; ``make_problem`` turns it into a ``Problem``
@@ -16,6 +17,11 @@ more than the scores (its own features, e.g. a sequence model) implements
 the full oracle instead: any object with ``n_samples``, ``n_weights`` and
 ``__call__(w) -> (value, subgradient)`` (and optionally ``risk_floor``),
 given to ``Problem.from_oracle`` (``FunctionOracle`` wraps a plain function).
+
+``ScoreOracle`` checks that y has one entry per row of X and, when the loss has
+``check_targets``, keeps what it returns: invalid targets fail when the problem
+is built, not at the first oracle call.  The losses here have ``check_targets``
+and run the same checks in ``risk``, which may also be called directly.
 
 The losses here, each ``risk(f, y)`` normalized as stated:
 
@@ -36,15 +42,20 @@ The losses here, each ``risk(f, y)`` normalized as stated:
   BMRM Table 2 (``fastrisk.losses.vector_loss``), averaged over samples.
 """
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
-from fastrisk.data import Dataset
+from fastrisk.data import (
+    Dataset,
+    _check_labels,
+    _finite_or_raise,
+    check_targets,
+    encode_binary,
+    encode_labels,
+)
 from fastrisk.losses import vector_loss
-from fastrisk.solvers._checks import check_int
+from fastrisk.solvers._checks import check_choice, check_int, check_number, real_array
 
 
 def _check_scores(f, m, name="f"):
@@ -56,13 +67,20 @@ def _check_scores(f, m, name="f"):
 
 def _binary_labels(y, m):
     """Labels with exactly two values -> bool (True = the larger value, the positive class)."""
-    y = np.asarray(y)
-    if y.shape != (m,):
-        raise ValueError(f"y must have shape ({m},), got {y.shape}")
-    classes = np.unique(y)
-    if classes.shape[0] != 2:
-        raise ValueError(f"y must hold exactly two classes, got {classes.shape[0]}")
-    return y == classes[1]
+    return encode_binary(y, m)[0] > 0
+
+
+def _square_matrix(value, name, k=None):
+    """A finite float64 square matrix (k x k when k is given)."""
+    a = real_array(value)
+    if a is None:
+        raise TypeError(f"{name} must be a matrix of real numbers")
+    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 1 \
+            or (k is not None and a.shape[0] != k):
+        raise ValueError(f"{name} must be a {'square' if k is None else (k, k)} matrix, "
+                         f"got shape {a.shape}")
+    _finite_or_raise(a, name)
+    return a
 
 
 class OrdinalRegression:
@@ -75,10 +93,14 @@ class OrdinalRegression:
     """
 
     def _levels(self, y, m):
-        y = np.asarray(y, dtype=np.float64)
-        if y.shape != (m,) or not np.isfinite(y).all():
-            raise ValueError(f"y must be {m} finite ordinal levels, got shape {y.shape}")
+        """y as m finite float64 levels, at least two distinct ones."""
+        y = check_targets(y, m)
+        if y.min() == y.max():
+            raise ValueError("y must hold at least two distinct levels")
         return y
+
+    def check_targets(self, y, n_samples):
+        return self._levels(y, n_samples)
 
     def risk(self, f, y):
         m = len(f)
@@ -102,8 +124,6 @@ class OrdinalRegression:
             # each lower j is active with the hi items whose t_i < f_j
             g[order[lower]] += np.searchsorted(np.sort(t), s, side="left")
             n_pairs += hi.shape[0] * s.shape[0]
-        if n_pairs == 0:
-            raise ValueError("y must hold at least two distinct levels")
         return value / n_pairs, g / n_pairs
 
 
@@ -128,9 +148,10 @@ class FBeta:
     """
 
     def __init__(self, beta=1.0):
-        if not isinstance(beta, numbers.Real) or not beta > 0 or not np.isfinite(beta):
-            raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
-        self.beta = float(beta)
+        self.beta = check_number(beta, "beta", 0.0, low_open=True)
+
+    def check_targets(self, y, n_samples):
+        return _binary_labels(y, n_samples)
 
     def risk(self, f, y):
         m = len(f)
@@ -167,8 +188,12 @@ def ndcg_weights(n, k):
 class RankingLoss:
     """NDCG@k or precision@k ranking loss over query groups (Le and Smola 2007).
 
-    ``query`` (length m) gives each document's query; ``y`` in ``risk`` its
-    relevance (>= 0).  Per query with n documents: ideal order sigma (by
+    ``query`` (length m) gives each document's query id: numbers, strings or
+    other values of one sortable type (not NaN); the documents with equal ids
+    form a query wherever they are in the data (they need not be contiguous).
+    ``y`` in ``risk`` is each document's relevance: finite and >= 0, and for
+    NDCG small enough that the gains ``2^y - 1`` sum to a finite float64.
+    Per query with n documents: ideal order sigma (by
     relevance, ties by document index), position weights ``c_i = 1/log2(1+i)``
     (decreasing), measure vectors a (positions) and b(y) (documents):
     NDCG@k: ``a_i = 1/log2(1+i)`` for i <= k, ``b = 2^y - 1``;
@@ -182,16 +207,37 @@ class RankingLoss:
     """
 
     def __init__(self, query, measure="ndcg", k=None):
-        if measure not in ("ndcg", "precision"):
-            raise ValueError(f"measure must be 'ndcg' or 'precision', got {measure!r}")
+        measure = check_choice(measure, "measure", ("ndcg", "precision"))
         k = check_int(k, "k", low=1, allow_none=True)
         query = np.asarray(query)
         if query.ndim != 1:
             raise ValueError(f"query must be 1-dimensional, got shape {query.shape}")
+        # refuses NaN (and infinite) ids, which equal no other id, and unsortable ones
+        query = _check_labels(query, query.shape[0], "query")
         self.measure, self.k, self.query = measure, k, query
-        order = np.argsort(query, kind="stable")
-        cuts = np.flatnonzero(np.diff(query[order])) + 1
+        index = encode_labels(query, None, "query")[1]  # ids -> 0..Q-1, in sorted id order
+        order = np.argsort(index, kind="stable")
+        cuts = np.flatnonzero(np.diff(index[order])) + 1
         self.groups = np.split(order, cuts)
+
+    def _relevance(self, y, m):
+        """y as m finite float64 relevance levels >= 0 whose gains the measure can sum."""
+        rel = check_targets(y, m)
+        if (rel < 0).any():
+            raise ValueError(f"y must hold relevance levels >= 0, got {rel.min():g}")
+        if self.measure == "ndcg":
+            with np.errstate(over="ignore"):
+                total = (np.exp2(rel) - 1.0).sum()
+            if not np.isfinite(total):
+                raise ValueError(f"y holds relevance levels up to {rel.max():g}: their NDCG "
+                                 "gains 2**y - 1 overflow float64")
+        return rel
+
+    def check_targets(self, y, n_samples):
+        if self.query.shape[0] != n_samples:
+            raise ValueError(f"query has {self.query.shape[0]} entries but X has {n_samples} "
+                             "rows")
+        return self._relevance(y, n_samples)
 
     def _query_loss(self, f, rel):
         n = f.shape[0]
@@ -216,9 +262,7 @@ class RankingLoss:
     def risk(self, f, y):
         m = self.query.shape[0]
         f = _check_scores(f, m)
-        rel = np.asarray(y, dtype=np.float64)
-        if rel.shape != (m,) or not np.isfinite(rel).all() or (rel < 0).any():
-            raise ValueError(f"y must be {m} finite relevance levels >= 0")
+        rel = self._relevance(y, m)
         value, g, n_queries = 0.0, np.zeros(m), 0
         for idx in self.groups:
             out = self._query_loss(f[idx], rel[idx])
@@ -234,40 +278,81 @@ class RankingLoss:
 class ScaledSoftMargin:
     """Mean of BMRM Table 2's scaled soft margin over samples (``vector_loss``).
 
-    ``cost`` is the k x k matrix Delta(y, y') (default 0/1, zero diagonal),
-    ``beta`` the scaling exponent; y holds class indices 0..k-1.
+    ``cost`` is the k x k matrix Delta(y, y') (default 0/1; finite, >= 0, zero
+    diagonal), ``beta`` >= 0 the scaling exponent; y holds class indices 0..k-1
+    (integers, or floats with integral values).
     """
 
     def __init__(self, n_classes, cost=None, beta=1.0):
-        self.n_outputs = check_int(n_classes, "n_classes", low=2)
-        self.cost, self.beta = cost, beta
+        k = self.n_outputs = check_int(n_classes, "n_classes", low=2)
+        self.cost = None if cost is None else _square_matrix(cost, "cost", k)
+        self.beta = check_number(beta, "beta", 0.0)
+        # vector_loss refuses a negative cost or a nonzero diagonal: checked here once
+        vector_loss("scaled_soft_margin", np.zeros((1, k)), np.zeros(1, dtype=np.intp),
+                    cost=self.cost, beta=self.beta)
+
+    def check_targets(self, y, n_samples):
+        y = check_targets(y, n_samples)
+        bad = (y != np.floor(y)) | (y < 0) | (y >= self.n_outputs)
+        if bad.any():
+            raise ValueError(f"y must hold integer class indices in [0, {self.n_outputs}), "
+                             f"got {y[bad][0]:g}")
+        return y.astype(np.intp)
 
     def risk(self, F, y):
-        values, G = vector_loss("scaled_soft_margin", F, np.asarray(y, dtype=np.intp),
-                                cost=self.cost, beta=self.beta)
+        y = self.check_targets(y, F.shape[0])
+        values, G = vector_loss("scaled_soft_margin", F, y, cost=self.cost, beta=self.beta)
         return float(values.mean()), G / F.shape[0]
 
 
 class MultivariateRegression:
-    """Mean of 0.5 (f - y)^T M (f - y) over samples; y is an (m, k) target matrix."""
+    """Mean of 0.5 (f - y)^T M (f - y) over samples; y is a finite (m, k) target matrix
+    (or a vector of m targets when k = 1); M a finite symmetric k x k matrix."""
 
     def __init__(self, M):
-        M = np.asarray(M, dtype=np.float64)
-        if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] < 1:
-            raise ValueError(f"M must be a square matrix, got shape {M.shape}")
+        M = _square_matrix(M, "M")
         self.n_outputs, self.M = M.shape[0], M
+        # vector_loss refuses an asymmetric M: checked here once
+        vector_loss("multivariate_regression", np.zeros((1, M.shape[0])),
+                    np.zeros((1, M.shape[0])), M=M)
+
+    def check_targets(self, y, n_samples):
+        Y = real_array(y)
+        if Y is None:
+            raise TypeError("y must be a matrix of real targets")
+        if Y.ndim == 1 and self.n_outputs == 1:
+            Y = Y[:, None]
+        if Y.shape != (n_samples, self.n_outputs):
+            raise ValueError(f"y must be a target matrix of shape ({n_samples}, "
+                             f"{self.n_outputs}), got shape {Y.shape}")
+        _finite_or_raise(Y, "y")
+        return Y
 
     def risk(self, F, y):
         F = F.reshape(F.shape[0], -1)
-        values, G = vector_loss("multivariate_regression", F, y, M=self.M)
+        Y = self.check_targets(y, F.shape[0])
+        values, G = vector_loss("multivariate_regression", F, Y, M=self.M)
         return float(values.mean()), G / F.shape[0]
+
+
+def _n_entries(y):
+    """len(y) (rows of an array or sparse matrix), or a TypeError when y has no length."""
+    shape = getattr(y, "shape", None)
+    if shape is not None and len(shape) > 0:
+        return int(shape[0])
+    try:
+        return len(y)
+    except TypeError:
+        raise TypeError(f"y must hold one target per row of X, got {type(y).__name__}") from None
 
 
 class ScoreOracle:
     """RiskOracle for any loss of the scores: R_emp(w) = loss.risk(F, y), grad X^T G.
 
     w is W (n_outputs x n_weights) flattened; ``F = X W^T`` (+ intercept
-    feature), passed to ``risk`` as a vector when n_outputs is 1.
+    feature), passed to ``risk`` as a vector when n_outputs is 1.  y must have
+    one entry (or row) per row of X; a loss with ``check_targets(y, n_samples)``
+    checks it here, and ``risk`` gets what that returns.
     """
 
     def __init__(self, X, y, loss, *, fit_intercept=False, intercept_scaling=1.0):
@@ -278,10 +363,15 @@ class ScoreOracle:
         if not isinstance(fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be a bool, got {fit_intercept!r}")
         self.data = Dataset(X, intercept_scaling=intercept_scaling if fit_intercept else 0.0)
-        self.loss, self.y, self.n_outputs = loss, y, int(k)
         self.n_samples = self.data.n_samples
+        n_y = _n_entries(y)
+        if n_y != self.n_samples:
+            raise ValueError(f"y has {n_y} entries but X has {self.n_samples} rows")
+        if callable(getattr(loss, "check_targets", None)):
+            y = loss.check_targets(y, self.n_samples)
+        self.loss, self.y, self.n_outputs = loss, y, int(k)
         self.n_weights = self.n_outputs * self.data.n_weights
-        self.risk_floor = float(getattr(loss, "risk_floor", 0.0))
+        self.risk_floor = check_number(getattr(loss, "risk_floor", 0.0), "loss.risk_floor")
         self.n_calls = 0
 
     def __call__(self, w):
@@ -316,7 +406,7 @@ class FunctionOracle:
         for name, v in (("n_weights", n_weights), ("n_samples", n_samples)):
             check_int(v, name, low=1)
         self.func, self.n_weights, self.n_samples = func, int(n_weights), int(n_samples)
-        self.risk_floor = float(risk_floor)
+        self.risk_floor = check_number(risk_floor, "risk_floor")
         self.n_calls = 0
 
     def __call__(self, w):

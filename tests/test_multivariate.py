@@ -329,3 +329,161 @@ def test_sequence_labeling_example_runs():
     res, acc, acc_iid = ex.main(alpha=0.1, tol=1e-2, n_train=30)
     assert res.status == "converged"
     assert acc > acc_iid
+
+
+def small_problem_data():
+    rng = np.random.default_rng(11)
+    return rng.normal(size=(12, 3)), np.arange(12) % 3
+
+
+@pytest.mark.parametrize("bad,shown", [(-1, "-1"), (0.7, "0.7"), (3, "3")])
+def test_scaled_soft_margin_refuses_labels_outside_the_classes(bad, shown):
+    """Negative labels would wrap around (-1 -> class 2), 0.7 be truncated to class 0."""
+    X, y = small_problem_data()
+    y = y.astype(type(bad))
+    y[4] = bad
+    message = rf"y must hold integer class indices in \[0, 3\), got {shown}$"
+    with pytest.raises(ValueError, match=message):
+        make_problem(X, y, ScaledSoftMargin(3))
+    with pytest.raises(ValueError, match=message):
+        ScaledSoftMargin(3).risk(np.zeros((12, 3)), y)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_scaled_soft_margin_refuses_non_finite_labels(bad):
+    X, y = small_problem_data()
+    y = y.astype(float)
+    y[0] = bad
+    with pytest.raises(ValueError, match="y contains NaN or infinity"):
+        make_problem(X, y, ScaledSoftMargin(3))
+
+
+def test_scaled_soft_margin_takes_integral_float_labels():
+    X, y = small_problem_data()
+    w = np.random.default_rng(12).normal(size=9)
+    as_float = make_problem(X, y.astype(float), ScaledSoftMargin(3))
+    assert as_float.oracle(w)[0] == make_problem(X, y, ScaledSoftMargin(3)).oracle(w)[0]
+
+
+@pytest.mark.parametrize("loss,y", [
+    (ScaledSoftMargin(3), np.arange(5) % 3),
+    (ROCArea(), np.arange(5) % 2),
+    (OrdinalRegression(), np.arange(5) % 3),
+    (FBeta(), np.arange(5) % 2),
+    (RankingLoss(np.arange(12) // 4), np.arange(5) % 2),
+    (MultivariateRegression(np.eye(2)), np.zeros((5, 2))),
+])
+def test_score_oracle_checks_the_length_of_y(loss, y):
+    X, _ = small_problem_data()
+    with pytest.raises(ValueError, match="y has 5 entries but X has 12 rows"):
+        make_problem(X, y, loss)
+
+
+def test_score_oracle_checks_targets_of_every_loss_when_built():
+    """Each loss's check_targets runs at make_problem, before any oracle call."""
+    X, _ = small_problem_data()
+    with pytest.raises(ValueError, match="y contains NaN"):
+        make_problem(X, np.r_[np.nan, np.ones(5), np.zeros(6)], ROCArea())
+    with pytest.raises(ValueError, match="y must hold at least two distinct levels"):
+        make_problem(X, np.ones(12), OrdinalRegression())
+    with pytest.raises(ValueError, match="y must hold exactly two classes"):
+        make_problem(X, np.arange(12) % 3, FBeta())
+    with pytest.raises(ValueError, match=r"y must be a target matrix of shape \(12, 2\)"):
+        make_problem(X, np.ones((12, 3)), MultivariateRegression(np.eye(2)))
+
+    class NoLength:
+        def risk(self, f, y):
+            return 0.0, np.zeros_like(f)
+
+    with pytest.raises(TypeError, match="y must hold one target per row of X"):
+        make_problem(X, None, NoLength())
+
+
+def test_ranking_query_ids_of_any_sortable_type():
+    """String ids (as in LETOR files) group like the numbers they stand for; documents of
+    a query need not be contiguous."""
+    rng = np.random.default_rng(13)
+    ids = rng.integers(0, 4, size=20)
+    rel = rng.integers(0, 3, size=20).astype(float)
+    f = rng.normal(size=20)
+    names = np.array(["qid:10", "qid:2", "qid:x", "qid:7"])[ids]
+    as_numbers = RankingLoss(ids).risk(f, rel)
+    for query in (names, names.astype(object)):
+        value, g = RankingLoss(query).risk(f, rel)
+        assert value == as_numbers[0]
+        np.testing.assert_array_equal(g, as_numbers[1])
+
+
+@pytest.mark.parametrize("query,error,message", [
+    (np.array([1, "a"] * 6, dtype=object), TypeError, "query mixes labels of types"),
+    (np.r_[np.nan, np.nan, np.zeros(10)], ValueError, "query contains NaN"),
+    (np.array([1.0, np.nan] * 6, dtype=object), ValueError, "query contains NaN"),
+    (np.zeros((12, 2)), ValueError, "query must be 1-dimensional"),
+])
+def test_ranking_refuses_bad_query_ids(query, error, message):
+    with pytest.raises(error, match=message):
+        RankingLoss(query)
+
+
+def test_ranking_checks_query_and_relevance_when_built():
+    X, _ = small_problem_data()
+    with pytest.raises(ValueError, match="query has 9 entries but X has 12 rows"):
+        make_problem(X, np.arange(12) % 2, RankingLoss(np.arange(9) // 3))
+    query = np.arange(12) // 4
+    with pytest.raises(ValueError, match="y holds relevance levels up to 1100: their NDCG gains"):
+        make_problem(X, np.r_[1100.0, np.zeros(11)], RankingLoss(query))
+    with pytest.raises(ValueError, match="y must hold relevance levels >= 0, got -1"):
+        make_problem(X, np.r_[-1.0, np.ones(11)], RankingLoss(query))
+    with pytest.raises(ValueError, match="y contains NaN"):
+        make_problem(X, np.r_[np.nan, np.ones(11)], RankingLoss(query))
+    # precision@k looks only at y > 0: no gain to overflow
+    make_problem(X, np.r_[1100.0, np.zeros(11)], RankingLoss(query, measure="precision"))
+
+
+@pytest.mark.parametrize("build,message", [
+    pytest.param(lambda: FBeta(True), "beta must be a finite number > 0, got True",
+                 id="fbeta-bool"),
+    pytest.param(lambda: FBeta(np.inf), "beta must be a finite number > 0", id="fbeta-inf"),
+    pytest.param(lambda: ScaledSoftMargin(3, beta=True),
+                 "beta must be a finite number >= 0, got True", id="ssm-beta-bool"),
+    pytest.param(lambda: ScaledSoftMargin(3, beta=-1.0), "beta must be a finite number >= 0",
+                 id="ssm-beta-negative"),
+    pytest.param(lambda: ScaledSoftMargin(True), "n_classes must be an integer >= 2, got True",
+                 id="ssm-n_classes-bool"),
+    pytest.param(lambda: ScaledSoftMargin(3, cost=np.ones((3, 3))),
+                 "cost must be a non-negative", id="ssm-cost-diagonal"),
+    pytest.param(lambda: ScaledSoftMargin(3, cost=np.where(np.eye(3), 0.0, np.nan)),
+                 "cost contains NaN", id="ssm-cost-nan"),
+    pytest.param(lambda: ScaledSoftMargin(3, cost=np.zeros((2, 2))),
+                 r"cost must be a \(3, 3\) matrix", id="ssm-cost-shape"),
+    pytest.param(lambda: MultivariateRegression([[1.0, 2.0], [0.0, 1.0]]),
+                 "M must be a symmetric", id="mvr-asymmetric"),
+    pytest.param(lambda: MultivariateRegression([[np.inf]]), "M contains NaN or infinity",
+                 id="mvr-inf"),
+    pytest.param(lambda: RankingLoss(np.zeros(4), k=True),
+                 "k must be None or an integer >= 1", id="ranking-k-bool"),
+    pytest.param(lambda: FunctionOracle(lambda w: (0.0, w), 3, risk_floor=True),
+                 "risk_floor must be a finite number, got True", id="function-risk_floor"),
+])
+def test_loss_constructors_refuse_bad_numbers(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_auto_solves_oracle_problems_as_bmrm():
+    """solver="auto" on problems without a loss object (make_problem, FunctionOracle)
+    picks BMRM, which takes any risk oracle, and reaches BMRM's objective."""
+    X, y = small_problem_data()
+    problems = [
+        lambda: make_problem(X, y, ScaledSoftMargin(3), alpha=0.1),
+        lambda: make_problem(X, np.arange(12) % 2, ROCArea(), alpha=0.1),
+        lambda: fr.Problem.from_oracle(
+            FunctionOracle(lambda w: (float(np.abs(w - 1).sum()), np.sign(w - 1)), n_weights=3),
+            alpha=0.1),
+    ]
+    for make in problems:
+        assert fr.solvers.choose_solver(make()) == "bmrm"
+        auto = fr.solve(make(), tol=1e-8)
+        explicit = fr.solve(make(), solver="bmrm", tol=1e-8)
+        assert auto.status == explicit.status == "converged"
+        assert auto.objective == pytest.approx(explicit.objective, rel=1e-12)

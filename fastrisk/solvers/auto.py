@@ -33,6 +33,13 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 8. everything else (an l1 term, non-smooth losses without a dual step, ...):
    ``bmrm``, which handles every loss and penalty with a certificate.
 
+A problem with a risk oracle and no loss (``Problem.from_oracle`` without
+``loss=``: the losses of fastrisk.multivariate through ``make_problem``, a
+``FunctionOracle``) says nothing of its risk's smoothness, so rules 1-7 do not
+apply and it gets rule 8's ``bmrm``: it needs only the oracle (its record's
+``oracle_only``) and certifies its answer for non-smooth risks (ROC area,
+F-beta, ranking, scaled soft margin) as for smooth ones.
+
 Rule 2 comes from benchmarks/compare_binary.py (time to a certified 1e-3, no
 intercept; a9a, w8a, ijcnn1, Reuters money-fx, phishing, mushrooms at alpha 1e-4
 and 1e-6, with SDCA and Newton timed side by side; the figures are in
@@ -125,7 +132,9 @@ def _accelerated_sdca(problem):
 
 def _preferences(problem):
     """Solver names in the order of the rule above (the first that takes the problem wins)."""
-    spec, reg, data = problem.loss.spec, problem.regularizer, problem.data
+    spec, reg, data = getattr(problem.loss, "spec", None), problem.regularizer, problem.data
+    if spec is None:  # a user-defined risk (Problem.from_oracle without a loss): rule 8
+        return ["bmrm"]
     if spec.vector:
         # msdca needs rows and a strongly convex penalty (its record): else the next one
         return ["msdca"] + (["lbfgs", "bmrm"] if spec.smooth and reg.differentiable
