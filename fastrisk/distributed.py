@@ -42,7 +42,7 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 
-from fastrisk.data import Dataset, check_sample_weight, check_targets
+from fastrisk.data import Dataset, _check_labels, check_sample_weight, check_targets, check_X
 from fastrisk.losses import Loss
 from fastrisk.oracle import LocalOracle, check_weights, partition_rows
 from fastrisk.solvers._checks import check_bool, check_int, check_number
@@ -106,11 +106,14 @@ def _block_chunk(X, y, c):
 
 
 def _chunk_summary(chunk, task):
-    """(rows, columns, distinct labels for binary losses, sum of sample weights) of one chunk."""
+    """(rows, columns, distinct labels for binary losses, sum of sample weights) of one chunk.
+
+    The labels of a chunk are checked here, where a dask y is first computed (NaN or
+    infinity is no class label: np.unique would make it one)."""
     X, y, c = chunk
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional, got a block of shape {X.shape}")
-    labels = np.unique(np.asarray(y).ravel()) if task == "binary" else None
+    labels = np.unique(_check_labels(y, X.shape[0], "y")) if task == "binary" else None
     return X.shape[0], X.shape[1], labels, (float(np.sum(c)) if c is not None else X.shape[0])
 
 
@@ -144,7 +147,9 @@ class Partition:
         m = X.shape[0]
         if X.shape[1] > n_features or (not sp.issparse(X) and X.shape[1] != n_features):
             raise ValueError(f"a partition has {X.shape[1]} features, expected {n_features}")
-        X = X.tocsr() if sp.issparse(X) else X
+        # checked before its indices are read and renumbered (an index out of range would
+        # index another column); a sparse X becomes canonical CSR
+        X = check_X(X, "X")
         self.cols = used_columns(X, n_features, bias)
         if sp.issparse(X):
             local = np.searchsorted(self.cols, X.indices).astype(X.indices.dtype)
@@ -236,6 +241,14 @@ def _open_shared(name, n):
 
 
 # ---------------------------------------------------------------- client side
+
+def check_known_chunks(v, name):
+    """ValueError naming ``name`` when the dask array v has chunks of unknown size (after
+    boolean indexing, for instance): its rows cannot be matched to X's or y's."""
+    if any(np.isnan(size) for sizes in v.chunks for size in sizes):
+        raise ValueError(f"{name} has unknown chunk sizes (shape {v.shape}); call "
+                         f"{name}.compute_chunk_sizes() first")
+
 
 def _unlink_all(blocks):
     for block in blocks:
@@ -366,16 +379,15 @@ class DaskOracle:
         ``n_partitions`` is a count (default: the cluster's worker threads) or a
         list of sizes; ``replicas >= 2`` keeps that many copies of each
         partition on distinct workers, so that the loss of ``replicas - 1``
-        workers is survived.
+        workers is survived.  X and y are checked as ``Problem`` checks them (other sparse
+        formats are converted to CSR, a copy); X itself is not modified.
         """
         client = get_client(client)
-        X = X.tocsr() if sp.issparse(X) else np.asarray(X)
-        m = X.shape[0] if X.ndim == 2 else -1
-        if m < 1:
-            raise ValueError(f"X must be a non-empty 2-d matrix, got shape {X.shape}")
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != m:
-            raise ValueError(f"y must be 1-dimensional with {m} entries, got shape {y.shape}")
+        # Problem's checks, before the rows are sliced: scipy's row slicing drops the
+        # entries of a column index out of range instead of reporting them
+        X = check_X(X, "X")
+        m = X.shape[0]
+        y = _check_labels(y, m, "y")  # shape, and no NaN or infinity (labels or targets)
         c = check_sample_weight(sample_weight, m)
         if n_partitions is None:
             n_partitions = max(1, sum(w["nthreads"] for w in
@@ -425,6 +437,7 @@ class DaskOracle:
             X = X.to_dask_array(lengths=True)
         if not isinstance(X, da.Array) or X.ndim != 2:
             raise TypeError("X must be a 2-d dask array or a dask dataframe")
+        check_known_chunks(X, "X")
         X = X.rechunk({1: -1})
         sizes = X.chunks[0]
         edges = np.concatenate([[0], np.cumsum(sizes)])
@@ -435,12 +448,18 @@ class DaskOracle:
             if hasattr(v, "to_dask_array"):
                 v = v.to_dask_array(lengths=True)
             if isinstance(v, da.Array):
+                # the shape here; the values where the blocks are computed (_chunk_summary,
+                # Partition), so that v is computed once
+                check_known_chunks(v, name)
+                if v.ndim not in (1, 2) or v.shape[1:] not in ((), (1,)):
+                    raise ValueError(f"{name} must be 1-dimensional, got shape {v.shape}")
                 if v.shape[0] != X.shape[0]:
                     raise ValueError(f"{name} has {v.shape[0]} entries but X has {X.shape[0]} rows")
                 return list(v.rechunk((sizes,) + v.chunks[1:]).to_delayed().ravel())
-            v = np.asarray(v)
-            if v.shape[:1] != (X.shape[0],):
-                raise ValueError(f"{name} has shape {v.shape}, expected ({X.shape[0]},)")
+            if name == "y":
+                v = _check_labels(v, X.shape[0], name)  # shape, no NaN or infinity
+            else:
+                v = check_sample_weight(v, X.shape[0], name)
             return [v[a:b] for a, b in zip(edges[:-1], edges[1:])]
 
         chunk = dask.delayed(_block_chunk, pure=True)

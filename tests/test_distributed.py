@@ -7,6 +7,7 @@ values with ==): no tolerance.
 """
 
 import os
+import re
 import time
 
 import numpy as np
@@ -184,7 +185,7 @@ def test_validation_errors(client, a9a_small):
         DaskOracle.from_array(client, X[:50], np.arange(50), loss="hinge", n_partitions=2)
     with pytest.raises(ValueError, match="scalar losses"):
         DaskOracle.from_array(client, X[:50], y[:50], loss="softmax")
-    with pytest.raises(ValueError, match="y must be 1-dimensional"):
+    with pytest.raises(ValueError, match="y has 40 entries but X has 50 rows"):
         DaskOracle.from_array(client, X[:50], y[:40])
     with pytest.raises(ValueError, match="paths"):
         DaskOracle.from_svmlight(client, "one_file.svm")
@@ -193,6 +194,126 @@ def test_validation_errors(client, a9a_small):
         oracle(np.zeros(3))
     with pytest.raises(ValueError, match="n_partitions"):
         DaskOracle.from_array(client, X[:50], y[:50], n_partitions=[20, 20])
+
+
+def small_problem(seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.random((20, 4)), np.where(np.arange(20) % 2, 1.0, -1.0)
+
+
+def problem_error(X, y):
+    """The message fr.Problem gives for (X, y)."""
+    with pytest.raises((ValueError, TypeError)) as info:
+        fr.Problem(X, y)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("corrupt,message", [
+    (lambda S: S.indices.__setitem__(0, 99), r"X has column index 99 out of range \[0, 4\)"),
+    (lambda S: S.indices.__setitem__(0, -1), r"X has column index -1 out of range \[0, 4\)"),
+    (lambda S: S.indptr.__setitem__(3, 0), "X.indptr decreases at row 2"),
+], ids=["index 99", "index -1", "indptr"])
+def test_from_array_checks_csr_before_slicing(client, corrupt, message):
+    """scipy's row slicing drops entries of an out-of-range column: X is checked first,
+    with Problem's messages."""
+    X, y = small_problem()
+    S = sp.csr_matrix(X)
+    corrupt(S)
+    with pytest.raises(ValueError, match=message) as info:
+        make_dask_problem(S, y, client=client, n_partitions=2, n_threads=1)
+    assert str(info.value) == problem_error(S, y)
+
+
+def test_from_array_sparse_formats(client):
+    """CSC and COO are checked and converted (the caller's arrays untouched); a CSR with
+    unsorted indices is refused as by Problem."""
+    X, y = small_problem()
+    C = sp.csc_matrix(X)
+    C.indices[0] = 99
+    with pytest.raises(ValueError, match=r"X has row index 99 out of range \[0, 20\)"):
+        make_dask_problem(C, y, client=client, n_partitions=2)
+    coo = sp.coo_matrix(X)
+    D = sp.coo_matrix((np.r_[coo.data, 1.0], (np.r_[coo.row, 0], np.r_[coo.col, 0])),
+                      shape=X.shape)  # a duplicate entry at (0, 0): summed
+    before = [a.copy() for a in (D.data, D.row, D.col)]
+    oracle = DaskOracle.from_array(client, D, y, n_partitions=2)
+    assert_same(oracle, oracle.local_equivalent(D, y))
+    assert all(np.array_equal(a, b) for a, b in zip(before, (D.data, D.row, D.col)))
+    S = sp.csr_matrix(X)
+    S.indices[:2] = S.indices[1::-1].copy()  # unsorted row 0
+    indices = S.indices.copy()
+    with pytest.raises(ValueError, match="X has unsorted or duplicate column indices"):
+        make_dask_problem(S, y, client=client, n_partitions=2)
+    np.testing.assert_array_equal(S.indices, indices)
+    with pytest.raises(ValueError, match="X contains NaN"):
+        make_dask_problem(np.where(X > 0.9, np.nan, X), y, client=client, n_partitions=2)
+
+
+def test_from_dask_checks_sparse_blocks(client):
+    """A sparse block is checked before its column indices are renumbered: -1 would
+    become a valid local column."""
+    X, y = small_problem()
+
+    def corrupt(block):
+        block = sp.csr_matrix(block)
+        block.indices[0] = -1
+        return block
+
+    dX = da.from_array(X, chunks=(10, 4)).map_blocks(corrupt, dtype=X.dtype)
+    with pytest.raises(ValueError, match=r"X has column index -1 out of range \[0, 4\)"):
+        make_dask_problem(dX, y, client=client)
+
+
+def test_nan_is_not_a_class_label(client):
+    X, y = small_problem()
+    y_nan = np.full(20, -1.0)
+    y_nan[12] = np.nan
+    y_three = (np.arange(20) % 2).astype(float)  # labels {0, 1, NaN}
+    y_three[5] = np.nan
+    y_inf = y.copy()
+    y_inf[3] = np.inf
+    message = problem_error(X, y_nan)
+    assert message == "y contains NaN or infinity"
+    dX = da.from_array(X, chunks=5)
+    for labels in (y_nan, y_three, y_inf):
+        for source, target in ((X, labels), (dX, labels), (dX, da.from_array(labels, chunks=5))):
+            with pytest.raises(ValueError, match=message):
+                make_dask_problem(source, target, client=client, n_partitions=2)
+    c = np.ones(20)
+    c[2] = np.nan
+    for source, weight in ((X, c), (dX, c), (dX, da.from_array(c, chunks=5))):
+        with pytest.raises(ValueError, match="sample_weight contains NaN"):
+            make_dask_problem(source, y, sample_weight=weight, client=client, n_partitions=2)
+
+
+def test_from_dask_unknown_chunk_sizes(client):
+    X, y = small_problem()
+    dX, dy = da.from_array(X, chunks=5), da.from_array(y, chunks=5)
+    keep = da.from_array(np.arange(20) != 3, chunks=5)
+    with pytest.raises(ValueError, match=r"X has unknown chunk sizes .*X\.compute_chunk_sizes"):
+        make_dask_problem(dX[keep], y[np.arange(20) != 3], client=client)
+    with pytest.raises(ValueError, match=r"y has unknown chunk sizes .*y\.compute_chunk_sizes"):
+        make_dask_problem(dX[:19], dy[keep], client=client)
+    with pytest.raises(ValueError, match="sample_weight has unknown chunk sizes"):
+        make_dask_problem(dX[:19], dy[:19], sample_weight=dy[keep] ** 2, client=client)
+
+
+def test_y_must_be_one_dimensional(client):
+    X, y = small_problem()
+    Y = np.stack([y, y], axis=1)
+    dX = da.from_array(X, chunks=5)
+    message = problem_error(X, Y)
+    assert message == "y must be 1-dimensional, got shape (20, 2)"
+    for source, target in ((X, Y), (dX, Y), (dX, da.from_array(Y, chunks=(5, 2)))):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            make_dask_problem(source, target, client=client, n_partitions=2)
+    with pytest.raises(ValueError, match=re.escape("sample_weight must be 1-dimensional, got "
+                                                   "shape (20, 2)")):
+        make_dask_problem(dX, y, sample_weight=da.ones((20, 2), chunks=5), client=client)
+    # a column vector is a vector, as in Problem
+    for source, target in ((X, y[:, None]), (dX, da.from_array(y[:, None], chunks=(5, 1)))):
+        oracle = make_dask_problem(source, target, client=client, n_partitions=4).oracle
+        assert_same(oracle, oracle.local_equivalent(X, y), seeds=(0,))
 
 
 @pytest.mark.parametrize("solver,loss", [("bmrm", "hinge"), ("prox_bundle", "hinge"),
