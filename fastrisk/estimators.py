@@ -54,12 +54,12 @@ from fastrisk.solvers._checks import StartMismatch, check_bool, check_int
 from fastrisk.solvers.auto import default_budget, run as run_auto
 
 CLASSIFIER_TASKS = ("binary", "multiclass")
+REGRESSOR_TASKS = ("regression", "counts")
+BINARY_CLASSES = np.array([-1.0, 1.0])
 # the parameters that set the problem a fit solves and its solver: partial_fit keeps them,
 # warm_start continues a solver's state only while they are kept (but alpha)
 PROBLEM_PARAMS = ("loss", "loss_param", "penalty", "alpha", "l1_ratio", "p", "solver",
                   "fit_intercept", "intercept_scaling")
-REGRESSOR_TASKS = ("regression", "counts")
-BINARY_CLASSES = np.array([-1.0, 1.0])
 
 
 def _check_structure(X):
@@ -102,7 +102,7 @@ def _canonical(X):
     return X
 
 
-def _check_targets(y):
+def _refuse_complex_targets(y):
     """Refuse complex regression targets by name (scikit-learn's message prints y whole)."""
     if not sp.issparse(y) and np.asarray(y).dtype.kind == "c":
         raise TypeError("y holds complex numbers; regression targets must be real")
@@ -189,6 +189,7 @@ def _continuation(info, previous, problem, changed):
 
 
 def _same(a, b):
+    """Whether two parameter values are equal (False when == gives no truth value)."""
     try:
         return a is b or bool(a == b)
     except (TypeError, ValueError):  # values without a truth value for ==
@@ -642,7 +643,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         """Fit on X (n, d) dense or sparse, real targets y; ``sample_weight`` rescaled to mean 1."""
         self._validate_params()
         X = _check_structure(X)
-        _check_targets(y)
+        _refuse_complex_targets(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", y_numeric=True)
         c = _sample_weight(sample_weight, X)
@@ -658,7 +659,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         self._validate_params()
         first = not hasattr(self, "coef_")
         X = _check_structure(X)
-        _check_targets(y)
+        _refuse_complex_targets(y)
         X, y = validate_data(self, X, y, reset=first, accept_sparse="csr",
                              dtype=[np.float64, np.float32], order="C", y_numeric=True)
         c = _sample_weight(sample_weight, X)
