@@ -10,13 +10,15 @@
   minus their own 1e-9 slack).
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import fastrisk as fr
 from fastrisk.problem import Problem
-from fastrisk.solvers import solve
+from fastrisk.solvers import msdca, solve
 from helpers import liblinear_cs, multiclass_data as data, sklearn_softmax
 
 
@@ -103,6 +105,34 @@ def test_same_bits_for_same_seed_and_warm_start():
     assert P.shape == (200, 4) and np.allclose(P.sum(axis=1), 1.0) and (P >= 0).all()
 
 
+@pytest.mark.parametrize("loss", ["softmax", "multiclass_hinge"])
+def test_start_from_weights_is_the_primal_dual_link(loss):
+    """The dual points derived from weights W, p_i = e_y + grad phi(W x_i), lie on the
+    simplex and give V = -grad R(W) / alpha (the risk's gradient from the oracle, 1e-9),
+    which is W at the optimum; a run started from another solver's optimum certifies in
+    at most the epochs of a cold one, and the estimator's warm_start from an lbfgs
+    (softmax) or bmrm (hinge) fit to msdca takes that start without a warning."""
+    X, y = data(layout="csr")
+    prob = Problem(X, y, loss=loss, alpha=1e-2)
+    other = "lbfgs" if loss == "softmax" else "bmrm"
+    ref = solve(prob, other, tol=1e-10, max_iter=5000)
+    k = prob.n_classes
+    P = msdca._initial_dual(prob, ref, k)
+    assert np.allclose(P.sum(axis=1), 1.0) and (P >= 0).all()
+    V = msdca._dual_sum(prob, P, prob.alpha * prob.n_samples)[:, :k].T.ravel()
+    np.testing.assert_allclose(V, -prob.oracle(ref.w)[1] / prob.alpha, rtol=1e-9, atol=1e-12)
+    assert np.array_equal(msdca._initial_dual(prob, ref.w, k), P)
+    warm = solve(prob, "msdca", tol=1e-6, random_state=0, start=ref)
+    cold = solve(prob, "msdca", tol=1e-6, random_state=0)
+    assert warm.status == "converged" and warm.n_iter <= cold.n_iter
+    est = fr.LinearClassifier(loss=loss, solver=other, alpha=1e-2, warm_start=True).fit(X, y)
+    est.set_params(solver="msdca")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        est.fit(X, y)
+    assert est.solver_ == "msdca" and est.status_ == "converged"
+
+
 def test_rejects_what_it_cannot_solve():
     X, y = data()
     with pytest.raises(ValueError, match="msdca"):
@@ -111,8 +141,9 @@ def test_rejects_what_it_cannot_solve():
         solve(Problem(X, y, loss="softmax", penalty="l1"), "msdca")
     prob = Problem(X, y, loss="softmax")
     # the wrong shape; not an array of real numbers (refused by name, not inside numpy)
-    for start in (np.ones((3, 3)), {}, "dual", np.full((200, 4), 0.25) + 0j):
-        with pytest.raises(ValueError, match="^start must be a Result of solver 'msdca'"):
+    for start in (np.ones((3, 3)), {}, "dual", np.full((200, 4), 0.25) + 0j, np.ones(7),
+                  np.full(prob.n_weights, np.nan)):
+        with pytest.raises(ValueError, match="^start must be a Result"):
             solve(prob, "msdca", start=start)
     with pytest.raises(ValueError, match="check_every"):
         solve(prob, "msdca", check_every=0)

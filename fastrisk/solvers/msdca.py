@@ -44,10 +44,11 @@ import numpy as np
 
 from fastrisk import _msdca, _sdca, _voracle
 from fastrisk.config import single_threaded_blas, solver_threads
+from fastrisk.losses import vector_loss
 from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq, use_acceleration
 from fastrisk.solvers._epochs import KERNEL_OVERFLOW, check_kernel_status, run_epochs
 from fastrisk.solvers._info import SolverInfo
-from fastrisk.solvers._checks import check_int, check_rng, real_array
+from fastrisk.solvers._checks import check_int, check_rng, real_array, start_weights
 from fastrisk.solvers.sdca import penalty_split, split_parts
 from fastrisk.stopping import Monitor
 
@@ -92,20 +93,55 @@ def finishing_run(loss_name, epochs):
     return max(least, round(fraction * epochs))
 
 
+def _on_simplex(P, n, k):
+    """P as n points of the k-simplex (rows renormalized), or None when it is not one."""
+    P = real_array(P)
+    if P is None or P.shape != (n, k) or not np.isfinite(P).all() or (P < 0).any() \
+            or not np.allclose(P.sum(axis=1), 1.0, atol=1e-12):
+        return None
+    return P / P.sum(axis=1, keepdims=True)
+
+
+def _dual_from_weights(problem, w, k):
+    """p_i = e_{y_i} + grad phi(W x_i) (softmax: the class probabilities; multiclass hinge:
+    the vertex of the most violating class), so that A_i = -grad phi: the primal-dual link,
+    optimal when W is, and on the simplex for every W (a subgradient of phi at W x_i)."""
+    data, n = problem.data, problem.n_samples
+    W = w.reshape(k, data.n_weights)
+    F = np.asarray(data.X @ W[:, : data.n_features].T, dtype=np.float64)
+    if data.bias:
+        F += data.bias * W[:, -1]
+    y = np.asarray(problem.y, dtype=np.intp)
+    _, G = vector_loss(problem.loss.spec.name, F, y)
+    G[np.arange(n), y] += 1.0
+    return G
+
+
 def _initial_dual(problem, start, k):
-    """The dual points P (n, k): vertices e_y (A = 0, W = 0), or a previous run's."""
+    """The dual points P (n, k): vertices e_y (A = 0, W = 0) without ``start``; a previous
+    msdca run's (its Result, or its dual points (n, k) on the simplex); from the weights of
+    any other Result, a weight vector, or an msdca Result whose points no longer fit (the
+    rows changed), the points of ``_dual_from_weights``."""
     n = problem.n_samples
     if start is None:
         P = np.zeros((n, k))
         P[np.arange(n), problem.y] = 1.0
         return P
-    dual = getattr(start, "extra", {}).get("dual") if hasattr(start, "extra") else start
-    P = real_array(dual)
-    if P is None or P.shape != (n, k) or not np.isfinite(P).all() or (P < 0).any() \
-            or not np.allclose(P.sum(axis=1), 1.0, atol=1e-12):
-        raise ValueError(f"start must be a Result of solver 'msdca' or dual points of shape "
-                         f"{(n, k)} on the simplex")
-    return P / P.sum(axis=1, keepdims=True)
+    refused = ValueError(f"start must be a Result, a weight vector of length "
+                         f"{problem.n_weights} or dual points of shape {(n, k)} on the simplex")
+    if hasattr(start, "extra"):  # a Result
+        P = _on_simplex(start.extra.get("dual"), n, k) if start.solver == "msdca" else None
+        return P if P is not None else _dual_from_weights(problem, start_weights(problem,
+                                                                                  start), k)
+    array = real_array(start)
+    if array is not None and array.ndim == 2:  # dual points
+        P = _on_simplex(array, n, k)
+    else:
+        P = _dual_from_weights(problem, start_weights(problem, array), k) \
+            if array is not None and array.size == problem.n_weights else None
+    if P is None:
+        raise refused
+    return P
 
 
 def _hot_first(data, q):
@@ -376,7 +412,8 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     of those after the first ``AVERAGE_AFTER``; on the multiclass hinge every one
     follows one: ``_MSDCA.run_epoch``); ``n_threads``: threads of the row-split epochs
     and of the exact primal passes (None: the problem's n_threads); ``start``: a
-    previous Result (its ``extra["dual"]``) or dual points;
+    previous msdca Result (its ``extra["dual"]``) or dual points, or weights (a vector or
+    another solver's Result) whose dual points ``_dual_from_weights`` derives;
     ``shrinking`` (multiclass hinge): drop from a row's active classes a class c with
     p_ic = 0 whose dual gradient s_c + 1 is below that of every class with p_ic' > 0
     (its step would not move it), and skip the rows left with y_i alone (at the vertex
