@@ -423,8 +423,10 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
     class_weight : None, "balanced" or {label: weight}; multiplies the sample weights.
     warm_start : continue from the previous fit (online solvers' state, SDCA's dual variables,
         the previous weights: ``start=`` as each solver declares in its SolverInfo).  An
-        online solver's state made with other settings (alpha, batch size) cannot continue:
-        the fit then starts cold with a warning (partial_fit refuses the change).
+        online solver's state made with other settings (the loss, penalty, alpha, intercept,
+        solver or batch size) cannot continue, nor can weights of another shape: the fit
+        then starts cold with a warning.  partial_fit refuses a change of those parameters
+        (PROBLEM_PARAMS) between its calls; fit starts a new run.
     random_state : seed of the stochastic solvers.
     n_threads : threads in total (None = all cores); with ``scheduler``, the OpenMP threads of
         each partition task on its Dask worker (None = 1).
