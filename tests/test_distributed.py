@@ -265,6 +265,8 @@ def test_from_dask_checks_sparse_blocks(client):
 
 
 def test_nan_is_not_a_class_label(client):
+    """NaN or infinite labels, in memory or in a dask y, and NaN sample weights are refused
+    with Problem's message (np.unique would make NaN a class)."""
     X, y = small_problem()
     y_nan = np.full(20, -1.0)
     y_nan[12] = np.nan
@@ -287,6 +289,8 @@ def test_nan_is_not_a_class_label(client):
 
 
 def test_from_dask_unknown_chunk_sizes(client):
+    """X, y or sample_weight with unknown chunk sizes (after boolean indexing) are refused
+    naming the argument and the dask call that fixes it."""
     X, y = small_problem()
     dX, dy = da.from_array(X, chunks=5), da.from_array(y, chunks=5)
     keep = da.from_array(np.arange(20) != 3, chunks=5)
@@ -299,6 +303,8 @@ def test_from_dask_unknown_chunk_sizes(client):
 
 
 def test_y_must_be_one_dimensional(client):
+    """A 2-D y or sample_weight is refused with Problem's message; a column vector y is a
+    vector, whose oracle returns the local oracle's bits."""
     X, y = small_problem()
     Y = np.stack([y, y], axis=1)
     dX = da.from_array(X, chunks=5)
