@@ -351,6 +351,7 @@ def test_scaled_soft_margin_refuses_labels_outside_the_classes(bad, shown):
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_scaled_soft_margin_refuses_non_finite_labels(bad):
+    """NaN and infinite labels are refused naming y when the problem is built."""
     X, y = small_problem_data()
     y = y.astype(float)
     y[0] = bad
@@ -359,6 +360,7 @@ def test_scaled_soft_margin_refuses_non_finite_labels(bad):
 
 
 def test_scaled_soft_margin_takes_integral_float_labels():
+    """Float labels with integral values give the objective of the integer labels."""
     X, y = small_problem_data()
     w = np.random.default_rng(12).normal(size=9)
     as_float = make_problem(X, y.astype(float), ScaledSoftMargin(3))
@@ -374,6 +376,7 @@ def test_scaled_soft_margin_takes_integral_float_labels():
     (MultivariateRegression(np.eye(2)), np.zeros((5, 2))),
 ])
 def test_score_oracle_checks_the_length_of_y(loss, y):
+    """Every loss, a user-defined one too, gets y's length checked against X's rows."""
     X, _ = small_problem_data()
     with pytest.raises(ValueError, match="y has 5 entries but X has 12 rows"):
         make_problem(X, y, loss)
@@ -421,11 +424,15 @@ def test_ranking_query_ids_of_any_sortable_type():
     (np.zeros((12, 2)), ValueError, "query must be 1-dimensional"),
 ])
 def test_ranking_refuses_bad_query_ids(query, error, message):
+    """NaN (floats, or in an object array), mixed-type and 2-D query ids are refused
+    naming query."""
     with pytest.raises(error, match=message):
         RankingLoss(query)
 
 
 def test_ranking_checks_query_and_relevance_when_built():
+    """A query of the wrong length, negative relevance and NDCG gains that overflow are
+    refused at make_problem."""
     X, _ = small_problem_data()
     with pytest.raises(ValueError, match="query has 9 entries but X has 12 rows"):
         make_problem(X, np.arange(12) % 2, RankingLoss(np.arange(9) // 3))
@@ -466,6 +473,8 @@ def test_ranking_checks_query_and_relevance_when_built():
                  "risk_floor must be a finite number, got True", id="function-risk_floor"),
 ])
 def test_loss_constructors_refuse_bad_numbers(build, message):
+    """Bool, non-finite or out-of-range beta, and cost / M that are not finite square
+    matrices of the right size, are refused by name."""
     with pytest.raises(ValueError, match=message):
         build()
 
