@@ -683,13 +683,15 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         return self
 
     def predict(self, X):
-        """The score, or exp(score) for the poisson loss (the predicted mean)."""
+        """The score, or the loss's inverse link of it (poisson: exp(score), the mean)."""
         f = self._decision(X)
-        return np.exp(f) if self.loss == "poisson" else f
+        link = LOSSES[self.loss].inverse_link
+        return f if link is None else link(f)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.positive_only = self.loss == "poisson"
+        spec = LOSSES.get(self.loss) if isinstance(self.loss, str) else None
+        tags.target_tags.positive_only = spec is not None and spec.task == "counts"
         return tags
 
 

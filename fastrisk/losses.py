@@ -137,6 +137,8 @@ class LossSpec:
     conjugate_derivatives: (a, y, p) -> (l*'(a), l*''(a)) inside the domain of l*, for the
         smooth losses whose conjugate is twice differentiable there (a = l'(f)); the
         certificates' dual extrapolation (fastrisk/solvers/_dual_gap.py) needs it.
+    inverse_link: the prediction from a score, for the losses whose score is not the
+        prediction (poisson: the mean exp(f)); None: the score itself.
     """
 
     name: str
@@ -152,6 +154,7 @@ class LossSpec:
     dual_box: bool = False
     piecewise_quadratic: bool = False
     conjugate_derivatives: Optional[Callable] = field(default=None, repr=False, compare=False)
+    inverse_link: Optional[Callable] = field(default=None, repr=False, compare=False)
     reference: Optional[Callable] = field(default=None, repr=False, compare=False)
     conjugate_reference: Optional[Callable] = field(default=None, repr=False, compare=False)
 
@@ -192,7 +195,7 @@ LOSSES = {
         _spec("huber", "regression", True, _param, curvature=1.0, piecewise_quadratic=True,
               param=("delta", 1.0, 0.0, np.inf, True, True),
               conjugate_derivatives=_shifted_quadratic_derivatives),
-        _spec("poisson", "counts", True, None, nonnegative=False),
+        _spec("poisson", "counts", True, None, nonnegative=False, inverse_link=np.exp),
         _spec("smoothed_hinge", "binary", True, 1.0, curvature=_inverse_param,
               piecewise_quadratic=True, param=("gamma", 1.0, 0.0, np.inf, True, True),
               conjugate_derivatives=lambda a, y, p: (y + p * a, np.full_like(a, p))),

@@ -93,12 +93,14 @@ def _from_json_number(x):
 
 
 def scores_to_proba(f, loss):
-    """Class probabilities from decision scores f: logistic gives sigmoid(f) (one-vs-rest
-    columns normalized to sum 1), softmax gives softmax(f)."""
+    """Class probabilities from decision scores f: a binary loss (logistic) gives sigmoid(f)
+    (one-vs-rest columns normalized to sum 1), a vector loss (softmax) softmax(f)."""
+    from fastrisk.losses import LOSSES
+
     if f.ndim == 1:
         p = expit(f)
         return np.column_stack([1.0 - p, p])
-    if loss == "softmax":
+    if LOSSES[loss].vector:
         return softmax(f, axis=1)
     p = expit(f)
     return p / p.sum(axis=1, keepdims=True)
@@ -300,13 +302,17 @@ class LinearModel:
         return np.asarray(X @ self.coef.T, dtype=np.float64) + self.intercept
 
     def predict(self, X):
-        """Class labels for classifiers; exp(score) for poisson; else the score."""
+        """Class labels for classifiers; else the score, or the loss's inverse link of it
+        (poisson: exp(score), the predicted mean)."""
+        from fastrisk.losses import LOSSES
+
         f = self.decision_function(X)
         if self.is_classifier:
             if f.ndim == 1:
                 return self.classes[(f > 0).astype(np.intp)]
             return self.classes[np.argmax(f, axis=1)]
-        return np.exp(f) if self.loss == "poisson" else f
+        link = LOSSES[self.loss].inverse_link
+        return f if link is None else link(f)
 
     def predict_proba(self, X):
         """Class probabilities (logistic: sigmoid, one-vs-rest normalized; softmax)."""
