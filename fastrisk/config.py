@@ -5,8 +5,10 @@ The build facts are read from the compiled extension ``fastrisk._buildinfo``
 install reports what it actually runs.
 """
 
+import contextlib
 import os
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -17,6 +19,31 @@ OPENMP = _buildinfo.OPENMP
 _WARNED = set()  # the kinds of n_threads warning already given in this process
 # the largest explicit thread count (None, all cores, may be more)
 MAX_THREADS = 1024
+
+
+_OWNERS = {}  # id(object) -> [thread ident, depth] while ``one_thread_at_a_time`` runs
+_OWNERS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def one_thread_at_a_time(obj, message):
+    """Run the body for ``obj`` in one thread at a time: another thread entering while it
+    runs gets a RuntimeError with ``message`` (the owner thread may enter again).  For
+    objects whose state serves one run at a time: a Problem's oracle buffers, an
+    estimator's fitted attributes."""
+    key, me = id(obj), threading.get_ident()
+    with _OWNERS_LOCK:
+        owner = _OWNERS.setdefault(key, [me, 0])
+        if owner[0] != me:
+            raise RuntimeError(message)
+        owner[1] += 1
+    try:
+        yield
+    finally:
+        with _OWNERS_LOCK:
+            owner[1] -= 1
+            if owner[1] == 0:
+                del _OWNERS[key]
 
 
 def n_cores():

@@ -33,7 +33,7 @@ from fastrisk.config import n_cores
 from fastrisk.data import check_label_values
 from fastrisk.estimators import (LinearClassifier, LinearRegressor, _canonical,
                                  _check_structure, _class_weights, _mean_one,
-                                 _refuse_complex_targets, _sample_weight)
+                                 _refuse_complex_targets, _sample_weight, one_fit_at_a_time)
 from fastrisk.problem import Problem
 from fastrisk.regpath import alpha_max, check_alphas
 from fastrisk.regularizers import make_regularizer
@@ -115,6 +115,7 @@ class _CVMixin:
         top = top if top > 0.0 else 1.0
         return np.geomspace(top, top * self.eps, int(self.n_alphas))
 
+    @one_fit_at_a_time
     def fit(self, X, y, sample_weight=None):
         """Choose alpha by cross-validation, then fit on all of X, y with it.
 

@@ -27,6 +27,7 @@ measurements, see fastrisk/solvers/auto.py; the choice is in ``solver_``).
 """
 
 import contextlib
+import functools
 import math
 import numbers
 import threading
@@ -43,7 +44,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from fastrisk.config import resolve_n_threads
+from fastrisk.config import one_thread_at_a_time, resolve_n_threads
 from fastrisk.data import (Dataset, canonical_csr, check_label_values, check_sparse_structure,
                            encode_labels)
 from fastrisk.losses import LOSSES
@@ -157,6 +158,18 @@ def _seed(random_state):
     return int(rng.randint(np.iinfo(np.int32).max))
 
 
+def one_fit_at_a_time(method):
+    """``method`` (fit, partial_fit) refused with a RuntimeError while another thread runs
+    one of them on the same estimator: both would write its fitted attributes."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        message = (f"{type(self).__name__}.{method.__name__}: this estimator is being fitted "
+                   f"in another thread; give each thread its own (sklearn.base.clone)")
+        with one_thread_at_a_time(self, message):
+            return method(self, *args, **kwargs)
+    return run
+
+
 def _streaming(solver):
     """partial_fit's options: one ordered epoch per chunk, plus the solver's own
     (SolverInfo.stream_options, e.g. the Pegasos family's last iterate)."""
@@ -172,7 +185,7 @@ def _continuation(info, previous, problem, changed):
     solver checks itself), so after other changes the run starts cold, with a warning."""
     if info.start is None:
         warnings.warn(f"solver {info.name!r} cannot continue from a previous fit; warm_start "
-                      "is ignored", UserWarning, stacklevel=5)
+                      "is ignored", UserWarning, stacklevel=6)
         return {}
     why = None
     if previous.w.shape != (problem.n_weights,):
@@ -183,7 +196,7 @@ def _continuation(info, previous, problem, changed):
         why = f"{', '.join(sorted(set(changed) - {'alpha'}))} changed since the previous fit"
     if why is not None:
         warnings.warn(f"warm_start: {why}; solver {info.name!r} starts cold", UserWarning,
-                      stacklevel=5)
+                      stacklevel=6)
         return {}
     return {"start": previous}
 
@@ -301,7 +314,7 @@ class _LinearModelBase(BaseEstimator):
                         raise ValueError(f"partial_fit: {exc}; the solver's options cannot "
                                          "change between partial_fit calls") from None
                     warnings.warn(f"warm_start: {exc}; solver {name!r} starts cold",
-                                  UserWarning, stacklevel=4)
+                                  UserWarning, stacklevel=5)
                     result = run({k: v for k, v in options.items() if k != "start"})
             # auto's probe may hand over to another solver (fastrisk/solvers/auto.py)
             name = result.solver if "probe" in result.extra else name
@@ -318,12 +331,12 @@ class _LinearModelBase(BaseEstimator):
         self._check_divergence(problem, result, name)
         if result.status == "interrupted":
             warnings.warn(f"solver {name!r} was interrupted; the estimator keeps the iterate "
-                          "reached so far", UserWarning, stacklevel=4)
+                          "reached so far", UserWarning, stacklevel=5)
         if result.status in ("max_iter", "time_limit") and math.isfinite(result.gap) \
                 and not overrides:
             warnings.warn(f"solver {name!r} stopped on {result.status} with a certified gap "
                           f"{result.gap:.3g} above tol * J = {self.tol * result.objective:.3g}; "
-                          "increase max_iter or time_limit", ConvergenceWarning, stacklevel=4)
+                          "increase max_iter or time_limit", ConvergenceWarning, stacklevel=5)
         return result, name
 
     @staticmethod
@@ -336,7 +349,7 @@ class _LinearModelBase(BaseEstimator):
         if not result.objective <= J0:
             warnings.warn(f"solver {name!r} diverged: J(w) = {result.objective:.6g} is above "
                           f"J(0) = {J0:.6g}; standardize X (and y for regression), raise "
-                          f"alpha, or use a batch solver", ConvergenceWarning, stacklevel=5)
+                          f"alpha, or use a batch solver", ConvergenceWarning, stacklevel=6)
 
     def _previous(self, n_problems, streaming):
         """(Results of the previous fit to continue from (warm_start or partial_fit), or None
@@ -473,6 +486,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         self.scheduler = scheduler
         self.n_partitions = n_partitions
 
+    @one_fit_at_a_time
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d) dense or sparse, labels y; ``sample_weight`` rescaled to mean 1."""
         self._validate_params()
@@ -500,6 +514,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         return _streams(self.solver)
 
     @available_if(_online)
+    @one_fit_at_a_time
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One epoch of the online solver over this chunk, continuing the previous state.
 
@@ -641,6 +656,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         self.scheduler = scheduler
         self.n_partitions = n_partitions
 
+    @one_fit_at_a_time
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d) dense or sparse, real targets y; ``sample_weight`` rescaled to mean 1."""
         self._validate_params()
@@ -655,6 +671,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         return _streams(self.solver)
 
     @available_if(_online)
+    @one_fit_at_a_time
     def partial_fit(self, X, y, sample_weight=None):
         """One epoch of the online solver over this chunk, continuing the previous state
         (see LinearClassifier.partial_fit)."""

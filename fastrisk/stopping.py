@@ -112,7 +112,9 @@ class Monitor:
 
     A solver calls ``check(it, w, objective, bound)`` after each iteration;
     it returns a status string when the run must stop, else None.  The
-    callback receives the Result so far and stops the run by returning False.
+    callback receives the Result so far, its weights a copy (editing them changes neither
+    the run nor what it returns), and stops the run by returning False (or numpy's
+    False_); None or True go on, and any other value is refused as a likely mistake.
     """
 
     def __init__(self, problem, solver, *, tol, max_iter, time_limit=None, callback=None,
@@ -151,13 +153,20 @@ class Monitor:
                         seconds, "=" if exact else "~", objective, bound)
         if self.met(self.best_objective, bound):
             return "converged"
-        if self.callback is not None and self.callback(self.result("running", iteration)) is False:
+        if self.callback is not None and self._callback_stops(iteration):
             return "callback"
         if iteration >= self.max_iter:
             return "max_iter"
         if self.time_limit is not None and seconds >= self.time_limit:
             return "time_limit"
         return None
+
+    def _callback_stops(self, iteration):
+        answer = self.callback(self.result("running", iteration, w=np.array(self.best_w)))
+        if answer is None or isinstance(answer, (bool, np.bool_)):
+            return answer is not None and not answer
+        raise TypeError(f"callback must return None, True or False (False stops the run), "
+                        f"got {type(answer).__name__}")
 
     def met(self, objective, bound):
         """Whether ``bound`` on J(w) - J* meets the stopping rule for J(w) = ``objective``:

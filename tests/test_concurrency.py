@@ -73,3 +73,58 @@ def test_concurrent_fits_equal_sequential_fits_bitwise(shared_X):
         for case, seq, conc in zip(FITS, sequential, results):
             assert same_bits(seq, conc), f"{case[0]} differs when run concurrently"
     assert np.array_equal(X.data, data_before)  # the shared input was not written
+
+
+def _blocked_in_callback(start_run):
+    """Start ``start_run(callback)`` in a thread whose callback waits until released;
+    returns (release, join) once the run is inside its first callback."""
+    inside, release, out = threading.Event(), threading.Event(), {}
+
+    def callback(result):
+        inside.set()
+        release.wait(30)
+
+    def target():
+        out["value"] = start_run(callback)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    assert inside.wait(30)
+
+    def join():
+        release.set()
+        thread.join(30)
+        return out["value"]
+
+    return join
+
+
+def test_one_problem_is_solved_in_one_thread_at_a_time(shared_X):
+    """A Problem's oracle keeps buffers and per-call outputs: while one thread solves it,
+    another thread's solve is refused with a RuntimeError (it returned wrong answers);
+    the first run finishes with the bits of an undisturbed run, and the Problem is free
+    again afterwards."""
+    X, y = shared_X
+    problem = fr.Problem(X, y, loss="logistic", alpha=1e-3, n_threads=1)
+    reference = fr.solve(problem, "lbfgs", max_iter=5)
+    join = _blocked_in_callback(lambda cb: fr.solve(problem, "lbfgs", max_iter=5, callback=cb))
+    with pytest.raises(RuntimeError, match="^this Problem is being solved in another thread"):
+        fr.solve(problem, "lbfgs", max_iter=5)
+    assert np.array_equal(join().w, reference.w)
+    assert np.array_equal(fr.solve(problem, "lbfgs", max_iter=5).w, reference.w)
+
+
+def test_one_estimator_is_fitted_in_one_thread_at_a_time(shared_X):
+    """fit and partial_fit on an estimator that another thread is fitting are refused (both
+    would write its fitted attributes); the first fit ends with the bits of a fit alone."""
+    X, y = shared_X
+    est = fr.LinearClassifier(loss="hinge", solver="pegasos", max_iter=2, random_state=0)
+    alone = fr.LinearClassifier(loss="hinge", solver="pegasos", max_iter=2,
+                                random_state=0).fit(X, y)
+    join = _blocked_in_callback(lambda cb: est.set_params(callback=cb).fit(X, y))
+    for call in (lambda: est.fit(X[:100], y[:100]),
+                 lambda: est.partial_fit(X[:100], y[:100], classes=[-1.0, 1.0])):
+        with pytest.raises(RuntimeError, match="being fitted in another thread"):
+            call()
+    join()
+    assert np.array_equal(est.coef_, alone.coef_)

@@ -193,3 +193,27 @@ def test_pgs_overflow_says_what_works():
     with pytest.raises(FloatingPointError, match="'bmrm' takes penalty='lp'"):
         fr.solve(prob, solver="pgs", max_iter=50, random_state=0)
     assert np.isfinite(fr.solve(prob, solver="bmrm", max_iter=20).objective)
+
+
+def test_callback_gets_a_copy_and_returns_a_bool():
+    """Every solver that takes the problem: a callback that edits the weights it is given
+    changes neither the run nor its Result (the bits of a run without it); numpy's False_
+    stops the run like False; a return value other than None, True or False is refused."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=60) > 0, 1.0, -1.0)
+    problem = fr.Problem(X, y, loss="logistic", alpha=0.01)
+
+    def edit(result):
+        result.w[:] = 7.0
+
+    for info in fr.solvers.solvers_for(problem):
+        plain = fr.solve(problem, info.name, max_iter=4, random_state=0)
+        edited = fr.solve(problem, info.name, max_iter=4, random_state=0, callback=edit)
+        assert np.array_equal(plain.w, edited.w) and plain.objective == edited.objective, \
+            info.name
+        stopped = fr.solve(problem, info.name, max_iter=50, tol=0.0, random_state=0,
+                           callback=lambda r: np.False_)
+        assert stopped.status == "callback" and stopped.n_iter <= 1, info.name
+        with pytest.raises(TypeError, match="^callback must return None, True or False"):
+            fr.solve(problem, info.name, max_iter=4, random_state=0, callback=lambda r: 0)

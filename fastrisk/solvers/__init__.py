@@ -13,6 +13,7 @@ import importlib
 import pkgutil
 from collections.abc import Mapping
 
+from fastrisk.config import one_thread_at_a_time
 from fastrisk.solvers._checks import check_rng
 from fastrisk.solvers._info import SolverInfo
 
@@ -82,6 +83,13 @@ def choose_solver(problem):
     return choose(problem)
 
 
+# a Problem's oracle keeps its buffers and per-call outputs (scores, multipliers), which one
+# run at a time may use
+_BUSY_PROBLEM = ("this Problem is being solved in another thread, and its oracle's buffers "
+                 "serve one run at a time: give each thread its own Problem (built from the "
+                 "same X, which is shared without a copy)")
+
+
 @contextlib.contextmanager
 def sized_memory_errors(problem, solver):
     """Re-raise a failed allocation (numpy's message names only bytes and a shape) with
@@ -102,14 +110,15 @@ def solve(problem, solver="auto", **options):
     ``random_state`` is checked here for every solver, those without random steps too."""
     if "random_state" in options:
         check_rng(options["random_state"])
-    if solver == "auto":
-        from fastrisk.solvers.auto import default_budget, run
+    with one_thread_at_a_time(problem, _BUSY_PROBLEM):
+        if solver == "auto":
+            from fastrisk.solvers.auto import default_budget, run
 
-        solver = choose_solver(problem)
-        solver_info(solver).check(problem)
+            solver = choose_solver(problem)
+            solver_info(solver).check(problem)
+            with sized_memory_errors(problem, solver):
+                return run(problem, solver, default_budget(options))
+        info = solver_info(solver)
+        info.check(problem)
         with sized_memory_errors(problem, solver):
-            return run(problem, solver, default_budget(options))
-    info = solver_info(solver)
-    info.check(problem)
-    with sized_memory_errors(problem, solver):
-        return info.func(problem, **options)
+            return info.func(problem, **options)
