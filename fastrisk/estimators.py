@@ -577,9 +577,15 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
                 stop = threading.Event()
 
                 def fit_one(j):
-                    problem = self._problem(shared, np.where(y_index == j, 1.0, -1.0), c,
-                                            threads_each, classes=BINARY_CLASSES, client=client)
-                    return self._solve(problem, seed, previous[j], stop, changed, **overrides)
+                    try:
+                        problem = self._problem(shared, np.where(y_index == j, 1.0, -1.0), c,
+                                                threads_each, classes=BINARY_CLASSES,
+                                                client=client)
+                        return self._solve(problem, seed, previous[j], stop, changed,
+                                           **overrides)
+                    except Exception:  # e.g. the callback's: the other classes stop too
+                        stop.set()
+                        raise
 
                 with ThreadPoolExecutor(n_parallel) as pool:
                     futures = [pool.submit(fit_one, j) for j in range(k)]

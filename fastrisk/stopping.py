@@ -10,6 +10,7 @@ time_limit).
 import contextlib
 import logging
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -24,12 +25,25 @@ logger = logging.getLogger("fastrisk")
 STATUSES = ("converged", "max_iter", "time_limit", "callback", "interrupted", "stalled")
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """A handler writing to whatever ``sys.stderr`` is when a line is logged (a redirect,
+    pytest's capture, a notebook's stream), not to the stream of its creation."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):  # StreamHandler.__init__ sets it
+        pass
+
+
 def _log_to_stderr():
     """verbose > 0: progress lines on stderr, unless the application configured logging
     (a handler on the "fastrisk" logger or the root logger), which then decides."""
     if logger.handlers or logging.getLogger().handlers:
         return
-    handler = logging.StreamHandler()
+    handler = _CurrentStderr()
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger.addHandler(handler)
     if logger.level == logging.NOTSET:

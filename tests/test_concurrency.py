@@ -6,6 +6,7 @@ each other.  Each fit runs 2 OpenMP threads of its own, as a user's thread pool 
 """
 
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -128,3 +129,26 @@ def test_one_estimator_is_fitted_in_one_thread_at_a_time(shared_X):
             call()
     join()
     assert np.array_equal(est.coef_, alone.coef_)
+
+
+def test_a_failing_class_stops_the_other_one_vs_rest_fits():
+    """One-vs-rest classes fit in parallel threads: when one class's run raises (here its
+    callback), the others stop at their next check instead of running to their budget,
+    and the exception reaches the caller."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 5))
+    y = np.arange(300) % 3
+    calls = []
+
+    def callback(result):
+        calls.append(1)
+        if len(calls) == 1:
+            raise ZeroDivisionError("from the callback")
+
+    est = fr.LinearClassifier(solver="pegasos", max_iter=10**7, tol=0.0, time_limit=60,
+                              n_threads=3, callback=callback)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the stopped classes' "interrupted" warnings
+        with pytest.raises(ZeroDivisionError, match="from the callback"):
+            est.fit(X, y)
+    assert len(calls) < 1000  # epochs of 300 rows: a run to its budget makes millions

@@ -182,6 +182,20 @@ def test_verbose_reports_progress_on_stderr():
                          check=True, cwd=env_root,
                          env={**__import__("os").environ, "PYTHONPATH": env_root})
     assert out.stderr.count("bmrm it ") == 5
+    # the progress lines go to the sys.stderr of the moment they are written, not to the
+    # one of the first verbose run (a redirect, then closed, raised at every later line)
+    code = ("import contextlib, io, sys, numpy as np, fastrisk as fr\n"
+            "X = np.random.default_rng(0).normal(size=(200, 5)); y = np.sign(X[:, 0] + 0.1)\n"
+            "p = fr.Problem(X, y, loss='hinge', alpha=1e-2)\n"
+            "buf = io.StringIO()\n"
+            "with contextlib.redirect_stderr(buf):\n"
+            "    fr.solve(p, solver='bmrm', max_iter=3, verbose=2)\n"
+            "buf.close()\n"
+            "fr.solve(p, solver='bmrm', max_iter=4, verbose=2)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=env_root,
+                         env={**__import__("os").environ, "PYTHONPATH": env_root})
+    assert out.stderr.count("bmrm it ") == 4 and "Logging error" not in out.stderr
 
 
 def test_pgs_overflow_says_what_works():
