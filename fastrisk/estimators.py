@@ -431,7 +431,8 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
     tol : stop when the solver's certified bound on J(w) - J* is at most tol * J(w).
     max_iter : iteration (batch) or epoch (stochastic) budget; None = the solver's default
         (with solver="auto": until ``tol``, within a time limit; see fastrisk/solvers/auto.py).
-    time_limit : seconds per problem, or None.
+    time_limit : seconds per problem, or None or math.inf for no limit (None with
+        solver="auto" and no max_iter: auto's budget).
     fit_intercept, intercept_scaling : constant feature of this value (regularized).
     class_weight : None, "balanced" or {label: weight}; multiplies the sample weights.
     warm_start : continue from the previous fit (online solvers' state, SDCA's dual variables,

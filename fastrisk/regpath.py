@@ -13,6 +13,7 @@ of X is made once for the whole path.
 """
 
 import functools
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,11 @@ from fastrisk.problem import Problem
 from fastrisk.columns import column_view
 from fastrisk.solvers._checks import real_array
 from fastrisk.solvers.cd import SOLVER_INFO as CD_INFO, screens, solve_cd
+
+
+# solve_cd's keyword arguments (the options a path passes on)
+_CD_KEYWORDS = frozenset(name for name, par in inspect.signature(solve_cd).parameters.items()
+                         if par.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
 @dataclass
@@ -71,6 +77,8 @@ def check_alphas(alphas):
     """A grid of alphas given by the caller, sorted decreasing: a non-empty array of real
     finite numbers > 0, else a ValueError naming ``alphas``."""
     a = real_array(alphas)
+    if a is not None and np.asarray(alphas).dtype.kind == "b":
+        a = None  # True would be read as 1.0
     if a is None or a.size == 0:
         raise ValueError(f"alphas must be a non-empty array of finite numbers > 0, got "
                          f"{alphas!r}")
@@ -80,17 +88,30 @@ def check_alphas(alphas):
     return a
 
 
+def _check_options(options):
+    """Refuse keywords that solve_cd does not take or that the path sets itself, naming
+    ``path`` (else solve_cd's TypeError names solve_cd, or a duplicate keyword)."""
+    for key in options:
+        if key in ("start", "columns"):
+            raise TypeError(f"path() sets {key}= itself (the previous alpha's solution, one "
+                            f"column copy of X); it cannot be passed")
+        if key not in _CD_KEYWORDS:
+            raise TypeError(f"path() got an unexpected keyword argument {key!r}; it passes "
+                            f"these to solve_cd: {sorted(_CD_KEYWORDS - {'start', 'columns'})}")
+
+
 def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_alphas=20,
          eps=1e-3, tol=1e-4, sample_weight=None, fit_intercept=False, intercept_scaling=1.0,
          loss_param=None, n_threads=None, random_state=None, **options):
     """Solve along a decreasing grid of alphas with warm starts; returns a :class:`Path`.
 
     alphas: the grid (sorted decreasing here); default ``n_alphas`` values from
-    ``alpha_max`` to ``eps * alpha_max``, geometric.  ``tol`` and ``options`` go to
-    ``solve_cd`` for every alpha.
+    ``alpha_max`` to ``eps * alpha_max``, geometric (the penalty needs an l1 term).
+    ``tol`` and ``options`` go to ``solve_cd`` for every alpha: its keywords other than
+    ``start`` and ``columns``, which the path sets (the previous solution, one column
+    copy of X).
     """
-    if penalty not in ("l1", "elasticnet"):
-        raise ValueError(f"penalty must be 'l1' or 'elasticnet' for a path, got {penalty!r}")
+    _check_options(options)
     common = dict(loss=loss, penalty=penalty, l1_ratio=l1_ratio, loss_param=loss_param,
                   sample_weight=sample_weight, fit_intercept=fit_intercept,
                   intercept_scaling=intercept_scaling, n_threads=n_threads)
@@ -101,6 +122,10 @@ def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_al
     cols = column_view(first.data, solver_threads(first, n_threads),
                        norms=screens(first, options.get("screening", True)))
     if alphas is None:
+        if first.regularizer.l1_l2()[0] <= 0.0:
+            raise ValueError(f"path: the default grid starts at alpha_max, which needs an l1 "
+                             f"term (penalty {penalty!r}, l1_ratio {l1_ratio!r}); pass alphas= "
+                             f"for a penalty without one")
         if not isinstance(n_alphas, (int, np.integer)) or isinstance(n_alphas, bool) \
                 or n_alphas < 1:
             raise ValueError(f"n_alphas must be an integer >= 1, got {n_alphas!r}")

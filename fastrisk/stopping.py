@@ -10,6 +10,7 @@ time_limit).
 import contextlib
 import logging
 import math
+import numbers
 import sys
 import time
 from dataclasses import dataclass, field
@@ -111,11 +112,22 @@ class Result:
 
 
 def check_budget(tol, max_iter, time_limit):
-    """Validate the common stopping arguments."""
+    """Validate the common stopping arguments; ``time_limit`` is seconds > 0, or None or
+    ``math.inf`` for no limit (for ``solver="auto"`` None means its default budget)."""
     check_number(tol, "tol", 0.0)
     check_int(max_iter, "max_iter", low=1)
-    if time_limit is not None:
-        check_number(time_limit, "time_limit", 0.0, low_open=True)
+    if time_limit is not None and not _is_inf(time_limit):
+        try:
+            check_number(time_limit, "time_limit", 0.0, low_open=True)
+        except ValueError:
+            raise ValueError(f"time_limit must be a number > 0, or None or math.inf for no "
+                             f"limit, got {time_limit!r}") from None
+
+
+def _is_inf(value):
+    """Whether ``value`` is the real number +inf (not a bool, string or array)."""
+    return isinstance(value, (numbers.Real, np.floating)) and not isinstance(value, bool) \
+        and value == math.inf
 
 
 class Monitor:

@@ -616,10 +616,44 @@ def test_path_starts_at_alpha_max_and_matches_cold_solves(loss, penalty, l1_rati
         assert p.objectives[k] == pytest.approx(prob.objective(p.coefs[k]), rel=1e-12)
 
 
+def test_path_on_a_given_grid_takes_the_l2_penalty():
+    """With alphas given, the path solves any penalty cd takes: l2-logistic matches
+    scikit-learn's Newton LogisticRegression (C = 1 / (alpha m)) at every alpha, in J
+    (NumPy) to the certified 1e-10 J and in w to sqrt(2 gap / alpha) (alpha-strong
+    convexity)."""
+    from sklearn.linear_model import LogisticRegression
+
+    X, y01 = _classification()
+    m, y = X.shape[0], np.where(y01 == 1, 1.0, -1.0)
+    p = fr.path(X, y01, loss="logistic", penalty="l2", alphas=[1e-3, 1e-1, 1e-2], tol=1e-10)
+    np.testing.assert_array_equal(p.alphas, [1e-1, 1e-2, 1e-3])
+    for alpha, w, gap in zip(p.alphas, p.coefs, p.gaps):
+        ref = LogisticRegression(C=1.0 / (alpha * m), fit_intercept=False, tol=1e-12,
+                                 solver="newton-cholesky", max_iter=100).fit(X, y01)
+        ref = ref.coef_.ravel()
+        J = [np.logaddexp(0.0, -y * (X @ v)).mean() + alpha / 2 * v @ v for v in (w, ref)]
+        assert gap <= 1e-10 * J[0] and abs(J[0] - J[1]) <= 1e-10 * J[1] + 1e-15
+        assert np.abs(w - ref).max() <= np.sqrt(2.0 * (gap + 1e-15) / alpha)
+
+
 def test_path_validates_its_arguments():
+    """Each bad argument is refused naming it: a default grid without an l1 term, a
+    penalty cd does not take, bad grids (bool alphas would read as 1.0), and keywords
+    solve_cd does not take or that the path sets itself."""
     X, y = _classification()
-    with pytest.raises(ValueError, match="penalty"):
-        fr.path(X, y, penalty="l2")
+    for penalty, l1_ratio in (("l2", 1.0), ("elasticnet", 0.0)):
+        with pytest.raises(ValueError, match="^path: the default grid starts at alpha_max, "
+                                             "which needs an l1 term"):
+            fr.path(X, y, penalty=penalty, l1_ratio=l1_ratio)
+    with pytest.raises(ValueError, match="^path: solver 'cd' takes penalty in"):
+        fr.path(X, y, penalty="lp", alphas=[0.1])
+    with pytest.raises(ValueError, match="^alphas must be"):
+        fr.path(X, y, alphas=[True])
+    with pytest.raises(TypeError, match="^path\\(\\) got an unexpected keyword argument 'bogus'"):
+        fr.path(X, y, alphas=[0.1], bogus=1)
+    for key in ("start", "columns"):
+        with pytest.raises(TypeError, match=f"^path\\(\\) sets {key}= itself"):
+            fr.path(X, y, alphas=[0.1], **{key: None})
     with pytest.raises(ValueError, match="n_alphas"):
         fr.path(X, y, n_alphas=0)
     with pytest.raises(ValueError, match="eps"):

@@ -231,3 +231,24 @@ def test_callback_gets_a_copy_and_returns_a_bool():
         assert stopped.status == "callback" and stopped.n_iter <= 1, info.name
         with pytest.raises(TypeError, match="^callback must return None, True or False"):
             fr.solve(problem, info.name, max_iter=4, random_state=0, callback=lambda r: 0)
+
+
+def test_time_limit_inf_means_no_limit():
+    """Every solver that takes the problem: ``time_limit=math.inf`` runs like no time limit
+    (the same bits as ``time_limit=None``), and a time limit that is not a number > 0 (0,
+    -1, NaN, a bool, a string) is refused naming time_limit."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 5))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=60) > 0, 1.0, -1.0)
+    problem = fr.Problem(X, y, loss="logistic", alpha=0.01)
+    for info in fr.solvers.solvers_for(problem):
+        plain = fr.solve(problem, info.name, max_iter=4, random_state=0)
+        unlimited = fr.solve(problem, info.name, max_iter=4, random_state=0,
+                             time_limit=np.float64(np.inf))
+        assert np.array_equal(plain.w, unlimited.w) and plain.status == unlimited.status, \
+            info.name
+        for bad in (0, -1.0, float("nan"), -np.inf, True, "1"):
+            with pytest.raises(ValueError, match="^time_limit must be a number > 0, or None"):
+                fr.solve(problem, info.name, max_iter=4, random_state=0, time_limit=bad)
+    auto = fr.solve(problem, tol=1e-6, time_limit=np.inf)
+    assert auto.status == "converged"
