@@ -109,9 +109,9 @@ def _check_data(X, y):
     when they fit: train, predict and evaluate accept the same files.
     """
     from fastrisk.data import check_X
-    from fastrisk.estimators import _canonical, _check_structure
+    from fastrisk.estimators import _check_structure
 
-    X = check_X(_canonical(_check_structure(X)), "X")
+    X = check_X(_check_structure(X), "X", repair=True)
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"y has shape {y.shape}, expected ({X.shape[0]},): one label or "

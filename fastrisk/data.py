@@ -151,7 +151,7 @@ def _read_only(a):
     return view
 
 
-def check_X(X, name="X", layout=True):
+def check_X(X, name="X", layout=True, repair=False):
     """Return X as C-contiguous dense or canonical CSR of float32/float64.
 
     No copy is made when X already has one of those forms.  A sparse X is
@@ -159,6 +159,8 @@ def check_X(X, name="X", layout=True):
     ``layout`` False (prediction: the product ``X @ coef.T`` reads any order of
     a dense X and sums a CSR row's entries whatever their order): a dense X
     keeps its memory order and a CSR X its unsorted or duplicate indices.
+    A CSR X with unsorted or duplicate indices is refused, or with ``repair``
+    (the estimators, as scikit-learn's accept such X) replaced by its canonical copy.
     """
     if sp.issparse(X):
         if X.dtype.kind not in "biuf":
@@ -171,7 +173,9 @@ def check_X(X, name="X", layout=True):
             canonical = True
         if X.dtype not in FLOAT_DTYPES:
             X = X.astype(np.float64)
-        if not canonical and layout:
+        if not canonical and layout and repair:
+            X = canonical_csr(X)
+        elif not canonical and layout:
             # scipy's sum_duplicates does nothing while its cached flags say canonical
             stale = f"{name}.has_sorted_indices = False; " if X.has_canonical_format else ""
             raise ValueError(f"{name} has unsorted or duplicate column indices; call "
@@ -354,11 +358,11 @@ class Dataset:
     ``dense`` (the row view of csrc/fr_rows.pxd), ``n_samples``,
     ``n_features``, ``bias`` (value of the constant feature, 0 for none) and
     ``n_weights`` (n_features + 1 with an intercept).  The column copy of X, once
-    made (fastrisk/columns.py), is kept in ``_columns``.
+    made (fastrisk/columns.py), is kept in ``_columns``.  ``repair``: see ``check_X``.
     """
 
-    def __init__(self, X, *, intercept_scaling=0.0, name="X"):
-        X = check_X(X, name)
+    def __init__(self, X, *, intercept_scaling=0.0, name="X", repair=False):
+        X = check_X(X, name, repair=repair)
         if not isinstance(intercept_scaling, numbers.Real) or isinstance(intercept_scaling, bool) \
                 or not np.isfinite(intercept_scaling) or intercept_scaling < 0:
             raise ValueError(f"intercept_scaling must be a finite number >= 0, got {intercept_scaling!r}")

@@ -271,6 +271,16 @@ class _LinearModelBase(BaseEstimator):
             return 1 if self.n_threads is None else resolve_n_threads(self.n_threads)
         return resolve_n_threads(self.n_threads)
 
+    def _layout(self, X, client):
+        """X checked and laid out once for the fit's problems (a Dataset, which every
+        one-vs-rest problem shares); a CSR X with unsorted or duplicate indices becomes its
+        canonical copy, as scikit-learn's estimators accept such X.  On Dask the matrix,
+        which make_dask_problem splits into blocks."""
+        if client is not None:
+            return _canonical(X)
+        return Dataset(X, intercept_scaling=self.intercept_scaling if self.fit_intercept
+                       else 0.0, repair=True)
+
     def _problem(self, X, y, sample_weight, n_threads, classes=None, client=None):
         """The local Problem, or with a client the problem whose oracle runs on Dask."""
         options = dict(loss=self.loss, penalty=self.penalty, alpha=self.alpha,
@@ -345,8 +355,8 @@ class _LinearModelBase(BaseEstimator):
         (stochastic solvers with unbounded loss derivatives, e.g. squared loss on raw y)."""
         if not SOLVERS[name].epochs:
             return
-        J0 = problem.objective(np.zeros(problem.n_weights))
-        if not result.objective <= J0:
+        J0 = problem.objective_at_zero()
+        if not result.objective <= J0 + 1e-12 * abs(J0):  # rounding: J0's order of summation
             warnings.warn(f"solver {name!r} diverged: J(w) = {result.objective:.6g} is above "
                           f"J(0) = {J0:.6g}; standardize X (and y for regression), raise "
                           f"alpha, or use a batch solver", ConvergenceWarning, stacklevel=6)
@@ -554,7 +564,6 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         ``streaming``: partial_fit's one ordered epoch, continuing the previous state.
         """
         overrides = _streaming(self.solver) if streaming else {}
-        X = _canonical(X)
         k = len(self.classes_)
         self._n_samples = X.shape[0]
         seed = _seed(self.random_state)
@@ -562,6 +571,7 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         joint = LOSSES[self.loss].vector or k == 2
         previous, changed = self._previous(1 if joint else k, streaming)
         with self._cluster() as client:
+            X = self._layout(X, client)
             if joint:
                 problem = self._problem(X, y_index, c, n_threads, classes=np.arange(k),
                                         client=client)
@@ -571,15 +581,11 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
                 # on Dask the workers hold the parallelism: one problem after another
                 n_parallel = 1 if client is not None else min(k, n_threads)
                 threads_each = n_threads if client is not None else max(1, n_threads // n_parallel)
-                # locally X is validated and laid out once; every class's problem reads it
-                shared = X if client is not None else Dataset(
-                    X, intercept_scaling=self.intercept_scaling if self.fit_intercept else 0.0)
-
                 stop = threading.Event()
 
                 def fit_one(j):
                     try:
-                        problem = self._problem(shared, np.where(y_index == j, 1.0, -1.0), c,
+                        problem = self._problem(X, np.where(y_index == j, 1.0, -1.0), c,
                                                 threads_each, classes=BINARY_CLASSES,
                                                 client=client)
                         return self._solve(problem, seed, previous[j], stop, changed,
@@ -695,10 +701,10 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
 
     def _fit_problem(self, X, y, c, streaming=False):
         overrides = _streaming(self.solver) if streaming else {}
-        X = _canonical(X)
         self._n_samples = X.shape[0]
         with self._cluster() as client:
-            problem = self._problem(X, y, c, self._threads(), client=client)
+            problem = self._problem(self._layout(X, client), y, c, self._threads(),
+                                    client=client)
             previous, changed = self._previous(1, streaming)
             result, name = self._solve(problem, _seed(self.random_state), previous[0], None,
                                        changed, **overrides)

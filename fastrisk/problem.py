@@ -126,6 +126,18 @@ class Problem:
         """J(w) = alpha Omega(w) + R_emp(w)."""
         return self.alpha * self.regularizer.value(w) + self.oracle(w)[0]
 
+    def objective_at_zero(self):
+        """J(0) = R_emp(0), as Omega(0) = 0: for a scalar loss on local data the weighted
+        mean (1/m) sum_i c_i l(0, y_i), read from the labels alone (no pass over X); else
+        one oracle call.  Summed in another order than the oracle's: equal to
+        ``objective(0)`` up to rounding."""
+        if self.data is None or self.loss.spec.vector:
+            return self.objective(np.zeros(self.n_weights))
+        values = self.loss.values(np.zeros(self.n_samples), self.y)[0]
+        if self.sample_weight is not None:
+            values = values * self.sample_weight
+        return float(values.sum() / self.n_samples)
+
     def objective_gradient(self, w):
         """(J(w), a subgradient of J at w)."""
         risk, grad = self.oracle(w)

@@ -380,6 +380,14 @@ def test_stale_canonical_flag_is_not_trusted():
                                LinearClassifier(solver="sdca", random_state=0).fit(X, y).coef_,
                                rtol=1e-12)
     assert np.array_equal(S.indices, before)
+    # the one-vs-rest problems share one laid-out copy, the regressor has its own
+    y3 = np.arange(X.shape[0]) % 3
+    for make, target in ((lambda: LinearClassifier(loss="hinge", solver="sdca",
+                                                   random_state=0), y3),
+                         (lambda: LinearRegressor(solver="sdca", random_state=0), X[:, 0])):
+        np.testing.assert_allclose(make().fit(S, target).coef_, make().fit(X, target).coef_,
+                                   rtol=1e-12)
+    assert np.array_equal(S.indices, before)
     with pytest.raises(ValueError, match=r"call X.has_sorted_indices = False; "
                                          r"X.sum_duplicates\(\) first"):
         fr.Problem(S, y)

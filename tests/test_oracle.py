@@ -77,6 +77,30 @@ def test_every_loss_matches_numpy(name, dtype):
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-11, atol=1e-14)
 
 
+@pytest.mark.parametrize("name", SCALAR_LOSSES)
+def test_objective_at_zero_reads_the_labels_only(name):
+    """J(0) from the labels alone equals the NumPy reference at w = 0 (sample weights and
+    an intercept included) and the oracle's objective(0) up to rounding."""
+    X = make_data("csr")
+    y = targets(name, X.shape[0])
+    c = np.random.default_rng(3).random(X.shape[0]) * 2.0
+    for weights, intercept in ((None, False), (c, True)):
+        prob = fr.Problem(X, y, loss=name, loss_param=PARAMS.get(name), sample_weight=weights,
+                          fit_intercept=intercept, penalty="elasticnet", alpha=0.3)
+        w0 = np.zeros(prob.n_weights)
+        ref = reference(X, prob.y, w0, name, prob.loss.param, weights,
+                        1.0 if intercept else 0.0)[0]
+        assert prob.objective_at_zero() == pytest.approx(ref, rel=1e-13)
+        assert prob.objective_at_zero() == pytest.approx(prob.objective(w0), rel=1e-13)
+
+
+def test_objective_at_zero_of_a_vector_loss_is_the_oracle_value():
+    X = make_data("csr")
+    prob = fr.Problem(X, np.arange(X.shape[0]) % 3, loss="softmax")
+    assert prob.objective_at_zero() == prob.objective(np.zeros(prob.n_weights)) \
+        == pytest.approx(np.log(3.0), rel=1e-14)
+
+
 @pytest.mark.parametrize("layout,dtype,itype,read_only", [
     ("dense", np.float64, None, False), ("dense", np.float32, None, True),
     ("csr", np.float64, np.int32, False), ("csr", np.float32, np.int32, True),
