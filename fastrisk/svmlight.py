@@ -113,6 +113,10 @@ class _Chunk:
         if big.size:
             raise ValueError(f"{path}: line {row(big[0])}: feature index "
                              f"{_show(self.index[big[0]])} {_too_big(max_raw)}")
+        if self._nondigit is not None:  # after the messages above, which say more
+            k, token = self._nondigit
+            raise ValueError(f"{path}: line {row(k)}: feature index in {token[:30]!r} must be "
+                             "written as digits")
         self.index = self.index.astype(np.int32 if max_raw < 2**31 else np.int64)
         limit = np.finfo(dtype).max
         # a finite value that the requested dtype cannot hold would become infinity there
@@ -140,10 +144,12 @@ class _Chunk:
         n_tokens = int(np.count_nonzero(ws[:-1] & ~ws[1:])) + bool(ws.size and not ws[0])
         separated = (np.diff(np.searchsorted(np.flatnonzero(ws), np.flatnonzero(raw == 58)))
                      > 0).all()
-        del ws, raw
         flat = None
         if n_tokens == n_colons and separated:  # lines without features give no token
             flat = _numbers(feats.replace(b":", b" "), 2 * n_colons)
+        if flat is not None:
+            self._nondigit = self._first_nondigit_index(raw, ws)
+        del ws, raw
         if flat is None:
             for lineno, rest in zip(self.linenos, rests):  # find the line at fault
                 for token in rest.split():
@@ -153,6 +159,25 @@ class _Chunk:
             # every token parses alone, so the block should have parsed: never pass silently
             raise ValueError(f"{path}: a feature is not of the form index:value with numbers")
         return flat.reshape(-1, 2)
+
+    @staticmethod
+    def _first_nondigit_index(raw, ws):
+        """(number, token) of the first feature whose index is not written as digits alone
+        (LIBSVM's reader requires digits; the number parser would also read ``1e1``,
+        ``+3`` or ``3.0`` as an index), or None.  ``raw`` holds the features of the chunk
+        with one colon per token (checked by the caller), ``ws`` its separator bytes."""
+        if raw.shape[0] == 0:
+            return None
+        starts = np.flatnonzero(~ws & np.concatenate(([True], ws[:-1])))
+        marks = np.zeros(raw.shape[0] + 1, dtype=np.int8)
+        marks[starts] = 1
+        marks[np.flatnonzero(raw == 58)] -= 1  # ':' ends the index of its token
+        inside = np.cumsum(marks[:-1], dtype=np.int8).astype(bool)
+        bad = np.flatnonzero(inside & ((raw < 48) | (raw > 57)))
+        if bad.size == 0:
+            return None
+        k = int(np.searchsorted(starts, bad[0], side="right")) - 1
+        return k, raw[starts[k]:].tobytes().split(None, 1)[0]
 
     def _check_duplicates(self, path):
         """Indices within a line must be distinct (as scikit-learn's reader requires)."""
