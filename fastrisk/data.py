@@ -240,7 +240,7 @@ def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
 
 def check_targets(y, n_samples, name="y"):
     """Real targets as a finite float64 vector of length n_samples."""
-    y = _vector_like(y, name)
+    y = _vector_like(_required(y, name), name)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()
     if y.ndim != 1:
@@ -278,8 +278,16 @@ def check_label_values(y, name="y"):
     return y
 
 
+def _required(y, name):
+    """Refuse a missing y by name (np.asarray makes None a 0-d object array)."""
+    if y is None:
+        raise ValueError(f"{name} is required: one label or target per row of X (only a "
+                         f"loss without labels, such as 'novelty', takes {name}=None)")
+    return y
+
+
 def _check_labels(y, n_samples, name):
-    y = check_label_values(y, name)
+    y = check_label_values(_required(y, name), name)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()
     if y.ndim != 1:

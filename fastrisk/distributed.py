@@ -42,7 +42,8 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 
-from fastrisk.data import Dataset, _check_labels, check_sample_weight, check_targets, check_X
+from fastrisk.data import (Dataset, _check_labels, _required, check_sample_weight, check_targets,
+                           check_X)
 from fastrisk.losses import Loss
 from fastrisk.oracle import LocalOracle, check_weights, partition_rows
 from fastrisk.solvers._checks import check_bool, check_int, check_number
@@ -272,6 +273,16 @@ def get_client(client=None):
     return client
 
 
+def _novelty_targets(y, n_samples, options):
+    """``y``, or for a novelty loss given no y the zero targets that Problem uses (any
+    other loss refuses a missing y by name)."""
+    if y is not None:
+        return y
+    loss = options.get("loss", "hinge")
+    loss = loss if isinstance(loss, Loss) else Loss(loss, options.get("loss_param"))
+    return np.zeros(n_samples) if loss.spec.task == "novelty" else _required(y, "y")
+
+
 class DaskOracle:
     """R_emp(w) and a subgradient, computed on Dask workers; see the module docstring.
 
@@ -387,7 +398,7 @@ class DaskOracle:
         # entries of a column index out of range instead of reporting them
         X = check_X(X, "X")
         m = X.shape[0]
-        y = _check_labels(y, m, "y")  # shape, and no NaN or infinity (labels or targets)
+        y = _check_labels(_novelty_targets(y, m, options), m, "y")  # shape, no NaN or inf
         c = check_sample_weight(sample_weight, m)
         if n_partitions is None:
             n_partitions = max(1, sum(w["nthreads"] for w in
@@ -439,6 +450,7 @@ class DaskOracle:
             raise TypeError("X must be a 2-d dask array or a dask dataframe")
         check_known_chunks(X, "X")
         X = X.rechunk({1: -1})
+        y = _novelty_targets(y, X.shape[0], options)
         sizes = X.chunks[0]
         edges = np.concatenate([[0], np.cumsum(sizes)])
 

@@ -322,6 +322,8 @@ def test_complex_or_sparse_targets_are_refused_by_name(loss):
             fr.Problem(X, y + 1j, loss=loss)
     with pytest.raises(TypeError, match="y must be an array, not a scipy sparse matrix"):
         fr.Problem(X, sp.csr_matrix(y[:, None]), loss=loss)
+    with pytest.raises(ValueError, match="^y is required: one label or target per row"):
+        fr.Problem(X, None, loss=loss)
 
 
 @pytest.mark.parametrize("start", [np.full(3, 1 + 5j), np.array(["1"] * 3), [None] * 3])

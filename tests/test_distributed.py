@@ -322,6 +322,19 @@ def test_y_must_be_one_dimensional(client):
         assert_same(oracle, oracle.local_equivalent(X, y), seeds=(0,))
 
 
+def test_novelty_takes_no_y(client):
+    """A loss without labels takes y=None on the in-memory and dask paths, as Problem does
+    (zero targets: the bits of the local oracle on the same partitions); the other losses
+    refuse it by name."""
+    X, _ = small_problem()
+    for source in (X, da.from_array(X, chunks=5)):
+        oracle = make_dask_problem(source, None, loss="novelty", client=client,
+                                   n_partitions=2).oracle
+        assert_same(oracle, oracle.local_equivalent(X, np.zeros(X.shape[0])), seeds=(0,))
+        with pytest.raises(ValueError, match="^y is required"):
+            make_dask_problem(source, None, loss="hinge", client=client, n_partitions=2)
+
+
 @pytest.mark.parametrize("solver,loss", [("bmrm", "hinge"), ("prox_bundle", "hinge"),
                                          ("lbfgs", "logistic")])
 def test_fit_equals_local_fit(client, a9a_small, solver, loss):
