@@ -573,6 +573,10 @@ def test_registered_and_chosen_by_auto_for_l1_with_smooth_losses():
         prob = fr.Problem(X, y, loss=loss, penalty=penalty, alpha=1e-2)
         assert fr.solvers.choose_solver(prob) == "cd"
     assert fr.solvers.choose_solver(fr.Problem(X, y, loss="hinge", penalty="l1")) == "bmrm"
+    # an elastic net without its l1 term: not cd's rule 4 but rule 3 (a differentiable
+    # penalty, fewer features than samples)
+    no_l1 = fr.Problem(X, y, loss="logistic", penalty="elasticnet", l1_ratio=0.0, alpha=1e-2)
+    assert fr.solvers.choose_solver(no_l1) == "lbfgs"
 
 
 def test_objective_matches_liblinear_on_reuters(libsvm):

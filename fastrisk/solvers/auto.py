@@ -21,7 +21,8 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    iterations instead of 1/(alpha m) epochs) and Newton; else ``newton``;
 3. a smooth loss with a differentiable penalty on data with fewer features than
    samples: ``lbfgs``;
-4. an l1 or elastic-net penalty with a smooth loss on data (X, y): ``cd``
+4. a penalty with an l1 term (l1, elastic net with l1_ratio > 0) and a smooth loss on
+   data (X, y): ``cd``
    (proximal Newton with coordinate-descent inner solves and a duality gap;
    benchmarks/compare_l1.py compares it with LIBLINEAR, saga, snapml, skglm and
    cyanure; BMRM's LP stays for the non-smooth losses);
@@ -95,6 +96,7 @@ accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 
 import time
 
+from fastrisk.regularizers import penalty_weights
 from fastrisk.solvers import SOLVERS
 from fastrisk.solvers._catalyst import PROBE_BAND, PROBE_EPOCHS, PROBE_RATE, pays, radius_sq
 from fastrisk.solvers._epochs import observed_rate
@@ -149,7 +151,7 @@ def _preferences(problem):
     if spec.smooth and reg.differentiable and data is not None \
             and data.n_features < data.n_samples:
         order.append("lbfgs")
-    if spec.smooth and problem.penalty in ("l1", "elasticnet"):
+    if spec.smooth and (penalty_weights(reg, 1.0) or (0.0,))[0] > 0.0:  # an l1 term
         order.append("cd")
     if spec.dual_step and reg.strongly_convex:
         order.append("sdca")
