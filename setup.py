@@ -69,12 +69,18 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
+# every extension depends on every C header: the headers include one another (fr_loss.h
+# reaches the Pegasos, PGS and RDA kernels through fr_lossfn.h), so a changed header must
+# rebuild every extension, which cythonize's tracking of the .pyx sources does not see
+HEADERS = sorted(glob.glob("csrc/*.h"))
+
 extensions = [
     Extension(
         "fastrisk." + os.path.splitext(os.path.basename(path))[0],
         [path],
         include_dirs=["csrc", np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        depends=HEADERS,
     )
     for path in sorted(glob.glob("csrc/_*.pyx"))
 ]

@@ -593,8 +593,10 @@ def build_parser():
     p.add_argument("--penalty", default="l2", choices=sorted(PENALTIES), help="default l2")
     p.add_argument("--alpha", type=_positive_float("--alpha"), default=1e-4,
                    help="regularization strength, as SGDClassifier's alpha (default 1e-4)")
+    with_param = ", ".join(f"{name} {spec.param[0]}" for name, spec in sorted(LOSSES.items())
+                           if spec.param is not None)
     p.add_argument("--loss-param", type=float, default=None,
-                   help="loss parameter (huber delta, quantile tau, epsilon, smoothed_hinge gamma)")
+                   help=f"loss parameter ({with_param})")
     p.add_argument("--l1-ratio", type=float, default=0.15, help="elastic net mixing (default 0.15)")
     p.add_argument("--p", type=float, default=2.0, help="exponent of the lp penalty (default 2)")
     p.add_argument("--solver", default="auto", choices=["auto", *sorted(SOLVERS)], metavar="SOLVER",

@@ -239,6 +239,32 @@ def scaled_weights(regularizer, alpha):
     return weights[1], weights[0] / weights[1]
 
 
+def has_l2_term(regularizer):
+    """Whether Omega = a ||w||_1 + b/2 ||w||^2 with b > 0 (the dual coordinate methods'
+    form, ``scaled_weights``)."""
+    return scaled_weights(regularizer, 1.0) is not None
+
+
+L2_TERM_RULE = "penalties with an l2 term (l2; elasticnet with l1_ratio < 1)"
+
+
+def is_l2(regularizer):
+    """Whether Omega is 0.5 ||w||^2 by its split (l2, or an elastic net with l1_ratio 0)."""
+    return regularizer.l1_l2() == (0.0, 1.0)
+
+
+def is_l1(regularizer):
+    """Whether Omega is ||w||_1 by its split (l1, or an elastic net with l1_ratio 1)."""
+    return regularizer.l1_l2() == (1.0, 0.0)
+
+
+def norm_exponent(regularizer):
+    """p when Omega(w) = ||w||_p^2 / (2 (p - 1)) (the lp penalty; 2 for l2, whose split
+    says so), else None."""
+    p = getattr(regularizer, "p", None)
+    return p if p is not None else (2.0 if is_l2(regularizer) else None)
+
+
 # penalty name -> constructor from the Problem's options
 REGULARIZERS = {
     "l2": lambda l1_ratio, p: L2(),

@@ -573,10 +573,10 @@ def test_registered_and_chosen_by_auto_for_l1_with_smooth_losses():
         prob = fr.Problem(X, y, loss=loss, penalty=penalty, alpha=1e-2)
         assert fr.solvers.choose_solver(prob) == "cd"
     assert fr.solvers.choose_solver(fr.Problem(X, y, loss="hinge", penalty="l1")) == "bmrm"
-    # an elastic net without its l1 term: not cd's rule 4 but rule 3 (a differentiable
-    # penalty, fewer features than samples)
+    # an elastic net without its l1 term is the l2 penalty (its split): rule 2, as for l2
     no_l1 = fr.Problem(X, y, loss="logistic", penalty="elasticnet", l1_ratio=0.0, alpha=1e-2)
-    assert fr.solvers.choose_solver(no_l1) == "lbfgs"
+    assert fr.solvers.choose_solver(no_l1) == fr.solvers.choose_solver(
+        fr.Problem(X, y, loss="logistic", alpha=1e-2)) == "sdca"
 
 
 def test_objective_matches_liblinear_on_reuters(libsvm):
@@ -649,7 +649,7 @@ def test_path_validates_its_arguments():
         with pytest.raises(ValueError, match="^path: the default grid starts at alpha_max, "
                                              "which needs an l1 term"):
             fr.path(X, y, penalty=penalty, l1_ratio=l1_ratio)
-    with pytest.raises(ValueError, match="^path: solver 'cd' takes penalty in"):
+    with pytest.raises(ValueError, match="^path: solver 'cd' takes penalties with an l1/l2 split"):
         fr.path(X, y, penalty="lp", alphas=[0.1])
     with pytest.raises(ValueError, match="^alphas must be"):
         fr.path(X, y, alphas=[True])

@@ -93,7 +93,7 @@ def test_regression_and_plot(small, tmp_path):
     (["train", "nope.svm", "-o", "m.frm"], "DATA nope.svm: no such file"),
     (["train", "{train}", "--loss", "novelty", "-o", "m.frm"], "--loss novelty"),
     (["train", "{train}", "--solver", "sdca", "--penalty", "l1", "-o", "m.frm", "-q"],
-     "strongly convex penalty"),
+     "takes penalties with an l2 term"),
     (["predict", "{train}", "{train}"], "MODEL"),
     (["info", "missing.frm"], "MODEL missing.frm: cannot read model file"),
     (["train", ".", "-o", "m.frm"], "DATA .: a directory, not a data file"),
@@ -461,7 +461,7 @@ def test_compare_solver_that_cannot_take_the_problem_is_refused_before_any_fit(
         m.setattr(fr.LinearClassifier, "fit", no_fit)
         for extra, reason in ((["--compare", "msdca"], "takes the softmax and multiclass_hinge"),
                               (["--penalty", "l1", "--compare", "sdca"],
-                               "needs a strongly convex penalty")):
+                               "takes penalties with an l2 term")):
             code, _ = run(["train", data, "-o", model, "-q", *extra])
             err = capsys.readouterr().err
             assert code == 1 and err.startswith(f"fastrisk: error: --compare "

@@ -100,3 +100,29 @@ def test_benchmark_report_standard_runs_exist():
     assert report._run_names("all") == list(report.STANDARD_RUNS)
     with pytest.raises(SystemExit, match="unknown benchmark"):
         report._run_names("peers,nope")
+
+
+def _table_names(text):
+    """The names in backquotes that open the rows of the Markdown tables of ``text``."""
+    return set(re.findall(r"^\| `([A-Za-z0-9_]+)`", text, flags=re.M))
+
+
+def test_every_registered_name_is_documented():
+    """Each registered scalar loss has a row in both loss tables of
+    docs/losses_penalties.md (the loss and its conjugate), each penalty a row in its table,
+    and each solver appears in the table of docs/solvers/index.md: a new entry of a
+    registry shows up here until its documentation is written (docs/extending.md)."""
+    from fastrisk.losses import SCALAR_LOSSES
+    from fastrisk.regularizers import PENALTIES
+    from fastrisk.solvers import SOLVERS
+
+    text = (ROOT / "docs" / "losses_penalties.md").read_text()
+    tables = text.split("### Conjugates")
+    assert len(tables) == 2
+    for table in tables:
+        assert set(SCALAR_LOSSES) <= _table_names(table)
+    assert set(PENALTIES) <= _table_names(text)
+    solvers = (ROOT / "docs" / "solvers" / "index.md").read_text()
+    rows = [line for line in solvers.splitlines() if line.startswith("| {doc}")]
+    listed = {name for row in rows for name in re.findall(r"`([a-z0-9_]+)`", row.split("|")[2])}
+    assert set(SOLVERS) == listed

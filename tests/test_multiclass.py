@@ -137,7 +137,7 @@ def test_rejects_what_it_cannot_solve():
     X, y = data()
     with pytest.raises(ValueError, match="msdca"):
         solve(Problem(X, np.where(y > 1, 1, -1), loss="logistic"), "msdca")
-    with pytest.raises(ValueError, match="strongly convex"):
+    with pytest.raises(ValueError, match="takes penalties with an l2 term"):
         solve(Problem(X, y, loss="softmax", penalty="l1"), "msdca")
     prob = Problem(X, y, loss="softmax")
     # the wrong shape; not an array of real numbers (refused by name, not inside numpy)

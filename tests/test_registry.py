@@ -8,6 +8,7 @@ refused by ``fastrisk.solve`` with the record's reason.
 """
 
 import ast
+import inspect
 from pathlib import Path
 
 import numpy as np
@@ -88,14 +89,20 @@ def test_regularizer_properties(penalty):
 def test_penalty_weight_forms(penalty):
     """penalty_weights and scaled_weights write alpha Omega(w) as lam1 ||w||_1 + lam2/2
     ||w||^2 and as lam (0.5 ||w||^2 + kappa ||w||_1) (1e-12), and are None exactly when
-    the penalty has no such form (lp; and for the scaled one, no l2 term)."""
+    the penalty has no such form (decided here by fitting the two terms to Omega's values
+    at random points; for the scaled one, also when the fitted l2 weight is 0)."""
     alpha, w = 0.7, np.random.default_rng(3).normal(size=6)
     reg = make_regularizer(penalty, l1_ratio=0.3, p=1.5)
     target = alpha * reg.value(w)
     l1, sq = np.abs(w).sum(), w @ w
+    points = np.random.default_rng(4).normal(size=(12, 6)) * np.geomspace(0.1, 10, 12)[:, None]
+    terms = np.column_stack([np.abs(points).sum(axis=1), 0.5 * (points ** 2).sum(axis=1)])
+    values = np.array([alpha * reg.value(v) for v in points])
+    fit = np.linalg.lstsq(terms, values, rcond=None)[0]
+    has_form = np.allclose(terms @ fit, values, rtol=1e-10, atol=1e-12)
     weights, scaled = penalty_weights(reg, alpha), scaled_weights(reg, alpha)
-    assert (weights is None) == (penalty == "lp")
-    assert (scaled is None) == (penalty in ("lp", "l1"))
+    assert (weights is not None) == has_form
+    assert (scaled is not None) == (has_form and fit[1] > 1e-12 * abs(fit).max())
     if weights is not None:
         assert weights[0] * l1 + 0.5 * weights[1] * sq == pytest.approx(target, rel=1e-12)
     if scaled is not None:
@@ -117,11 +124,21 @@ def test_regularizer_parameter_names_what_sets_its_value(penalty):
     assert other.value(w) != reg.value(w)
 
 
+# the keywords every solver function takes (docs/extending.md): fastrisk.solve and the
+# estimators pass them to any solver
+COMMON_KEYWORDS = {"tol", "abs_tol", "max_iter", "time_limit", "callback", "verbose", "start",
+                   "random_state"}
+
+
 def test_every_solver_module_declares_itself():
+    """Every record names its function, which takes the common keywords (keyword-only)."""
     assert len(SOLVERS) >= 12
     for name, info in SOLVERS.items():
         assert isinstance(info, SolverInfo) and info.name == name and callable(info.func)
-        assert set(info.penalties) <= set(PENALTIES)
+        assert set(info.penalties()) <= set(PENALTIES) and info.penalties()
+        keywords = {k for k, v in inspect.signature(info.func).parameters.items()
+                    if v.kind is inspect.Parameter.KEYWORD_ONLY}
+        assert COMMON_KEYWORDS <= keywords, (name, COMMON_KEYWORDS - keywords)
 
 
 def _problem(loss, penalty):

@@ -699,7 +699,7 @@ def test_input_errors_name_the_argument():
         fr.solve(prob, solver="sdca", start=np.full(prob.n_weights, np.nan))
     with pytest.raises(ValueError, match="check_every"):
         fr.solve(prob, solver="sdca", check_every=-1)
-    with pytest.raises(ValueError, match="strongly convex"):
+    with pytest.raises(ValueError, match="takes penalties with an l2 term"):
         fr.solve(fr.Problem(X, y, loss="hinge", penalty="l1"), solver="sdca")
     with pytest.raises(ValueError, match="dual step"):
         fr.solve(fr.Problem(X, y, loss="exponential"), solver="sdca")

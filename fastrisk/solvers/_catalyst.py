@@ -58,6 +58,7 @@ import math
 
 import numpy as np
 
+from fastrisk.regularizers import is_l2
 from fastrisk.solvers._epochs import observed_rate
 
 ACCELERATED = (False, True, "auto")
@@ -104,8 +105,8 @@ def check_accelerated(accelerated, problem):
         accelerated = bool(accelerated)
     elif not (isinstance(accelerated, str) and accelerated == "auto"):
         raise ValueError(f"accelerated must be True, False or 'auto', got {accelerated!r}")
-    if accelerated is True and problem.penalty != "l2":
-        raise ValueError(f"accelerated=True needs penalty='l2', got {problem.penalty!r}")
+    if accelerated is True and not is_l2(problem.regularizer):
+        raise ValueError(f"accelerated=True needs the l2 penalty, got {problem.penalty!r}")
     return accelerated
 
 
@@ -118,7 +119,7 @@ def pays(problem, R2, band=AUTO_BAND):
     """True when alpha n / R^2 is in ``band`` and n_features < n_samples (l2 only); rows all
     of norm 0 (R^2 = 0) leave nothing to accelerate."""
     ratio = problem.alpha * problem.n_samples / R2 if R2 > 0.0 else math.inf
-    return (problem.penalty == "l2" and band[0] <= ratio < band[1]
+    return (is_l2(problem.regularizer) and band[0] <= ratio < band[1]
             and problem.data.n_features < problem.n_samples)
 
 

@@ -27,7 +27,11 @@ class SolverInfo:
     name:         the ``solver=`` name.
     func:         ``func(problem, *, tol, max_iter, time_limit, callback, verbose,
                   start=None, **options) -> Result``.
-    penalties:    penalty names it accepts ("l2", "l1", "elasticnet", "lp").
+    accepts_penalty: predicate on a regularizer (fastrisk/regularizers.py): True when the
+                  solver handles that penalty, read from the regularizer's facts (its
+                  l1/l2 split, flags), never its name, so that a new penalty with those
+                  facts reaches the solver with no change here.
+    penalty_rule: the predicate in words, for error messages.
     accepts_loss: predicate on a ``LossSpec``: True when the solver handles that loss.
     loss_rule:    the predicate in words, for error messages ("smooth losses", ...).
     streams:      usable by ``partial_fit`` (each call continues from ``start``).
@@ -35,8 +39,6 @@ class SolverInfo:
     certificate:  what ``Result.gap`` bounds, in words; None when ``gap`` is NaN.
     threads:      honours ``n_threads`` (OpenMP kernels).
     oracle_only:  needs only ``problem.oracle`` (Dask oracles, user-defined risks).
-    strongly_convex: needs a strongly convex penalty (l2, or elasticnet with l1_ratio < 1).
-    differentiable: needs a differentiable penalty (no l1 term).
     epochs:       ``max_iter`` counts epochs (passes over the rows), not iterations.
     stream_options: options ``partial_fit`` adds to one ordered epoch per chunk
                   (``max_iter=1, shuffle=False``), as (name, value) pairs.
@@ -44,7 +46,8 @@ class SolverInfo:
 
     name: str
     func: Callable
-    penalties: Tuple[str, ...]
+    accepts_penalty: Callable
+    penalty_rule: str
     accepts_loss: Callable
     loss_rule: str
     streams: bool = False
@@ -52,14 +55,19 @@ class SolverInfo:
     certificate: Optional[str] = None
     threads: bool = True
     oracle_only: bool = False
-    strongly_convex: bool = False
-    differentiable: bool = False
     epochs: bool = False
     stream_options: Tuple[Tuple[str, object], ...] = ()
 
     def __post_init__(self):
         if self.start is not None and self.start not in START_KINDS:
             raise ValueError(f"start must be one of {START_KINDS} or None, got {self.start!r}")
+
+    def penalties(self):
+        """Names of the registered penalties this solver accepts (at their default
+        parameters)."""
+        from fastrisk.regularizers import PENALTIES, make_regularizer
+
+        return [name for name in PENALTIES if self.accepts_penalty(make_regularizer(name))]
 
     def losses(self):
         """Names of the registered losses this solver accepts."""
@@ -69,15 +77,12 @@ class SolverInfo:
 
     def why_not(self, problem):
         """None when this solver can solve ``problem``, else the reason in one sentence."""
-        if self.strongly_convex and not problem.regularizer.strongly_convex:
-            return (f"solver {self.name!r} needs a strongly convex penalty: 'l2', or "
-                    f"'elasticnet' with l1_ratio < 1")
-        if self.differentiable and not problem.regularizer.differentiable:
-            return (f"solver {self.name!r} needs a differentiable penalty; penalty="
-                    f"{problem.penalty!r} has an l1 term")
-        if problem.penalty not in self.penalties:
-            return (f"solver {self.name!r} takes penalty in {list(self.penalties)}, "
-                    f"got {problem.penalty!r}")
+        reg = problem.regularizer
+        if not self.accepts_penalty(reg):
+            setting = f" ({reg.parameter}={getattr(reg, reg.parameter)!r})" \
+                if reg.parameter is not None else ""
+            return (f"solver {self.name!r} takes {self.penalty_rule}, got penalty "
+                    f"{problem.penalty!r}{setting}")
         spec = getattr(problem.loss, "spec", None)
         if spec is None:
             if not self.oracle_only:

@@ -96,7 +96,7 @@ accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 
 import time
 
-from fastrisk.regularizers import penalty_weights
+from fastrisk.regularizers import is_l2, norm_exponent, penalty_weights
 from fastrisk.solvers import SOLVERS
 from fastrisk.solvers._catalyst import PROBE_BAND, PROBE_EPOCHS, PROBE_RATE, pays, radius_sq
 from fastrisk.solvers._epochs import observed_rate
@@ -142,7 +142,7 @@ def _preferences(problem):
         return ["msdca"] + (["lbfgs", "bmrm"] if spec.smooth and reg.differentiable
                             else ["bmrm"])
     order = []
-    if spec.task == "binary" and problem.penalty == "l2" and data is not None \
+    if spec.task == "binary" and is_l2(reg) and data is not None \
             and _newton_fits(problem):
         if spec.dual_step and (problem.alpha * data.n_samples >= SDCA_ALPHA_M
                                or spec.dual_box):  # the band or the probe
@@ -155,7 +155,7 @@ def _preferences(problem):
         order.append("cd")
     if spec.dual_step and reg.strongly_convex:
         order.append("sdca")
-    if problem.penalty == "lp" and spec.lipschitz is not None:
+    if reg.l1_l2() is None and norm_exponent(reg) is not None and spec.lipschitz is not None:
         order.append("pgs")
     if spec.smooth and reg.differentiable:
         order.append("lbfgs")
@@ -187,7 +187,7 @@ def _probes(problem):
     outside PROBE_BAND (inside, sdca's own probe decides within one run), and Newton
     takes the problem."""
     spec, data = problem.loss.spec, problem.data
-    return (spec.task == "binary" and spec.dual_box and problem.penalty == "l2"
+    return (spec.task == "binary" and spec.dual_box and is_l2(problem.regularizer)
             and data is not None and problem.alpha * data.n_samples < SDCA_ALPHA_M
             and _newton_fits(problem) and "newton" in SOLVERS
             and SOLVERS["newton"].why_not(problem) is None

@@ -675,7 +675,7 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
 
 
 SOLVER_INFO = SolverInfo(
-    "bmrm", solve_bmrm, penalties=("l2", "l1", "elasticnet", "lp"),
+    "bmrm", solve_bmrm, accepts_penalty=lambda reg: True, penalty_rule="every penalty",
     accepts_loss=lambda spec: True, loss_rule="every loss", start="w",
     certificate="gamma_t = min J(w_i) - (lower bound of the bundle) (Teo et al. 2007, Lemma 1)",
     oracle_only=True)

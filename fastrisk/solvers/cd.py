@@ -132,8 +132,7 @@ def penalty_split(problem):
     weights = penalty_weights(problem.regularizer, problem.alpha)
     if weights is not None:
         return weights
-    raise ValueError(f"solver 'cd' takes penalty in {list(SOLVER_INFO.penalties)}, "
-                     f"got {problem.penalty!r}")
+    raise ValueError(SOLVER_INFO.why_not(problem))
 
 
 def bordered(H, B):
@@ -616,7 +615,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
 SOLVER_INFO = SolverInfo(
     name="cd",
     func=solve_cd,
-    penalties=("l1", "elasticnet", "l2"),
+    accepts_penalty=lambda reg: reg.l1_l2() is not None,
+    penalty_rule="penalties with an l1/l2 split (l1, elasticnet, l2)",
     accepts_loss=lambda spec: spec.smooth and not spec.vector,
     loss_rule="smooth scalar losses",
     start="w",

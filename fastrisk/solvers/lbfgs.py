@@ -153,7 +153,8 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
 
 
 SOLVER_INFO = SolverInfo(
-    "lbfgs", solve_lbfgs, penalties=("l2", "lp", "elasticnet"), accepts_loss=lambda spec: True,
+    "lbfgs", solve_lbfgs, accepts_penalty=lambda reg: reg.differentiable,
+    penalty_rule="differentiable penalties (l2, lp; no l1 term)", accepts_loss=lambda spec: True,
     loss_rule="every loss (no guarantee for nonsmooth ones)", start="w",
     certificate="||dJ(w)||^2 / (2 sigma) (Teo et al. 2007, Lemma 5; strongly convex penalties)",
-    oracle_only=True, differentiable=True)
+    oracle_only=True)

@@ -45,6 +45,7 @@ import numpy as np
 from fastrisk import _msdca, _sdca, _voracle
 from fastrisk.config import single_threaded_blas, solver_threads
 from fastrisk.losses import vector_loss
+from fastrisk.regularizers import L2_TERM_RULE, has_l2_term
 from fastrisk.solvers._catalyst import Accelerated, check_accelerated, radius_sq, use_acceleration
 from fastrisk.solvers._epochs import KERNEL_OVERFLOW, check_kernel_status, run_epochs
 from fastrisk.solvers._info import SolverInfo
@@ -517,7 +518,7 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
 
 
 SOLVER_INFO = SolverInfo(
-    name="msdca", func=solve_msdca, penalties=("l2", "elasticnet"),
+    name="msdca", func=solve_msdca, accepts_penalty=has_l2_term, penalty_rule=L2_TERM_RULE,
     accepts_loss=lambda spec: spec.name in LOSS_IDS,
     loss_rule="the softmax and multiclass_hinge losses", start="dual",
-    certificate="duality gap P(W) - D(A) >= J(W) - J*", threads=True, strongly_convex=True)
+    certificate="duality gap P(W) - D(A) >= J(W) - J*", threads=True)

@@ -65,6 +65,7 @@ import numpy as np
 
 from fastrisk import _hessian, _oracle
 from fastrisk.config import single_threaded_blas
+from fastrisk.regularizers import is_l2
 from fastrisk.solvers._dual_gap import REACH, GapCertificate
 from fastrisk.solvers._checks import check_bool, start_weights
 from fastrisk.solvers._info import SolverInfo
@@ -426,12 +427,12 @@ def _twice_differentiable(spec):
 SOLVER_INFO = SolverInfo(
     name="newton",
     func=solve_newton,
-    penalties=("l2",),
+    accepts_penalty=is_l2,
+    penalty_rule="the l2 penalty",
     accepts_loss=_twice_differentiable,
     loss_rule="losses with a (generalized) second derivative",
     start="w",
     certificate="duality gap of the extrapolated dual point of the last iterates or of "
                 "the dual point of the Newton step",
     threads=True,
-    strongly_convex=True,
 )

@@ -64,6 +64,7 @@ import math
 import numpy as np
 
 from fastrisk import _pegasos
+from fastrisk.regularizers import is_l2
 from fastrisk.solvers._certificates import lemma5_bound
 from fastrisk.solvers._checks import (StartMismatch, check_bool, check_int, check_number,
                                       start_state)
@@ -340,7 +341,8 @@ def _lipschitz_nonnegative(spec):
     return _scalar_nonnegative(spec) and spec.lipschitz is not None
 
 
-_COMMON = dict(penalties=("l2",), streams=True, start="state", threads=False, epochs=True,
+_COMMON = dict(accepts_penalty=is_l2, penalty_rule="the l2 penalty", streams=True, start="state",
+               threads=False, epochs=True,
                certificate="||dJ(w)||^2 / (2 alpha) (Teo et al. 2007, Lemma 5)",
                stream_options=(("average", "last"),))
 SOLVER_INFO = (

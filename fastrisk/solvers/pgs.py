@@ -34,6 +34,7 @@ multiple of ``batch_size`` rows; the offset L is the largest over the chunks so 
 import numpy as np
 
 from fastrisk import _pgs
+from fastrisk.regularizers import norm_exponent
 from fastrisk.solvers._certificates import fenchel_bound
 from fastrisk.solvers._checks import (StartMismatch, check_bool, check_int, check_number,
                                       start_state)
@@ -65,7 +66,7 @@ class PGSState:
 
 
 def _p_of(problem):
-    return problem.regularizer.p if problem.penalty == "lp" else 2.0
+    return norm_exponent(problem.regularizer)
 
 
 class _Epochs:
@@ -145,6 +146,7 @@ def solve_pgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=None, 
 
 
 SOLVER_INFO = SolverInfo(
-    "pgs", solve_pgs, penalties=("lp", "l2"), accepts_loss=lambda spec: not spec.vector,
+    "pgs", solve_pgs, accepts_penalty=lambda reg: norm_exponent(reg) is not None,
+    penalty_rule="the lp penalty (l2: p = 2)", accepts_loss=lambda spec: not spec.vector,
     loss_rule="scalar losses", streams=True, start="state", threads=False, epochs=True,
     certificate="alpha Omega(w) + <a, w> + alpha Omega*(-a / alpha) (Fenchel duality)")

@@ -76,6 +76,7 @@ import numpy as np
 from scipy.linalg.blas import daxpy as axpy
 
 from fastrisk._qp import sample_combination
+from fastrisk.regularizers import is_l2
 from fastrisk.solvers._checks import check_number, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers.bmrm import SampleCuts, make_bundle, risk_floor
@@ -283,6 +284,7 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
 
 
 SOLVER_INFO = SolverInfo(
-    "prox_bundle", solve_prox_bundle, penalties=("l2",), accepts_loss=lambda spec: True,
+    "prox_bundle", solve_prox_bundle, accepts_penalty=is_l2, penalty_rule="the l2 penalty",
+    accepts_loss=lambda spec: True,
     loss_rule="every loss", start="w",
     certificate="J(w_best) - (lower bound of the cutting-plane model)", oracle_only=True)

@@ -98,7 +98,7 @@ import math
 import numpy as np
 
 from fastrisk import _rda
-from fastrisk.regularizers import soft_threshold
+from fastrisk.regularizers import is_l1, soft_threshold
 from fastrisk.solvers._certificates import strong_convexity_bound
 from fastrisk.solvers._checks import (StartMismatch, check_bool, check_int, check_number,
                                       start_state)
@@ -545,10 +545,13 @@ def _scalar(spec):
 _COMMON = dict(accepts_loss=_scalar, loss_rule="scalar losses", streams=True, start="state",
                threads=False, epochs=True)
 SOLVER_INFO = (
-    SolverInfo("rda", solve_rda, penalties=("l1", "elasticnet", "l2"),
+    SolverInfo("rda", solve_rda, accepts_penalty=lambda reg: reg.l1_l2() is not None,
+               penalty_rule="penalties with an l1/l2 split (l1, elasticnet, l2)",
                certificate="dist(0, dJ(w))^2 / (2 sigma) (strongly convex penalties only)",
                **_COMMON),
-    SolverInfo("sgd_l1", solve_sgd_l1, penalties=("l1",), **_COMMON),
-    SolverInfo("truncated_gradient", solve_truncated_gradient, penalties=("l1",), **_COMMON),
+    SolverInfo("sgd_l1", solve_sgd_l1, accepts_penalty=is_l1, penalty_rule="the l1 penalty",
+               **_COMMON),
+    SolverInfo("truncated_gradient", solve_truncated_gradient, accepts_penalty=is_l1,
+               penalty_rule="the l1 penalty", **_COMMON),
 )
 _INFO = {info.name: info for info in SOLVER_INFO}

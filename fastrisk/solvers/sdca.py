@@ -76,7 +76,7 @@ import numpy as np
 
 from fastrisk import _sdca
 from fastrisk.config import single_threaded_blas, solver_threads
-from fastrisk.regularizers import scaled_weights, soft_threshold
+from fastrisk.regularizers import L2_TERM_RULE, has_l2_term, scaled_weights, soft_threshold
 from fastrisk.solvers._catalyst import (PROBE_BAND, Accelerated, Probe, check_accelerated, pays,
                                         radius_sq, use_acceleration)
 from fastrisk.solvers._checks import check_bool, check_choice, check_int, check_rng, start_weights
@@ -109,7 +109,7 @@ STEP_TOL_GAP = 0.04
 
 def penalty_split(problem):
     """(lambda, kappa) with alpha Omega(w) = lambda (0.5 ||w||^2 + kappa ||w||_1); the
-    solver's penalties (SOLVER_INFO) all have this form."""
+    penalties the solver takes (SOLVER_INFO: has_l2_term) all have this form."""
     return scaled_weights(problem.regularizer, problem.alpha)
 
 
@@ -647,6 +647,7 @@ def _minibatch_workspace(data, b, n_blocks, aggressive):
 
 
 SOLVER_INFO = SolverInfo(
-    "sdca", solve_sdca, penalties=("l2", "elasticnet"), accepts_loss=lambda spec: spec.dual_step,
-    loss_rule="losses with an SDCA dual step", start="dual", epochs=True, strongly_convex=True,
+    "sdca", solve_sdca, accepts_penalty=has_l2_term, penalty_rule=L2_TERM_RULE,
+    accepts_loss=lambda spec: spec.dual_step, loss_rule="losses with an SDCA dual step",
+    start="dual", epochs=True,
     certificate="duality gap P(w) - D(u)")
