@@ -7,6 +7,7 @@ compared with a cold fit of the same data: both are certified to ``tol`` relativ
 (duality gap), so their objectives agree within 2 tol.
 """
 
+import copy
 import warnings
 
 import numpy as np
@@ -232,3 +233,25 @@ def test_warm_start_from_weights_takes_a_new_loss():
         warm.fit(X, y)
     cold = fr.LinearClassifier(loss="logistic", solver="lbfgs", alpha=1e-2, tol=1e-8).fit(X, y)
     assert warm.objective_ == pytest.approx(cold.objective_, rel=1e-7)
+
+
+def test_a_continued_run_leaves_the_earlier_result_as_it_was():
+    """Every solver that continues a state (its record's start="state"): a run from an
+    earlier Result does not change that Result, so the same continuation twice gives the
+    same bits."""
+    X, y = make_classification(60, 5, random_state=4)
+    problem = fr.Problem(X, y, loss="hinge", penalty="l2", alpha=0.05)
+    l1 = fr.Problem(X, y, loss="hinge", penalty="l1", alpha=0.05)
+    for name, info in fr.SOLVERS.items():
+        if info.start != "state":
+            continue
+        prob = problem if info.why_not(problem) is None else l1
+        first = fr.solve(prob, name, max_iter=2, random_state=0)
+        before = copy.deepcopy(first.extra["state"])
+        runs = [fr.solve(prob, name, max_iter=2, random_state=1, start=first) for _ in range(2)]
+        assert np.array_equal(runs[0].w, runs[1].w), name
+        after = first.extra["state"]
+        items = before.items() if isinstance(before, dict) else vars(before).items()
+        for key, value in items:
+            now = after[key] if isinstance(after, dict) else getattr(after, key)
+            assert np.array_equal(np.asarray(value), np.asarray(now)), (name, key)
