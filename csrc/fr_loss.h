@@ -316,12 +316,15 @@ static inline double fr_smoothed_hinge_curv(double f, double y, double p)
 FR_DERIVS_FROM_PARTS(fr_smoothed_hinge)
 
 /* Sum of c_i l(f_i, y_i) over i < n and g_i = c_i l'(f_i, y_i); c may be NULL
- * (all weights 1).  The switch runs once; each case is a plain loop. */
+ * (all weights 1).  The switch runs once; each case is a plain loop.  A score that is
+ * not finite (from a NaN or infinite weight) is an error even where the loss maps it to
+ * a finite value (fmax(0, 1 - y f) is 0 for f = NaN). */
 static inline int fr_loss_batch(int kind, double p, ptrdiff_t n, const double *f,
                                 const double *y, const double *c, double *g,
                                 double *value)
 {
     double total = 0.0;
+    int nonfinite = 0;
     ptrdiff_t i;
     switch (kind) {
 #define FR_BATCH_CASE(ID, FN, NAME) \
@@ -331,6 +334,7 @@ static inline int fr_loss_batch(int kind, double p, ptrdiff_t n, const double *f
             double w = c ? c[i] : 1.0; \
             total += w * v; \
             g[i] = w * d; \
+            nonfinite |= !isfinite(f[i]); \
         } \
         break;
     FR_ALL_LOSSES(FR_BATCH_CASE)
@@ -339,7 +343,7 @@ static inline int fr_loss_batch(int kind, double p, ptrdiff_t n, const double *f
         return FR_ERR_BAD_LOSS;
     }
     *value = total;
-    return isfinite(total) ? FR_OK : FR_ERR_OVERFLOW;
+    return isfinite(total) && !nonfinite ? FR_OK : FR_ERR_OVERFLOW;
 }
 
 /* Element-wise conjugate l*(a_i) into out (tests and dual objectives). */
@@ -362,12 +366,14 @@ static inline int fr_loss_conj_batch(int kind, double p, ptrdiff_t n, const doub
 
 /* First and second derivatives for the Newton-type solvers: value = s sum c_i l(f_i, y_i),
  * d_i = l'(f_i, y_i) (unweighted: the dual point), g_i = s c_i l'(f_i, y_i) and
- * h_i = s c_i l''(f_i, y_i); c may be NULL (all weights 1). */
+ * h_i = s c_i l''(f_i, y_i); c may be NULL (all weights 1).  A score that is not finite
+ * is an error, as in fr_loss_batch. */
 static inline int fr_loss_derivs_batch(int kind, double p, ptrdiff_t n, const double *f,
                                        const double *y, const double *c, double s,
                                        double *d, double *g, double *h, double *value)
 {
     double total = 0.0;
+    int nonfinite = 0;
     ptrdiff_t i;
     switch (kind) {
 #define FR_DERIVS_CASE(ID, FN, NAME) \
@@ -379,6 +385,7 @@ static inline int fr_loss_derivs_batch(int kind, double p, ptrdiff_t n, const do
             d[i] = di; \
             g[i] = w * di; \
             h[i] = w * hi; \
+            nonfinite |= !isfinite(f[i]); \
         } \
         break;
     FR_ALL_LOSSES(FR_DERIVS_CASE)
@@ -387,7 +394,7 @@ static inline int fr_loss_derivs_batch(int kind, double p, ptrdiff_t n, const do
         return FR_ERR_BAD_LOSS;
     }
     *value = total;
-    return isfinite(total) ? FR_OK : FR_ERR_OVERFLOW;
+    return isfinite(total) && !nonfinite ? FR_OK : FR_ERR_OVERFLOW;
 }
 
 /* l''(f, y) of one example (the generalized second derivative at kinks of l'; 0 for the

@@ -34,6 +34,7 @@ column path whenever X is sparse with one partition.
 """
 
 import copy
+import math
 from typing import Protocol
 
 import numpy as np
@@ -353,6 +354,12 @@ class VectorOracle(_Multiplexer):
                 d.data, d.indices, d.indptr, d.dense, d.bias, w, nk, self.kernel_id,
                 self.y, self._Y, self._P, self._S, self.c, start, stop, scale, grad,
                 workspace, self.n_threads, self.feature_major)
+        if not math.isfinite(value):
+            if not np.isfinite(w).all():  # looked at only here: no cost on the usual path
+                raise ValueError("w contains NaN or infinity")
+            raise FloatingPointError(
+                f"the {self.loss_name} loss is not finite at these weights (a score or its "
+                "loss overflowed); scale X down or increase alpha")
         return value, grad
 
     def feature_major_view(self):

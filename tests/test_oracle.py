@@ -94,6 +94,29 @@ def test_objective_at_zero_reads_the_labels_only(name):
         assert prob.objective_at_zero() == pytest.approx(prob.objective(w0), rel=1e-13)
 
 
+@pytest.mark.parametrize("name", [*SCALAR_LOSSES, "softmax", "multiclass_hinge"])
+def test_weights_that_are_not_finite_are_refused(name):
+    """A NaN or infinite weight is refused for every loss, also those whose value stays
+    finite at a NaN score (the hinge family: max(0, 1 - y NaN) is 0), on the row and the
+    column paths and with several partitions."""
+    X = make_data("csr")
+    vector = name in ("softmax", "multiclass_hinge")
+    y = np.arange(X.shape[0]) % 3 if vector else targets(name, X.shape[0])
+    for n_partitions in (1, 3):
+        prob = fr.Problem(X, y, loss=name, loss_param=PARAMS.get(name),
+                          n_partitions=n_partitions)
+        for bad in (np.nan, np.inf, -np.inf):
+            w = np.zeros(prob.n_weights)
+            w[3] = bad
+            with pytest.raises(ValueError, match="^w contains NaN or infinity"):
+                prob.oracle(w)
+            for columns in (True, False):
+                prob.oracle.columns = columns
+                with pytest.raises(ValueError, match="^w contains NaN or infinity"):
+                    prob.risk(w)
+            prob.oracle.columns = "auto"
+
+
 def test_objective_at_zero_of_a_vector_loss_is_the_oracle_value():
     X = make_data("csr")
     prob = fr.Problem(X, np.arange(X.shape[0]) % 3, loss="softmax")
