@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import make_classification, make_regression
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet, Lasso, LogisticRegression
 
 import fastrisk as fr
@@ -564,6 +565,28 @@ def test_input_errors_name_the_argument():
         solve_cd(prob, inner="newton")
     with pytest.raises(ValueError, match="tol"):
         solve_cd(prob, tol=-1.0)
+
+
+def test_a_run_at_the_limit_of_floating_point_stalls():
+    """At alpha 1e-15 the lasso's J stops decreasing within a few iterations while the
+    certificate stays above tol (the rescaled residual at round-off): the run ends
+    "stalled" after STALL_ITERATIONS certificate iterations instead of running to its
+    budget, its gap still a bound (J - D of a dual point: at least J - J*, J* from the
+    least-squares solution, which alpha 1e-15 leaves unchanged to 1e-12), and the
+    estimator warns."""
+    from fastrisk.solvers.cd import STALL_ITERATIONS
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 7))
+    y = X @ rng.standard_normal(7) + 0.1 * rng.standard_normal(40)
+    prob = fr.Problem(X, y, loss="squared", penalty="l1", alpha=1e-15)
+    res = solve_cd(prob, tol=1e-4, max_iter=2000)
+    assert res.status == "stalled" and res.n_iter <= 10 + STALL_ITERATIONS
+    w_ls = np.linalg.lstsq(X, y, rcond=None)[0]
+    J_star = 0.5 * np.mean((X @ w_ls - y) ** 2)
+    assert res.gap > 1e-4 * res.objective and res.gap >= res.objective - J_star - 1e-12
+    with pytest.warns(ConvergenceWarning, match="solver 'cd' stalled"):
+        fr.LinearRegressor(penalty="l1", alpha=1e-15, fit_intercept=False).fit(X, y)
 
 
 def test_registered_and_chosen_by_auto_for_l1_with_smooth_losses():

@@ -113,6 +113,7 @@ FORCING_FAR = 0.5                 # the same before the steps are certificate it
 PASS_GRAIN = 50_000               # nonzeros per thread below which the column pass is serial
 ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line search slack)
 SCREEN_MARGIN = 1e-9              # relative slack of the sphere test against rounding
+STALL_ITERATIONS = 3              # certificate iterations without progress: "stalled"
 MAX_STEP = 10.0                   # largest move of a coordinate in one step (LIBLINEAR)
 POLISH_EVERY = 4                  # Gram inner passes between Newton steps on the support
 POLISH_MAX_SUPPORT = 1000         # largest support of those steps (an |S|^3 solve)
@@ -507,6 +508,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     near = start is not None  # and as one whose previous step was near it (tight steps)
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
     n_restricted, n_tight = 0, 0
+    stuck, D_seen = 0, -math.inf  # certificate iterations without progress, the last D
     fresh = False  # whether deriv, g, h and loss_value are those of the current f
     active, force_full = kept, True  # the columns of step 1 on restricted iterations
     with mon.interruptible():
@@ -540,6 +542,11 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                 if D_now > D_best:
                     D_best, u_best = D_now, s * deriv
                 bound = gap = max(P - D_best, 0.0)
+                # no decrease of J beyond its round-off and no better dual point: at the
+                # limit of floating point (tiny alpha), the iterations repeat themselves
+                stuck = stuck + 1 if P_prev - P <= ROUNDOFF * abs(P) and D_best <= D_seen \
+                    else 0
+                D_seen = D_best
                 if screen:  # Gap Safe sphere test around v = s g
                     radius = math.sqrt(radius_scale
                                        * (max(P - D_now, 0.0) + SCREEN_MARGIN * abs(P)))
@@ -555,6 +562,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             status = mon.check(it, w.copy() if callback is not None else w, P, bound,
                                keep_best=False)
             if status is not None:
+                break
+            if stuck >= STALL_ITERATIONS:
+                status = "stalled"
                 break
             # working set (outer shrinking) from the violations of the optimality conditions;
             # grad[columns_now] becomes G
