@@ -32,8 +32,8 @@ from sklearn.utils.validation import validate_data
 from fastrisk.config import n_cores
 from fastrisk.data import check_label_values
 from fastrisk.estimators import (LinearClassifier, LinearRegressor, _canonical,
-                                 _check_structure, _class_weights, _mean_one,
-                                 _refuse_complex_targets, _sample_weight, one_fit_at_a_time)
+                                 _check_structure, _check_target_values, _class_weights,
+                                 _mean_one, _sample_weight, one_fit_at_a_time)
 from fastrisk.problem import Problem
 from fastrisk.regpath import alpha_max, check_alphas
 from fastrisk.regularizers import make_regularizer
@@ -128,7 +128,7 @@ class _CVMixin:
         if self._classifier:
             check_label_values(y, "y")
         else:
-            _refuse_complex_targets(y)
+            _check_target_values(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", y_numeric=not self._classifier)
         if self._classifier:  # before np.unique, which cannot sort labels of mixed types

@@ -32,6 +32,16 @@ def _finite_or_raise(values, name):
         raise ValueError(f"{name} contains NaN or infinity")
 
 
+def refuse_masked(a, name):
+    """Refuse a numpy masked array with masked entries by name: np.asarray drops the mask,
+    and the masked entries would be used as ordinary values."""
+    if isinstance(a, np.ma.MaskedArray) and np.ma.is_masked(a):
+        raise ValueError(f"{name} is a masked array with masked entries, whose values would "
+                         f"be used as they are; fill them ({name}.filled(value)) or drop "
+                         "those rows")
+    return a
+
+
 def _integer_vector(a, name):
     if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype.kind not in "iu":
         raise TypeError(f"{name} must be a 1-d integer array, got "
@@ -192,6 +202,7 @@ def check_X(X, name="X", layout=True, repair=False):
         if type(X) is np.ndarray and X.dtype in FLOAT_DTYPES:
             pass
         else:
+            refuse_masked(X, name)
             try:
                 X = np.asarray(X)
             except Exception as exc:
@@ -218,7 +229,7 @@ def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
     """None, or a finite non-negative float64 vector of length n_samples with a positive sum."""
     if sample_weight is None:
         return None
-    c = np.asarray(sample_weight)
+    c = np.asarray(refuse_masked(sample_weight, name))
     if c.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be numeric, got dtype {c.dtype}")
     c = c.astype(np.float64, copy=False)
@@ -255,7 +266,9 @@ def check_targets(y, n_samples, name="y"):
 
 
 def _vector_like(y, name):
-    """y as an array; a sparse matrix (np.asarray makes it a 0-d object) is refused."""
+    """y as an array; a sparse matrix (np.asarray makes it a 0-d object) and a masked
+    array with masked entries are refused."""
+    refuse_masked(y, name)
     if sp.issparse(y):
         raise TypeError(f"{name} must be an array, not a scipy sparse matrix; use "
                         f"{name}.toarray().ravel()")

@@ -46,7 +46,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from fastrisk.config import one_thread_at_a_time, resolve_n_threads
 from fastrisk.data import (Dataset, canonical_csr, check_label_values, check_sparse_structure,
-                           encode_labels)
+                           encode_labels, refuse_masked)
 from fastrisk.losses import LOSSES
 from fastrisk.model import LinearModel, scores_to_proba
 from fastrisk.problem import Problem
@@ -68,6 +68,7 @@ def _check_structure(X):
     (CSR index arrays of other integer dtypes are copied to int64, which scipy's routines
     need), and refuse by name values that are not real numbers: complex ones, and strings,
     bytes, dates and durations, which a cast to float would parse or reinterpret."""
+    refuse_masked(X, "X")
     if isinstance(X, (list, tuple)):
         try:  # as scikit-learn's validation would, to see the element type
             X = np.asarray(X)
@@ -103,8 +104,10 @@ def _canonical(X):
     return X
 
 
-def _refuse_complex_targets(y):
-    """Refuse complex regression targets by name (scikit-learn's message prints y whole)."""
+def _check_target_values(y):
+    """Refuse by name complex regression targets (scikit-learn's message prints y whole)
+    and a masked y with masked entries (its conversion drops the mask)."""
+    refuse_masked(y, "y")
     if not sp.issparse(y) and np.asarray(y).dtype.kind == "c":
         raise TypeError("y holds complex numbers; regression targets must be real")
 
@@ -113,7 +116,7 @@ def _sample_weight(sample_weight, X):
     """scikit-learn's checked sample_weight (float64, non-negative); values its float
     conversion would parse (strings) are refused by name, as Problem refuses them."""
     if sample_weight is not None and not sp.issparse(sample_weight):
-        dtype = np.asarray(sample_weight).dtype
+        dtype = np.asarray(refuse_masked(sample_weight, "sample_weight")).dtype
         if dtype.kind not in "biuf":
             raise TypeError(f"sample_weight must be numeric, got dtype {dtype}")
     return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
@@ -420,8 +423,8 @@ class _LinearModelBase(BaseEstimator):
         return LinearModel(coef, intercept, classes=getattr(self, "classes_", None),
                            loss=self.loss, loss_param=self.loss_param, penalty=self.penalty,
                            alpha=self.alpha, solver=solver, n_samples=self._n_samples,
-                           l1_ratio=self.l1_ratio, p=self.p,
-                           info=info)
+                           l1_ratio=self.l1_ratio, p=self.p, info=info,
+                           feature_names=getattr(self, "feature_names_in_", None))
 
     def save(self, path):
         """Write the fitted model (npz + JSON; read it back with ``fastrisk.load``)."""
@@ -680,7 +683,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         """Fit on X (n, d) dense or sparse, real targets y; ``sample_weight`` rescaled to mean 1."""
         self._validate_params()
         X = _check_structure(X)
-        _refuse_complex_targets(y)
+        _check_target_values(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              order="C", y_numeric=True)
         c = _sample_weight(sample_weight, X)
@@ -697,7 +700,7 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
         self._validate_params()
         first = not hasattr(self, "coef_")
         X = _check_structure(X)
-        _refuse_complex_targets(y)
+        _check_target_values(y)
         X, y = validate_data(self, X, y, reset=first, accept_sparse="csr",
                              dtype=[np.float64, np.float32], order="C", y_numeric=True)
         c = _sample_weight(sample_weight, X)
@@ -752,6 +755,8 @@ def estimator_from_model(model):
         est = LinearRegressor(**params)
         est.coef_, est.intercept_ = model.coef.copy(), float(model.intercept)
     est.n_features_in_ = model.n_features
+    if model.feature_names is not None:
+        est.feature_names_in_ = np.array(model.feature_names, dtype=object)
     est.solver_ = model.solver
     est._n_samples = model.n_samples
     est.n_iter_ = int(model.info.get("n_iter", 0))

@@ -283,6 +283,33 @@ def test_argument_errors_name_the_argument(kwargs, message):
 
 @pytest.mark.parametrize("est", [fr.LinearClassifier, fr.LinearRegressor,
                                  fr.LinearClassifierCV, fr.LinearRegressorCV])
+def test_masked_entries_are_refused_by_name(est):
+    """A numpy masked array with masked entries as X, y or sample_weight (fit) or X
+    (predict) is refused naming it: the conversion to an array drops the mask and the
+    masked values would be used.  Without masked entries it fits like the plain array;
+    Problem refuses the same arguments."""
+    X, y = _binary()
+    kw = dict({"n_alphas": 2, "cv": 2} if est.__name__.endswith("CV") else {}, random_state=0)
+
+    def masked(a, index):
+        out = np.ma.masked_array(a, mask=np.zeros(a.shape, dtype=bool))
+        out.mask[index] = True
+        return out
+
+    fitted = est(**kw).fit(X, y)
+    for args, name in (((masked(X, (0, 0)), y), "X"), ((X, masked(y, 3)), "y"),
+                       ((X, y, masked(np.ones(len(y)), 2)), "sample_weight")):
+        with pytest.raises(ValueError, match=f"^{name} is a masked array with masked entries"):
+            est(**kw).fit(*args)
+        with pytest.raises(ValueError, match=f"^{name} is a masked array with masked entries"):
+            fr.Problem(*args[:2], sample_weight=args[2] if len(args) > 2 else None)
+    with pytest.raises(ValueError, match="^X is a masked array with masked entries"):
+        fitted.predict(masked(X, (1, 1)))
+    np.testing.assert_array_equal(est(**kw).fit(np.ma.masked_array(X), y).coef_, fitted.coef_)
+
+
+@pytest.mark.parametrize("est", [fr.LinearClassifier, fr.LinearRegressor,
+                                 fr.LinearClassifierCV, fr.LinearRegressorCV])
 def test_x_of_strings_dates_or_ragged_rows_is_refused_by_name(est):
     """X of strings, bytes, dates or durations would be parsed or reinterpreted by a cast
     to float; ragged rows fail inside numpy: fit and predict refuse them naming X.  Lists
