@@ -33,7 +33,8 @@ values that are strings spelled so, which load keeps strings.
 Versions: ``load`` reads ``FORMAT_VERSION`` only and ignores metadata fields it
 does not know.  A field that readers of the same version may ignore without
 misreading the model is added without a new version and is optional on reading:
-``l1_ratio``, ``p`` and ``info_strings`` are such fields.  A file without ``l1_ratio``
+``l1_ratio``, ``p``, ``feature_names`` and ``info_strings`` are such fields.  A file
+without ``feature_names`` loads a model without them; one without ``l1_ratio``
 or ``p`` loads with None for them (not recorded: the objective and gap in its
 ``info`` refer to a value the file does not tell), and one without
 ``info_strings`` reads every "nan", "inf" and "-inf" in ``info`` as a float.
@@ -160,7 +161,7 @@ def _penalty_params(penalty, l1_ratio, p):
 
 
 def _check_model(coef, intercept, classes, loss, loss_param, penalty, alpha, solver, n_samples,
-                 info, fastrisk_version, l1_ratio=None, p=None):
+                 info, fastrisk_version, l1_ratio=None, p=None, feature_names=None):
     """The rules of a valid model: its attributes as a dict, or ValueError / TypeError naming
     the argument at fault.  ``LinearModel()`` applies them, and so ``load`` does too.
 
@@ -168,6 +169,8 @@ def _check_model(coef, intercept, classes, loss, loss_param, penalty, alpha, sol
     distinct labels, with one score (coef of shape (n_features,)) for k = 2 or one score
     per class (coef of shape (k, n_features)); any other model (regression, counts,
     novelty) has no classes and one score.  ``l1_ratio`` and ``p``: see ``_penalty_params``.
+    ``feature_names``: None, or one distinct string per feature (the columns of the
+    training DataFrame, scikit-learn's ``feature_names_in_``).
     ``info`` holds JSON scalars only (see ``_info_value``).
     """
     from fastrisk import __version__
@@ -217,6 +220,14 @@ def _check_model(coef, intercept, classes, loss, loss_param, penalty, alpha, sol
             raise ValueError(f"classes has {classes.shape[0]} labels, but a classifier needs "
                              f"2 for coef of shape (n_features,) and k >= 2 for coef of "
                              f"shape (k, n_features); coef has shape {coef.shape}")
+    if feature_names is not None:
+        names = list(np.asarray(feature_names, dtype=object).ravel()) \
+            if not isinstance(feature_names, str) else None
+        if names is None or not all(isinstance(n, str) for n in names) \
+                or len(names) != coef.shape[-1] or len(set(names)) != len(names):
+            raise ValueError(f"feature_names must be None or {coef.shape[-1]} distinct strings "
+                             f"(one per feature), got {feature_names!r:.80}")
+        feature_names = tuple(names)
     if not isinstance(info, (dict, type(None))):
         raise TypeError(f"info must be a dict or None, got {type(info).__name__}")
     for key in info or {}:
@@ -234,6 +245,7 @@ def _check_model(coef, intercept, classes, loss, loss_param, penalty, alpha, sol
         "solver": solver,
         "n_samples": n_samples,
         "n_features": int(coef.shape[-1]),
+        "feature_names": feature_names,
         "info": {str(k): _info_value(k, v) for k, v in (info or {}).items()},
         "fastrisk_version": __version__ if fastrisk_version is None else fastrisk_version,
     }
@@ -246,8 +258,9 @@ class LinearModel:
     ``intercept`` (float or (n_classes,) array), ``classes`` (labels for
     classifiers, else None), ``loss``, ``loss_param``, ``penalty``, ``l1_ratio``
     (penalty "elasticnet", else None), ``p`` (penalty "lp", else None), ``alpha``,
-    ``solver``, ``n_samples`` and ``n_features`` (training data shape),
-    ``fastrisk_version`` and ``info`` (dict of solver facts: objective, gap,
+    ``solver``, ``n_samples`` and ``n_features`` (training data shape), ``feature_names``
+    (a tuple of the training DataFrame's column names, or None), ``fastrisk_version`` and
+    ``info`` (dict of solver facts: objective, gap,
     status, n_iter, fit_intercept, ...).
 
     The arguments must make a model ``save`` can write and ``load`` reads back
@@ -264,9 +277,10 @@ class LinearModel:
 
     def __init__(self, coef, intercept, *, loss, penalty, alpha, solver, n_samples,
                  classes=None, loss_param=None, l1_ratio=None, p=None, info=None,
-                 fastrisk_version=None):
+                 fastrisk_version=None, feature_names=None):
         checked = _check_model(coef, intercept, classes, loss, loss_param, penalty, alpha,
-                               solver, n_samples, info, fastrisk_version, l1_ratio, p)
+                               solver, n_samples, info, fastrisk_version, l1_ratio, p,
+                               feature_names)
         for name, value in checked.items():
             setattr(self, name, value)
 
@@ -288,8 +302,17 @@ class LinearModel:
     # ---- prediction -------------------------------------------------------------------
 
     def _check_X(self, X):
+        """X checked for prediction; a DataFrame's columns must be the training ones in
+        their order when the model has ``feature_names`` (the columns are matched by
+        position: another order would be read as other features)."""
         from fastrisk.data import check_X
 
+        columns = getattr(X, "columns", None)
+        if self.feature_names is not None and columns is not None \
+                and tuple(str(c) for c in columns) != self.feature_names:
+            raise ValueError(f"X has columns {list(columns)[:10]!r:.200} but the model was "
+                             f"fitted on {list(self.feature_names)[:10]!r:.200} (in this "
+                             "order); select them with X[list(model.feature_names)]")
         X = check_X(X, layout=False)
         if X.shape[1] != self.n_features:
             raise ValueError(f"X has {X.shape[1]} features, but the model expects "
@@ -339,6 +362,7 @@ class LinearModel:
             "solver": self.solver,
             "n_samples": self.n_samples,
             "n_features": self.n_features,
+            "feature_names": None if self.feature_names is None else list(self.feature_names),
             "info": {k: _json_number(v) if isinstance(v, float) else v
                      for k, v in self.info.items()},
             # the strings among those that read as non-finite floats: they stay strings
@@ -372,7 +396,8 @@ class LinearModel:
                             loss_param=self.loss_param, penalty=self.penalty, alpha=self.alpha,
                             l1_ratio=self.l1_ratio, p=self.p, solver=self.solver,
                             n_samples=self.n_samples, info=self.info,
-                            fastrisk_version=self.fastrisk_version)
+                            fastrisk_version=self.fastrisk_version,
+                            feature_names=self.feature_names)
         meta = json.dumps(model._meta(), sort_keys=True, allow_nan=False).encode("utf-8")
         members = dict(meta=np.frombuffer(meta, dtype=np.uint8), **model._arrays())
         target = os.path.realpath(path)
@@ -519,6 +544,9 @@ def _check_meta(meta, path):
     for key in ("l1_ratio", "p"):  # optional: see the module docstring
         if key in meta:
             need(key, number, "a number or null")
+    if "feature_names" in meta:  # optional too
+        need("feature_names", lambda v: v is None or (
+            isinstance(v, list) and all(isinstance(n, str) for n in v)), "a list of strings")
     if "info_strings" in meta:
         need("info_strings", lambda v: isinstance(v, list) and all(isinstance(k, str) for k in v),
              "a list of strings")
@@ -583,6 +611,7 @@ def load(path):
             loss_param=_from_json_number(meta["loss_param"]), penalty=meta["penalty"],
             l1_ratio=_from_json_number(meta.get("l1_ratio")), p=_from_json_number(meta.get("p")),
             alpha=_from_json_number(meta["alpha"]), solver=meta["solver"],
-            n_samples=meta["n_samples"], info=info, fastrisk_version=meta["fastrisk_version"])
+            n_samples=meta["n_samples"], info=info, fastrisk_version=meta["fastrisk_version"],
+            feature_names=meta.get("feature_names"))
     except (TypeError, ValueError) as exc:
         raise _bad(path, str(exc)) from exc

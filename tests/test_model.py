@@ -655,11 +655,12 @@ def test_file_without_the_newer_fields_loads(tmp_path):
                         info={"objective": 1.5, "gap": float("nan"), "bound": float("-inf")})
 
     def strip(meta):
-        for key in ("l1_ratio", "p", "info_strings"):
+        for key in ("l1_ratio", "p", "info_strings", "feature_names"):
             del meta[key]
 
     back = fr.load(_edit_meta(model.save(tmp_path / "m.frm"), strip))
     assert (back.penalty, back.l1_ratio, back.p) == ("elasticnet", None, None)
+    assert back.feature_names is None
     assert np.isnan(back.info["gap"]) and back.info["bound"] == -np.inf
     assert fr.estimator_from_model(back).get_params()["l1_ratio"] == 0.15
     # and it saves again: None is written as null
@@ -748,3 +749,39 @@ def test_info_values_json_cannot_carry_are_refused(value, message):
     range, is refused by name rather than failing in save or later in load."""
     with pytest.raises(ValueError, match=message):
         LinearModel(np.ones(5), 0.0, loss="squared", info={"x": value}, **_KW)
+
+
+def test_feature_names_go_with_the_model(tmp_path):
+    """The training DataFrame's column names go from the estimator into the model, its file
+    and the estimator rebuilt from it; a DataFrame with those columns in another order is
+    refused (prediction matches columns by position), in order it predicts as the
+    estimator; arrays without names are read by position as before."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 5))
+    y = np.where(X[:, 0] + 0.1 > 0, 1, -1)
+    df = pd.DataFrame(X, columns=list("abcde"))
+    est = fr.LinearClassifier(random_state=0).fit(df, y)
+    model = fr.load(est.save(tmp_path / "m.frm"))
+    assert model.feature_names == tuple("abcde")
+    # the same products, summed in the memory order of each layout (the frame's is by
+    # columns, X's by rows)
+    for data in (df, X):
+        np.testing.assert_allclose(model.decision_function(data), est.decision_function(df),
+                                   rtol=1e-13)
+    with pytest.raises(ValueError, match=r"^X has columns \['e', 'd', 'c', 'b', 'a'\] but the "
+                                         r"model was fitted on \['a', 'b', 'c', 'd', 'e'\]"):
+        model.predict(df[list("edcba")])
+    back = fr.estimator_from_model(model)
+    assert list(back.feature_names_in_) == list("abcde")
+    with pytest.raises(ValueError, match="feature names"):
+        back.predict(df[list("edcba")])
+    assert fr.LinearClassifier().fit(X, y).to_model().feature_names is None
+    for bad in (["a", "a", "b", "c", "d"], ["a", "b"], [1, 2, 3, 4, 5], "abcde"):
+        with pytest.raises(ValueError, match="^feature_names must be None or 5 distinct"):
+            LinearModel(np.ones(5), 0.0, loss="squared", penalty="l2", alpha=1.0, solver="x",
+                        n_samples=3, feature_names=bad)
+    path = model.save(tmp_path / "n.frm")
+    _edit_meta(path, lambda meta: meta.update({"feature_names": [1, 2, 3, 4, 5]}))
+    with pytest.raises(ValueError, match="'feature_names' must be a list of strings"):
+        fr.load(path)
