@@ -42,6 +42,22 @@ def refuse_masked(a, name):
     return a
 
 
+def numeric_frame(X):
+    """A pandas DataFrame whose columns are all numeric, nullable ones (Float64, Int64,
+    boolean) included, as a float64 array with NaN for missing values (which check_X then
+    refuses); np.asarray would give such a frame the object dtype.  Anything else as is."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(X, "to_numpy") or isinstance(X, np.ndarray):
+        return X
+    try:
+        kinds = [getattr(d, "kind", "O") for d in dtypes]
+    except TypeError:  # a Series: one dtype
+        return X
+    if kinds and all(k in "biuf" for k in kinds):
+        return X.to_numpy(dtype=np.float64, na_value=np.nan)
+    return X
+
+
 def _integer_vector(a, name):
     if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype.kind not in "iu":
         raise TypeError(f"{name} must be a 1-d integer array, got "
@@ -203,6 +219,7 @@ def check_X(X, name="X", layout=True, repair=False):
             pass
         else:
             refuse_masked(X, name)
+            X = numeric_frame(X)
             try:
                 X = np.asarray(X)
             except Exception as exc:

@@ -21,7 +21,7 @@ import zlib
 import numpy as np
 import scipy.sparse as sp
 
-from fastrisk.data import canonical_csr, check_sparse_structure
+from fastrisk.data import canonical_csr, check_sparse_structure, numeric_frame, refuse_masked
 
 _OPENERS = {".gz": (gzip.open, "gzip"), ".bz2": (bz2.open, "bzip2"), ".xz": (lzma.open, "xz")}
 # what the decompressors raise on corrupt or truncated data (OSError only without an errno:
@@ -344,6 +344,7 @@ def _rows_to_write(X):
         if not canonical:
             X = canonical_csr(X)
     else:
+        X = numeric_frame(refuse_masked(X, "X"))
         try:
             X = np.asarray(X)
         except (TypeError, ValueError) as exc:

@@ -351,3 +351,30 @@ def test_x_wider_than_a_weight_vector_can_be_is_refused_by_name():
         fr.Problem(wide(2**60 - 1), [1.0, -1.0])
     from fastrisk.data import check_X
     assert check_X(wide(2**60 - 2), "X").shape[1] == 2**60 - 2
+
+
+def test_frames_of_nullable_numeric_columns_are_numbers(tmp_path):
+    """A DataFrame of pandas' nullable Float64, Int64 and boolean columns (np.asarray makes
+    it an object array) is X for Problem, LinearModel.predict and dump_svmlight, the same
+    as its float64 values; a missing value (pd.NA) is refused as NaN."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    X[:, 1], X[:, 2] = np.round(X[:, 1] * 10), X[:, 2] > 0
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    frame = pd.DataFrame({"a": pd.array(X[:, 0], dtype="Float64"),
+                          "b": pd.array(X[:, 1].astype(int), dtype="Int64"),
+                          "c": pd.array(X[:, 2].astype(bool), dtype="boolean")})
+    prob = fr.Problem(frame, y, loss="logistic")
+    np.testing.assert_array_equal(prob.data.X, X)
+    model = fr.LinearClassifier(random_state=0).fit(X, y).to_model()
+    # the frame's values come out column-major: the products of X in that order
+    np.testing.assert_array_equal(model.decision_function(frame),
+                                  model.decision_function(np.asfortranarray(X)))
+    fr.dump_svmlight(frame, y, tmp_path / "f.svm")
+    fr.dump_svmlight(X, y, tmp_path / "x.svm")
+    assert (tmp_path / "f.svm").read_bytes() == (tmp_path / "x.svm").read_bytes()
+    missing = frame.copy()
+    missing.loc[3, "a"] = pd.NA
+    with pytest.raises(ValueError, match="^X contains NaN or infinity"):
+        fr.Problem(missing, y)
