@@ -255,3 +255,14 @@ def test_optimistic_small_alpha_does_not_depend_on_the_row_order(libsvm):
     ratios = np.array([r.objective / J_lib for r in runs])
     assert np.median(ratios) <= 1.05 and ratios.max() <= 1.10, ratios
     assert all(1 <= r.extra["doublings"] and r.extra["R"] < r.extra["radius"] / 10 for r in runs)
+
+
+def test_optimistic_default_epsilon_that_underflows_is_named():
+    """With sample weights at the smallest subnormal, tol * R_emp(0) underflows to 0: the
+    message says where the default epsilon comes from (the caller passed none)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 5))
+    problem = fr.Problem(X, np.sign(X[:, 0] + 0.1), loss="hinge",
+                         sample_weight=np.full(40, 5e-324))
+    with pytest.raises(ValueError, match=r"^the default epsilon, tol \* R_emp\(0\)"):
+        fr.solve(problem, "optimistic", max_iter=5)

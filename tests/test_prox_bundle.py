@@ -186,3 +186,15 @@ def test_objectives_from_gram_quantities_match_direct(monkeypatch):
         runs[storage] = points
     np.testing.assert_allclose(runs["samples"], runs["dense"], rtol=0,
                                atol=1e-7 * np.abs(runs["dense"]).max())
+
+
+def test_an_iterate_that_overflows_is_reported_by_the_solver():
+    """Sample weights near the largest double make the steps overflow: a FloatingPointError
+    names the solver, not the oracle's message about the caller's w."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 5))
+    y = np.sign(X[:, 0] + 0.1)
+    problem = FRProblem(X, y, loss="hinge", sample_weight=np.full(40, 1e300))
+    with np.errstate(all="ignore"), \
+            pytest.raises(FloatingPointError, match="^prox_bundle: an iterate is not finite"):
+        solve_prox_bundle(problem, max_iter=5)

@@ -106,3 +106,14 @@ def start_state(start, solver, state_type):
         raise ValueError(f"start must be the Result of a previous {solver!r} run (or its "
                          f"extra['state']) to continue from, got {type(start).__name__}")
     return state
+
+
+def finite_iterate(w, solver, problem):
+    """``w``, or a FloatingPointError naming the solver when an iterate it made is not
+    finite (else the oracle's 'w contains NaN or infinity' would read as the caller's
+    mistake)."""
+    if not np.isfinite(w).all():
+        name = getattr(problem.loss, "name", "user-defined")
+        raise FloatingPointError(f"{solver}: an iterate is not finite (the {name} risk); "
+                                 "check the scale of X, sample_weight and alpha")
+    return w

@@ -72,7 +72,7 @@ import highspy
 import numpy as np
 
 from fastrisk._qp import cut_combination, sample_combination, sample_products
-from fastrisk.solvers._checks import check_int, start_weights
+from fastrisk.solvers._checks import check_int, finite_iterate, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
@@ -651,7 +651,7 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     with mon.interruptible():
         while status is None:
             t += 1
-            risk, a = problem.oracle(w)
+            risk, a = problem.oracle(finite_iterate(w, "bmrm", problem))
             objective = lam * reg.value(w) + risk
             start = time.perf_counter()
             bundle.add(a, risk - bundle.cuts.query_product(a, w), t)

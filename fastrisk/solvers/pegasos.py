@@ -323,6 +323,10 @@ def solve_optimistic(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit
         _INFO["optimistic"].check(problem)
         risk0 = problem.risk(np.zeros(problem.n_weights))
         epsilon = (tol if tol > 0 else 1e-4) * (risk0 if risk0 > 0 else 1.0)
+        if not epsilon > 0.0:
+            raise ValueError(f"the default epsilon, tol * R_emp(0) = {tol:g} * {risk0:g}, "
+                             "underflows to 0: rescale sample_weight (only its ratios "
+                             "matter) or pass epsilon")
     epsilon = check_number(epsilon, "epsilon", 0.0, low_open=True)
     delta = check_number(delta, "delta", 0.0, 1.0, low_open=True, high_open=True)
     return _run(problem, "optimistic", tol=tol, abs_tol=abs_tol, max_iter=max_iter,

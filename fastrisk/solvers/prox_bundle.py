@@ -77,7 +77,7 @@ from scipy.linalg.blas import daxpy as axpy
 
 from fastrisk._qp import sample_combination
 from fastrisk.regularizers import is_l2
-from fastrisk.solvers._checks import check_number, start_weights
+from fastrisk.solvers._checks import check_number, finite_iterate, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers.bmrm import SampleCuts, make_bundle, risk_floor
 from fastrisk.solvers.qp import simplex_qp
@@ -207,7 +207,7 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
     with mon.interruptible():
         while status is None:
             t += 1
-            risk, a = problem.oracle(w)
+            risk, a = problem.oracle(finite_iterate(w, "prox_bundle", problem))
             objective = 0.5 * lam * w_sq + risk
             start = time.perf_counter()
             bundle.add(a, 0.0, t, beta_lb=0.0)
