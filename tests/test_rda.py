@@ -638,3 +638,14 @@ def test_threshold_beyond_the_doubles_gives_zero():
         r = fr.solve(fr.Problem(X, y, loss="logistic", penalty="l1", alpha=1e308), "rda",
                      max_iter=2, random_state=0)
     assert not r.w.any() and r.objective == pytest.approx(np.log(2.0), rel=1e-15)
+
+
+@pytest.mark.parametrize("options,name", [({}, "gamma"), ({"adaptive": True}, "eta")])
+def test_a_default_step_the_data_overflows_is_named(options, name):
+    """Rows near the largest double overflow the norms that RDA's default gamma and eta
+    are read from: the message says it is the default, and how to avoid it."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 5)) * 1e154
+    problem = fr.Problem(X, np.sign(X[:, 0]), loss="squared_hinge", penalty="l1")
+    with pytest.raises(ValueError, match=f"^the default {name}, from the norms of X's rows"):
+        fr.solve(problem, "rda", max_iter=3, **options)

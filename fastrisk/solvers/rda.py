@@ -120,6 +120,16 @@ def _psi(problem):
     return problem.alpha * l1, problem.alpha * l2
 
 
+def _data_default(name, value, positive=False):
+    """A step parameter's default read from the data, or a ValueError saying so when it is
+    not finite (or, ``positive``, not > 0): rows of X near the largest double, whose norms
+    overflow."""
+    if not math.isfinite(value) or (positive and not value > 0.0):
+        raise ValueError(f"the default {name}, from the norms of X's rows and R_emp(0), is "
+                         f"{value}: scale X down or pass {name}")
+    return value
+
+
 def _default_gamma(problem, lam):
     """gamma = G / D_hat (Corollary 2's gamma* = G/D with estimates).
 
@@ -309,14 +319,14 @@ def _rda_settings(problem, *, gamma, rho, batch_size, p_norm, accelerated, L, ad
                              "average (its iterate is the last one)")
         if gamma is not None:
             raise ValueError("adaptive RDA has eta instead of gamma")
-        eta = check_number(_adaptive_eta(problem) if eta is None else eta, "eta", 0.0,
-                           low_open=True)
+        eta = check_number(_data_default("eta", _adaptive_eta(problem), positive=True) if eta is None
+                           else eta, "eta", 0.0, low_open=True)
         return None, rho, k, None, None, eta
     if eta is not None:
         raise ValueError("eta is the step size of adaptive RDA (adaptive=True)")
     if gamma is None:
-        gamma = (_default_gamma(problem, lam) if accelerated
-                 else _rda_gamma(problem) if sigma == 0.0 else 0.0)
+        gamma = _data_default("gamma", (_default_gamma(problem, lam) if accelerated
+                                        else _rda_gamma(problem) if sigma == 0.0 else 0.0))
     gamma = check_number(gamma, "gamma", 0.0)
     if p_norm is not None:
         p_norm = check_number(p_norm, "p_norm", 1.0, 2.0, low_open=True)
