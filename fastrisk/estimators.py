@@ -138,6 +138,12 @@ def _class_weights(class_weight, classes, y):
     return weights
 
 
+def _largest_one(c):
+    """The non-negative weights c divided by their largest (as they are when all are 0)."""
+    top = c.max()
+    return c / top if top > 0 else c
+
+
 def _mean_one(c):
     """The non-negative weights c rescaled to mean 1, by their largest first: c.sum() would
     overflow for weights near the largest double and n / c.sum() for subnormal ones."""
@@ -520,7 +526,10 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
             raise ValueError(f"y must hold at least two classes, got {classes.shape[0]} class")
         c = _sample_weight(sample_weight, X)
         if self.class_weight is not None:
-            c = c * _class_weights(self.class_weight, classes, y)[y_index]
+            # each factor scaled to a largest of 1 first (the fit takes c to mean 1, so only
+            # ratios matter): the product of two large or two tiny ones stays representable
+            c = _largest_one(c) * _largest_one(
+                _class_weights(self.class_weight, classes, y))[y_index]
         if np.bincount(y_index, weights=c, minlength=len(classes)).astype(bool).sum() < 2:
             raise ValueError("sample_weight and class_weight leave fewer than two classes with "
                              "positive weight")

@@ -446,3 +446,15 @@ def test_memory_error_names_the_problem_size():
         fr.solve(fr.Problem(X, y), solver="sdca")
     with pytest.raises(MemoryError, match=rf"6 rows and {2**45 + 1} weights"):
         LinearClassifier(solver="sdca").fit(X, y)
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300])
+def test_weights_of_extreme_scale_fit_as_their_ratios(scale):
+    """class_weight and sample_weight both near the largest (or smallest) double: their
+    product overflows (underflows), but only ratios matter to the fit, which equals the
+    fit with the same ratios at scale 1."""
+    X, y = _binary()
+    ref = LinearClassifier(random_state=0, class_weight={0: 1.0, 1: 3.0}).fit(X, y)
+    est = LinearClassifier(random_state=0, class_weight={0: scale, 1: 3.0 * scale})
+    est.fit(X, y, sample_weight=np.full(len(y), scale))
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
