@@ -246,6 +246,9 @@ def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
     """None, or a finite non-negative float64 vector of length n_samples with a positive sum."""
     if sample_weight is None:
         return None
+    if sp.issparse(sample_weight):  # np.asarray makes it a 0-d object array
+        raise TypeError(f"{name} must be an array, not a scipy sparse matrix; use "
+                        f"{name}.toarray().ravel()")
     c = np.asarray(refuse_masked(sample_weight, name))
     if c.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be numeric, got dtype {c.dtype}")

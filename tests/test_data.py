@@ -322,6 +322,8 @@ def test_complex_or_sparse_targets_are_refused_by_name(loss):
             fr.Problem(X, y + 1j, loss=loss)
     with pytest.raises(TypeError, match="y must be an array, not a scipy sparse matrix"):
         fr.Problem(X, sp.csr_matrix(y[:, None]), loss=loss)
+    with pytest.raises(TypeError, match="^sample_weight must be an array, not a scipy sparse"):
+        fr.Problem(X, y, loss=loss, sample_weight=sp.csr_matrix(np.ones((12, 1))))
     with pytest.raises(ValueError, match="^y is required: one label or target per row"):
         fr.Problem(X, None, loss=loss)
 
