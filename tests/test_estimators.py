@@ -13,6 +13,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import fastrisk as fr
 from fastrisk.estimators import LinearClassifier, LinearRegressor
+from fastrisk.regularizers import PENALTIES
 
 # ---- scikit-learn's estimator checks ------------------------------------------------------
 
@@ -120,14 +121,12 @@ def test_softmax_matches_sklearn_multinomial():
     np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-6)
 
 
-LOSS_PARAMS = {"quantile": 0.3, "huber": 1.0, "epsilon_insensitive": 0.1, "smoothed_hinge": 1.0}
-
-
-@pytest.mark.parametrize("penalty", ["l2", "l1", "elasticnet", "lp"])
+@pytest.mark.parametrize("penalty", PENALTIES)
 def test_auto_picks_a_solver_that_accepts_every_problem(penalty):
-    # every classifier / regressor loss with every penalty: the rule's choice must accept the
-    # problem and end below J(0) within 30 iterations or epochs (a solver unsuited to the
-    # loss, e.g. a stochastic one with an unbounded loss derivative, diverges here)
+    # every classifier / regressor loss (its default parameter) with every penalty: the
+    # rule's choice must accept the problem and end below J(0) within 30 iterations or
+    # epochs (a solver unsuited to the loss, e.g. a stochastic one with an unbounded loss
+    # derivative, diverges here)
     rng = np.random.default_rng(12)
     X = rng.normal(size=(40, 5))
     for loss, spec in fr.LOSSES.items():
@@ -135,8 +134,7 @@ def test_auto_picks_a_solver_that_accepts_every_problem(penalty):
             continue
         y = {"binary": np.sign(X[:, 0] + 0.1), "multiclass": np.arange(40) % 3,
              "regression": X[:, 0], "counts": np.arange(40) % 4}[spec.task]
-        prob = fr.Problem(X, y, loss=loss, penalty=penalty, alpha=1e-2,
-                          loss_param=LOSS_PARAMS.get(loss), p=1.5)
+        prob = fr.Problem(X, y, loss=loss, penalty=penalty, alpha=1e-2, p=1.5)
         name = fr.solvers.choose_solver(prob)
         res = fr.solve(prob, solver=name, tol=1e-3, max_iter=30, time_limit=0.5, random_state=0)
         # (<=: for zero_margin, w = 0 is optimal)

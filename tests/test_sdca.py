@@ -20,10 +20,10 @@ from fastrisk import _sdca
 from fastrisk.losses import LOSSES
 from fastrisk.solvers.sdca import _column_bounds, _minibatch_workspace, spectral_norm_sq
 
-DUAL_LOSSES = ["hinge", "squared_hinge", "smoothed_hinge", "logistic", "squared", "absolute",
-               "epsilon_insensitive"]
+# every loss with an SDCA dual step (read from the kernel): a new one is tested here
+DUAL_LOSSES = [name for name, spec in LOSSES.items() if spec.dual_step]
 PARAMS = {"smoothed_hinge": 0.5, "epsilon_insensitive": 0.1}
-BINARY = {"hinge", "squared_hinge", "smoothed_hinge", "logistic"}
+BINARY = {name for name in DUAL_LOSSES if LOSSES[name].task == "binary"}
 
 
 def _dual_interval(loss, y, u0, f, q):
