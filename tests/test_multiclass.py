@@ -122,6 +122,8 @@ def test_start_from_weights_is_the_primal_dual_link(loss):
     V = msdca._dual_sum(prob, P, prob.alpha * prob.n_samples)[:, :k].T.ravel()
     np.testing.assert_allclose(V, -prob.oracle(ref.w)[1] / prob.alpha, rtol=1e-9, atol=1e-12)
     assert np.array_equal(msdca._initial_dual(prob, ref.w, k), P)
+    # the (k, D) matrix W, as lbfgs and bmrm take it
+    assert np.array_equal(msdca._initial_dual(prob, ref.w.reshape(k, -1), k), P)
     warm = solve(prob, "msdca", tol=1e-6, random_state=0, start=ref)
     cold = solve(prob, "msdca", tol=1e-6, random_state=0)
     assert warm.status == "converged" and warm.n_iter <= cold.n_iter

@@ -135,9 +135,9 @@ def _initial_dual(problem, start, k):
         return P if P is not None else _dual_from_weights(problem, start_weights(problem,
                                                                                   start), k)
     array = real_array(start)
-    if array is not None and array.ndim == 2:  # dual points
+    if array is not None and array.shape == (n, k):  # dual points
         P = _on_simplex(array, n, k)
-    else:
+    else:  # weights: a vector, or the (k, D) matrix W, as the other solvers take them
         P = _dual_from_weights(problem, start_weights(problem, array), k) \
             if array is not None and array.size == problem.n_weights else None
     if P is None:
