@@ -463,6 +463,9 @@ def cmd_info(args, out):
             ("penalty", m.penalty), ("alpha", f"{m.alpha:g}"), ("solver", m.solver),
             *[(k, f"{v:g}") for k, v in (("l1_ratio", m.l1_ratio), ("p", m.p)) if v is not None],
             ("trained on", f"{m.n_samples} x {m.n_features}"),
+            *([("features", " ".join(m.feature_names[:20])
+                + (" ..." if len(m.feature_names) > 20 else ""))]
+              if m.feature_names is not None else []),
             ("classes", "-" if m.classes is None else " ".join(map(str, m.classes[:20]))),
             ("coef", f"shape {m.coef.shape}, {int(np.count_nonzero(m.coef))} nonzeros")]
     rows += [(k, f"{v:.8g}" if isinstance(v, float) else str(v)) for k, v in m.info.items()]

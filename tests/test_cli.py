@@ -469,3 +469,16 @@ def test_compare_solver_that_cannot_take_the_problem_is_refused_before_any_fit(
             assert reason in err and not model.exists()
     code, _ = run(["train", data, "-o", model, "-q", "--loss", "logistic", "--compare", "newton"])
     assert code == 0 and model.exists()
+
+
+def test_info_shows_the_feature_names(tmp_path):
+    """A model fitted on a DataFrame: info lists its column names; without names, no row."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    named = fr.LinearClassifier().fit(pd.DataFrame(X, columns=["u", "v", "w"]), y)
+    code, out = run(["info", named.save(tmp_path / "n.frm")])
+    assert code == 0 and re.search(r"^features\s+u v w$", out, re.M)
+    code, out = run(["info", fr.LinearClassifier().fit(X, y).save(tmp_path / "a.frm")])
+    assert code == 0 and not re.search(r"^features", out, re.M)
