@@ -21,6 +21,7 @@ import numpy as np
 from fastrisk import _cd
 from fastrisk.config import solver_threads
 from fastrisk.problem import Problem
+from fastrisk.regularizers import has_l1_term
 from fastrisk.columns import column_view
 from fastrisk.solvers._checks import real_array
 from fastrisk.solvers.cd import SOLVER_INFO as CD_INFO, screens, solve_cd
@@ -122,7 +123,7 @@ def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_al
     cols = column_view(first.data, solver_threads(first, n_threads),
                        norms=screens(first, options.get("screening", True)))
     if alphas is None:
-        if first.regularizer.l1_l2()[0] <= 0.0:
+        if not has_l1_term(first.regularizer):
             raise ValueError(f"path: the default grid starts at alpha_max, which needs an l1 "
                              f"term (penalty {penalty!r}, l1_ratio {l1_ratio!r}); pass alphas= "
                              f"for a penalty without one")

@@ -248,6 +248,13 @@ def has_l2_term(regularizer):
 L2_TERM_RULE = "penalties with an l2 term (l2; elasticnet with l1_ratio < 1)"
 
 
+def has_l1_term(regularizer):
+    """Whether Omega = a ||w||_1 + b/2 ||w||^2 with a > 0 (what cd's sparsity, alpha_max
+    and auto's rule for sparse models need)."""
+    split = regularizer.l1_l2()
+    return split is not None and split[0] > 0.0
+
+
 def is_l2(regularizer):
     """Whether Omega is 0.5 ||w||^2 by its split (l2, or an elastic net with l1_ratio 0)."""
     return regularizer.l1_l2() == (0.0, 1.0)

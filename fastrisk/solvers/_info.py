@@ -25,8 +25,8 @@ class SolverInfo:
     """Capabilities of one solver.
 
     name:         the ``solver=`` name.
-    func:         ``func(problem, *, tol, max_iter, time_limit, callback, verbose,
-                  start=None, **options) -> Result``.
+    func:         ``func(problem, *, tol, abs_tol, max_iter, time_limit, callback, verbose,
+                  start=None, random_state=None, **options) -> Result``.
     accepts_penalty: predicate on a regularizer (fastrisk/regularizers.py): True when the
                   solver handles that penalty, read from the regularizer's facts (its
                   l1/l2 split, flags), never its name, so that a new penalty with those

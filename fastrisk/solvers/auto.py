@@ -96,7 +96,7 @@ accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 
 import time
 
-from fastrisk.regularizers import is_l2, norm_exponent, penalty_weights
+from fastrisk.regularizers import has_l1_term, is_l2, norm_exponent
 from fastrisk.solvers import SOLVERS
 from fastrisk.solvers._catalyst import PROBE_BAND, PROBE_EPOCHS, PROBE_RATE, pays, radius_sq
 from fastrisk.solvers._epochs import observed_rate
@@ -151,7 +151,7 @@ def _preferences(problem):
     if spec.smooth and reg.differentiable and data is not None \
             and data.n_features < data.n_samples:
         order.append("lbfgs")
-    if spec.smooth and (penalty_weights(reg, 1.0) or (0.0,))[0] > 0.0:  # an l1 term
+    if spec.smooth and has_l1_term(reg):
         order.append("cd")
     if spec.dual_step and reg.strongly_convex:
         order.append("sdca")
