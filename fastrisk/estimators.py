@@ -356,12 +356,12 @@ class _LinearModelBase(BaseEstimator):
             warnings.warn(f"solver {name!r} stopped on {result.status} with a certified gap "
                           f"{result.gap:.3g} above tol * J = {self.tol * result.objective:.3g}; "
                           "increase max_iter or time_limit", ConvergenceWarning, stacklevel=5)
-        if result.status == "stalled":
+        if result.status == "stalled" and math.isfinite(result.gap) \
+                and result.gap > self.tol * result.objective and not overrides:
             warnings.warn(f"solver {name!r} stalled (its steps no longer decrease J) with a "
                           f"certified gap {result.gap:.3g} above tol * J = "
-                          f"{self.tol * result.objective:.3g}: the problem is at the limit of "
-                          "floating point (raise alpha or tol, or standardize X)",
-                          ConvergenceWarning, stacklevel=5)
+                          f"{self.tol * result.objective:.3g}; raise alpha or tol, standardize "
+                          "X, or try another solver", ConvergenceWarning, stacklevel=5)
         return result, name
 
     @staticmethod

@@ -78,7 +78,8 @@ def check_alphas(alphas):
     """A grid of alphas given by the caller, sorted decreasing: a non-empty array of real
     finite numbers > 0, else a ValueError naming ``alphas``."""
     a = real_array(alphas)
-    if a is not None and np.asarray(alphas).dtype.kind == "b":
+    if a is not None and any(isinstance(v, (bool, np.bool_))
+                             for v in np.asarray(alphas, dtype=object).ravel()):
         a = None  # True would be read as 1.0
     if a is None or a.size == 0:
         raise ValueError(f"alphas must be a non-empty array of finite numbers > 0, got "
@@ -124,9 +125,12 @@ def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_al
                        norms=screens(first, options.get("screening", True)))
     if alphas is None:
         if not has_l1_term(first.regularizer):
+            reg = first.regularizer
+            setting = f", {reg.parameter}={getattr(reg, reg.parameter)!r}" \
+                if reg.parameter is not None else ""
             raise ValueError(f"path: the default grid starts at alpha_max, which needs an l1 "
-                             f"term (penalty {penalty!r}, l1_ratio {l1_ratio!r}); pass alphas= "
-                             f"for a penalty without one")
+                             f"term (penalty {penalty!r}{setting}); pass alphas= for a "
+                             f"penalty without one")
         if not isinstance(n_alphas, (int, np.integer)) or isinstance(n_alphas, bool) \
                 or n_alphas < 1:
             raise ValueError(f"n_alphas must be an integer >= 1, got {n_alphas!r}")

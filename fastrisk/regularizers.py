@@ -7,7 +7,7 @@ SDCA need it), ``separable`` (a sum over coordinates: coordinate-wise prox and
 lazy updates), ``differentiable`` (L-BFGS), ``smooth_conjugate`` (Omega* has
 the gradient map ``conjugate_grad``: dual averaging, PGS), and ``l1_l2()``,
 the split ``Omega = a ||w||_1 + b/2 ||w||^2`` of the elastic-net family
-(None for the others).
+(and of lp at p = 2, which is l2; None for the others).
 
 ``prox(v, t) = argmin_w t Omega(w) + 0.5 ||w - v||^2`` (t >= 0);
 ``conjugate(u) = sup_w <u, w> - Omega(w)`` and ``conjugate_grad(u)`` its
@@ -171,7 +171,7 @@ class Lp:
     smooth_conjugate = True
 
     def l1_l2(self):
-        return None
+        return (0.0, 1.0) if self.p == 2.0 else None  # p = 2 is the l2 penalty
 
     def __init__(self, p=2.0):
         self.p = check_number(p, "p", 1.0, 2.0, low_open=True)

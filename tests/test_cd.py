@@ -672,10 +672,13 @@ def test_path_validates_its_arguments():
         with pytest.raises(ValueError, match="^path: the default grid starts at alpha_max, "
                                              "which needs an l1 term"):
             fr.path(X, y, penalty=penalty, l1_ratio=l1_ratio)
-    with pytest.raises(ValueError, match="^path: solver 'cd' takes penalties with an l1/l2 split"):
-        fr.path(X, y, penalty="lp", alphas=[0.1])
-    with pytest.raises(ValueError, match="^alphas must be"):
-        fr.path(X, y, alphas=[True])
+    # lp at its default p = 2 is the l2 penalty (its split), which cd solves
+    np.testing.assert_array_equal(
+        fr.path(X, y, penalty="lp", alphas=[0.1], random_state=0).coefs,
+        fr.path(X, y, penalty="l2", alphas=[0.1], random_state=0).coefs)
+    for alphas in ([True], [True, 0.1]):
+        with pytest.raises(ValueError, match="^alphas must be"):
+            fr.path(X, y, alphas=alphas)
     with pytest.raises(TypeError, match="^path\\(\\) got an unexpected keyword argument 'bogus'"):
         fr.path(X, y, alphas=[0.1], bogus=1)
     for key in ("start", "columns"):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -456,3 +457,13 @@ def test_weights_of_extreme_scale_fit_as_their_ratios(scale):
     est = LinearClassifier(random_state=0, class_weight={0: scale, 1: 3.0 * scale})
     est.fit(X, y, sample_weight=np.full(len(y), scale))
     np.testing.assert_array_equal(est.coef_, ref.coef_)
+
+
+def test_no_convergence_warning_for_a_run_without_a_certificate():
+    """A run that ends 'stalled' with no certificate (L-BFGS on the lp penalty: gap NaN)
+    gets no ConvergenceWarning: there is no gap above tol to report."""
+    X, y = _binary()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = LinearClassifier(loss="logistic", penalty="lp", p=1.5, random_state=0).fit(X, y)
+    assert est.solver_ == "lbfgs"

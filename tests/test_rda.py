@@ -640,12 +640,15 @@ def test_threshold_beyond_the_doubles_gives_zero():
     assert not r.w.any() and r.objective == pytest.approx(np.log(2.0), rel=1e-15)
 
 
-@pytest.mark.parametrize("options,name", [({}, "gamma"), ({"adaptive": True}, "eta")])
-def test_a_default_step_the_data_overflows_is_named(options, name):
-    """Rows near the largest double overflow the norms that RDA's default gamma and eta
-    are read from: the message says it is the default, and how to avoid it."""
+@pytest.mark.parametrize("solver,options,name", [
+    ("rda", {}, "gamma"), ("rda", {"adaptive": True}, "eta"), ("sgd_l1", {}, "eta"),
+    ("truncated_gradient", {}, "eta")])
+def test_a_default_step_the_data_overflows_is_named(solver, options, name):
+    """Rows near the largest double overflow the norms that the default gamma and eta of
+    RDA and of the truncation solvers are read from: the message says it is the default,
+    and how to avoid it."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((40, 5)) * 1e154
     problem = fr.Problem(X, np.sign(X[:, 0]), loss="squared_hinge", penalty="l1")
     with pytest.raises(ValueError, match=f"^the default {name}, from the norms of X's rows"):
-        fr.solve(problem, "rda", max_iter=3, **options)
+        fr.solve(problem, solver, max_iter=3, **options)

@@ -138,3 +138,22 @@ def test_argument_messages(make, message):
     range and the value received; bools and strings are not numbers."""
     with pytest.raises(ValueError, match=f"^{message}$"):
         make()
+
+
+def test_lp_at_p_2_is_the_l2_penalty():
+    """lp with p = 2 is 0.5 ||w||^2 (its value, here against NumPy): its split says so,
+    so the solvers of the l2 penalty take it and give the l2 weights bit for bit."""
+    import fastrisk as fr
+    from fastrisk.regularizers import is_l2, norm_exponent
+
+    w = np.random.default_rng(1).normal(size=7)
+    reg = make_regularizer("lp", p=2.0)
+    assert reg.value(w) == pytest.approx(0.5 * w @ w, rel=1e-14)
+    assert is_l2(reg) and norm_exponent(reg) == 2.0 and not is_l2(make_regularizer("lp", p=1.5))
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(50, 4))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    for solver in ("newton", "sdca", "pegasos"):
+        runs = [fr.solve(fr.Problem(X, y, loss="logistic", penalty=pen, p=2.0, alpha=0.1),
+                         solver, max_iter=5, random_state=0) for pen in ("lp", "l2")]
+        assert np.array_equal(runs[0].w, runs[1].w), solver

@@ -486,7 +486,8 @@ def _solve_truncation(problem, solver, truncate, *, tol, abs_tol, max_iter, time
         else:
             g = (_default_gamma(problem, lam) if gamma is None
                  else check_number(gamma, "gamma", 0.0, low_open=True))
-            eta = math.sqrt(2.0 / (max_iter * n_steps)) / g       # Xiao 2010, eq. (19)
+            eta = _data_default("eta", math.sqrt(2.0 / (max_iter * n_steps)) / g,  # eq. (19)
+                                positive=True)
     eta = check_number(eta, "eta", 0.0, low_open=True)
     D = problem.n_weights
     config = (D, lam, eta, K, k, bool(truncate))
