@@ -319,8 +319,9 @@ def _rda_settings(problem, *, gamma, rho, batch_size, p_norm, accelerated, L, ad
                              "average (its iterate is the last one)")
         if gamma is not None:
             raise ValueError("adaptive RDA has eta instead of gamma")
-        eta = check_number(_data_default("eta", _adaptive_eta(problem), positive=True) if eta is None
-                           else eta, "eta", 0.0, low_open=True)
+        if eta is None:
+            eta = _data_default("eta", _adaptive_eta(problem), positive=True)
+        eta = check_number(eta, "eta", 0.0, low_open=True)
         return None, rho, k, None, None, eta
     if eta is not None:
         raise ValueError("eta is the step size of adaptive RDA (adaptive=True)")
