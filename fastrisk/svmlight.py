@@ -103,20 +103,10 @@ class _Chunk:
         if not np.isfinite(value).all():
             raise ValueError(f"{path}: line {row(np.flatnonzero(~np.isfinite(value))[0])}: "
                              "contains NaN or infinity")
-        # NaN and infinity first: neither is an integer, and int() of infinity overflows
-        bad = np.flatnonzero(~np.isfinite(self.index) | (self.index != np.floor(self.index))
-                             | (self.index < 0))
-        if bad.size:
-            raise ValueError(f"{path}: line {row(bad[0])}: feature indices must be non-negative "
-                             f"integers, got {float(self.index[bad[0]])!r}")
         big = np.flatnonzero(self.index > max_raw)
         if big.size:
             raise ValueError(f"{path}: line {row(big[0])}: feature index "
                              f"{_show(self.index[big[0]])} {_too_big(max_raw)}")
-        if self._nondigit is not None:  # after the messages above, which say more
-            k, token = self._nondigit
-            raise ValueError(f"{path}: line {row(k)}: feature index in {token[:30]!r} must be "
-                             "written as digits")
         self.index = self.index.astype(np.int32 if max_raw < 2**31 else np.int64)
         limit = np.finfo(dtype).max
         # a finite value that the requested dtype cannot hold would become infinity there
@@ -133,7 +123,8 @@ class _Chunk:
         return self.linenos[np.searchsorted(np.cumsum(self.counts), k, side="right")]
 
     def _pairs(self, path, rests):
-        """(index, value) of every feature: each token is exactly ``number:number``."""
+        """(index, value) of every feature: each token is exactly ``number:number``, its
+        index written as digits (``_first_nondigit_index``)."""
         feats = b" ".join(rests)
         n_colons = int(self.counts.sum())
         # every token holds one colon: as many tokens as colons, and a separator between
@@ -147,9 +138,12 @@ class _Chunk:
         flat = None
         if n_tokens == n_colons and separated:  # lines without features give no token
             flat = _numbers(feats.replace(b":", b" "), 2 * n_colons)
-        if flat is not None:
-            self._nondigit = self._first_nondigit_index(raw, ws)
+        nondigit = None if flat is None else self._first_nondigit_index(raw, ws)
         del ws, raw
+        if nondigit is not None:  # also NaN, infinite, negative and fractional indices
+            k, token = nondigit
+            raise ValueError(f"{path}: line {self._row(k)}: feature indices must be non-negative "
+                             f"integers written as digits, got {token[:30]!r}")
         if flat is None:
             for lineno, rest in zip(self.linenos, rests):  # find the line at fault
                 for token in rest.split():

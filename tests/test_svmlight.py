@@ -237,15 +237,19 @@ def test_blocks_of_lines_without_features(tmp_path, monkeypatch):
 
 # ---- malformed files and arguments of load_svmlight ----------------------------------------
 
+DIGITS = "feature indices must be non-negative integers written as digits, got "
+
+
 @pytest.mark.parametrize("line,msg", [
-    ("1 inf:1", "feature indices must be non-negative integers, got inf"),
-    ("1 1e400:1", "feature indices must be non-negative integers, got inf"),
-    ("1 nan:1", "feature indices must be non-negative integers, got nan"),
-    ("1 1.5:1", "feature indices must be non-negative integers, got 1.5"),
+    ("1 inf:1", DIGITS + "b'inf:1'"),
+    ("1 1e400:1", DIGITS + "b'1e400:1'"),
+    ("1 nan:1", DIGITS + "b'nan:1'"),
+    ("1 1.5:1", DIGITS + "b'1.5:1'"),
     ("1 1_0:2", "feature b'1_0:2' is not of the form index:value"),
-    ("1 1e1:2", "feature index in b'1e1:2' must be written as digits"),
-    ("1 +3:2", "feature index in b'\\+3:2' must be written as digits"),
-    ("1 3.0:2", "feature index in b'3.0:2' must be written as digits"),
+    ("1 1e1:2", DIGITS + "b'1e1:2'"),
+    ("1 -3:2", DIGITS + "b'-3:2'"),
+    ("1 +3:2", DIGITS + "b'\\+3:2'"),
+    ("1 3.0:2", DIGITS + "b'3.0:2'"),
     ("1 2:1 0x3:2", "feature b'0x3:2' is not of the form index:value"),
     ("inf 1:1", "bad label"),
     ("-inf 1:1", "bad label"),
