@@ -4,6 +4,7 @@ Each helper returns the value converted to a Python type, or raises ValueError
 naming the option, the allowed range and the value received.
 """
 
+import copy as copy_module
 import math
 import numbers
 
@@ -97,15 +98,20 @@ class StartMismatch(ValueError):
     starts cold on it; partial_fit reports it."""
 
 
-def start_state(start, solver, state_type):
-    """The state to continue from: None, a Result of the same solver, or its state."""
-    if start is None or isinstance(start, state_type):
-        return start
-    state = getattr(start, "extra", {}).get("state")
-    if getattr(start, "solver", None) != solver or not isinstance(state, state_type):
-        raise ValueError(f"start must be the Result of a previous {solver!r} run (or its "
-                         f"extra['state']) to continue from, got {type(start).__name__}")
-    return state
+def start_state(start, solver, state_type, *, copy=False):
+    """The state to continue from: None, a Result of the same solver, or its state.
+    ``copy``: a deep copy, for the run that advances it (the earlier Result, or the state
+    passed, stays as it was); without it, the state itself, to read its settings."""
+    if start is None:
+        return None
+    if isinstance(start, state_type):
+        state = start
+    else:
+        state = getattr(start, "extra", {}).get("state")
+        if getattr(start, "solver", None) != solver or not isinstance(state, state_type):
+            raise ValueError(f"start must be the Result of a previous {solver!r} run (or its "
+                             f"extra['state']) to continue from, got {type(start).__name__}")
+    return copy_module.deepcopy(state) if copy else state
 
 
 def finite_iterate(w, solver, problem):

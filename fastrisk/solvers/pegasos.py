@@ -59,7 +59,6 @@ whole stream, e.g. from max ||x_i||, as one pass over the concatenation does);
 the step offset L is the largest over the chunks so far.
 """
 
-import copy
 import math
 
 import numpy as np
@@ -223,9 +222,7 @@ def _run(problem, solver, *, tol, abs_tol, max_iter, time_limit, callback, verbo
                                             and not isinstance(average, bool) and average >= 0)):
         raise ValueError(f"average must be 'tail', 'last' or an integer step >= 0, got {average!r}")
     alpha = problem.alpha
-    state = start_state(start, solver, PegasosState)
-    # the run advances its own copy: the earlier Result (or state) stays as it was
-    state = None if state is None else copy.deepcopy(state)
+    state = start_state(start, solver, PegasosState, copy=True)
     if state is None:
         radius = ball_radius(problem)
         if RULES[solver] == _pegasos.RULE_PEGASOS:

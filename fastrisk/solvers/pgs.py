@@ -31,8 +31,6 @@ Streaming: as for the Pegasos family (fastrisk/solvers/pegasos.py):
 multiple of ``batch_size`` rows; the offset L is the largest over the chunks so far.
 """
 
-import copy
-
 import numpy as np
 
 from fastrisk import _pgs
@@ -130,9 +128,7 @@ def solve_pgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=None, 
     if B is not None:
         B = check_number(B, "B", 0.0, low_open=True)
     shuffle = check_bool(shuffle, "shuffle")
-    state = start_state(start, "pgs", PGSState)
-    # the run advances its own copy: the earlier Result (or state) stays as it was
-    state = None if state is None else copy.deepcopy(state)
+    state = start_state(start, "pgs", PGSState, copy=True)
     if state is None:
         state = PGSState(problem.n_weights, problem.alpha, p, B, batch_size,
                          stream_offset(problem, None))

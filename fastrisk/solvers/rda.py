@@ -191,7 +191,7 @@ def _kernel_args(problem):
 def _continue_state(start, solver, config, fresh):
     """A fresh state, or a copy of the state of ``start`` after checking it continues the
     same run (the copy leaves the previous Result intact)."""
-    state = start_state(start, solver, dict)
+    state = start_state(start, solver, dict, copy=True)
     if state is None:
         return fresh()
     if state.get("solver") != solver:
@@ -200,7 +200,7 @@ def _continue_state(start, solver, config, fresh):
     if state["config"] != config:
         raise StartMismatch(f"start: its state was made with different settings "
                             f"{state['config']} (this call: {config})")
-    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
+    return state
 
 
 class _Epochs:
