@@ -147,10 +147,9 @@ def _largest_one(c):
 def _mean_one(c):
     """The non-negative weights c rescaled to mean 1, by their largest first: c.sum() would
     overflow for weights near the largest double and n / c.sum() for subnormal ones."""
-    top = c.max()
-    if not top > 0:
+    if not c.max() > 0:
         raise ValueError("sample_weight must have a positive sum")
-    c = c / top
+    c = _largest_one(c)
     return c * (c.shape[0] / c.sum())
 
 

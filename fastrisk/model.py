@@ -544,9 +544,6 @@ def _check_meta(meta, path):
     for key in ("l1_ratio", "p"):  # optional: see the module docstring
         if key in meta:
             need(key, number, "a number or null")
-    if "feature_names" in meta:  # optional too
-        need("feature_names", lambda v: v is None or (
-            isinstance(v, list) and all(isinstance(n, str) for n in v)), "a list of strings")
     if "info_strings" in meta:
         need("info_strings", lambda v: isinstance(v, list) and all(isinstance(k, str) for k in v),
              "a list of strings")

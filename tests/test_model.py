@@ -783,5 +783,6 @@ def test_feature_names_go_with_the_model(tmp_path):
                         n_samples=3, feature_names=bad)
     path = model.save(tmp_path / "n.frm")
     _edit_meta(path, lambda meta: meta.update({"feature_names": [1, 2, 3, 4, 5]}))
-    with pytest.raises(ValueError, match="'feature_names' must be a list of strings"):
+    with pytest.raises(ValueError, match=r"n\.frm: not a valid fastrisk model file "
+                                         r"\(feature_names must be None or 5 distinct"):
         fr.load(path)
