@@ -144,7 +144,9 @@ cdef inline double vector_loss_row(int loss, const double* s, Py_ssize_t k, int6
                                    Py_ssize_t* n_active) noexcept nogil:
     """Loss of one row at scores s and its gradient g in s, both times ci.
 
-    softmax: log sum_c exp(s_c) - s_y, g = softmax(s) - e_y;
+    softmax: log sum_c exp(s_c) - s_y, g = softmax(s) - e_y, evaluated as
+    log sum_c exp(s_c - M) + (M - s_y) with M = max_c s_c: no exp overflows, and the
+    log term (in [0, log k]) is not lost when |M| dwarfs it;
     multiclass_hinge: max_c (s_c - s_y + [c != y]), g = e_{c*} - e_y;
     scaled_soft_margin: max_c S_yc (s_c - s_y + P_yc) with P the cost matrix and
     S = P^beta, g = S_{y c*} (e_{c*} - e_y) (BMRM Table 2);
@@ -154,7 +156,7 @@ cdef inline double vector_loss_row(int loss, const double* s, Py_ssize_t k, int6
     g = NULL for the loss alone.
     """
     cdef Py_ssize_t c, star
-    cdef double mx, z, e, lse, value, scale
+    cdef double mx, z, e, value, scale
     if loss == FR_VEC_SOFTMAX:
         mx = s[0]
         for c in range(1, k):
@@ -168,12 +170,11 @@ cdef inline double vector_loss_row(int loss, const double* s, Py_ssize_t k, int6
                 g[c] = e
             active[c] = <int>c
         n_active[0] = k
-        lse = mx + log(z)
         if g != NULL:
             for c in range(k):
                 g[c] = ci * (g[c] / z)
             g[yi] -= ci
-        return ci * (lse - s[yi])
+        return ci * (log(z) + (mx - s[yi]))
     if loss == FR_VEC_MULTIVARIATE_REGRESSION:
         value = 0.0
         for c in range(k):

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
-from scipy.special import logsumexp
 
 from fastrisk import _oracle, _sdca
 from fastrisk.solvers._checks import check_choice, check_number
@@ -293,10 +292,14 @@ def vector_loss(name, F, y, *, cost=None, beta=1.0, M=None):
         G = R @ M
         return 0.5 * np.einsum("ij,ij->i", G, R), G
     if name == "softmax":
-        lse = logsumexp(F, axis=1)
-        G = np.exp(F - lse[:, None])
+        # log sum exp(F - M) + (M - F_y), M the row's largest score: the log term (in
+        # [0, log k]) is kept when |M| dwarfs it, which M + log(...) - F_y would round away
+        top = F.max(axis=1)
+        E = np.exp(F - top[:, None])
+        z = E.sum(axis=1)
+        G = E / z[:, None]
         G[rows, y] -= 1.0
-        return lse - F[rows, y], G
+        return np.log(z) + (top - F[rows, y]), G
     if name == "multiclass_hinge":
         margin = F - F[rows, y][:, None] + 1.0
         margin[rows, y] = 0.0

@@ -66,6 +66,24 @@ def test_softmax_is_stable_for_huge_scores():
     np.testing.assert_allclose(G.sum(axis=1), 0.0, atol=1e-15)
 
 
+@pytest.mark.parametrize("top", [1e20, 1e300])
+def test_softmax_keeps_the_log_term_beside_huge_scores(top):
+    # Two classes tied at a score that dwarfs log 2 (and a third far below): the loss of
+    # either tied class is exactly log 2 (closed form), which (M + log z) - s_y rounds to 0;
+    # through NumPy and through the compiled multiclass oracle.
+    F = np.array([[top, top, -top], [top, top, -top]])
+    values, G = vector_loss("softmax", F, np.array([0, 1]))
+    np.testing.assert_allclose(values, np.log(2.0), rtol=1e-15)
+    np.testing.assert_allclose(G, [[-0.5, 0.5, 0.0], [0.5, -0.5, 0.0]], atol=1e-16)
+    # scores W x for x = 1 and W = (top, top, -top): the risk is the mean loss, log 2
+    prob = fr.Problem(np.ones((2, 1)), np.array([0, 1]), loss="softmax")
+    prob_3 = fr.Problem(np.ones((3, 1)), np.array([0, 1, 2]), loss="softmax")
+    assert prob.risk(np.array([top, top])) == pytest.approx(np.log(2.0), rel=1e-15)
+    # rows of class 0, 1 (log 2 each) and 2 (2 top + log(1 + 2 exp(-2 top)) = 2 top)
+    assert prob_3.risk(np.array([top, top, -top])) == pytest.approx(
+        (2 * np.log(2.0) + 2 * top) / 3, rel=1e-15)
+
+
 @pytest.mark.parametrize("name", ["softmax", "multiclass_hinge"])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_multiclass_oracle_matches_brute_force(name, sparse):
