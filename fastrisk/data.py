@@ -32,6 +32,17 @@ def _finite_or_raise(values, name):
         raise ValueError(f"{name} contains NaN or infinity")
 
 
+def as_float64(a, name):
+    """``a`` (an array or a scipy sparse matrix) cast to float64; a value beyond its range
+    (longdouble input) is refused by name instead of becoming inf."""
+    try:
+        with np.errstate(over="raise"):
+            return a.astype(np.float64, copy=False)
+    except FloatingPointError:
+        raise ValueError(f"{name} has values beyond the float64 range (largest magnitude "
+                         f"{np.finfo(np.float64).max:.3g})") from None
+
+
 def refuse_masked(a, name):
     """Refuse a numpy masked array with masked entries by name: np.asarray drops the mask,
     and the masked entries would be used as ordinary values."""
@@ -198,7 +209,7 @@ def check_X(X, name="X", layout=True, repair=False):
                 X = canonical_csr(X)
             canonical = True
         if X.dtype not in FLOAT_DTYPES:
-            X = X.astype(np.float64)
+            X = as_float64(X, name)
         if not canonical and layout and repair:
             X = canonical_csr(X)
         elif not canonical and layout:
@@ -227,7 +238,7 @@ def check_X(X, name="X", layout=True, repair=False):
             if X.dtype.kind not in "biuf":
                 raise TypeError(f"{name} must have a real numeric dtype, got {X.dtype}")
             if X.dtype not in FLOAT_DTYPES:
-                X = X.astype(np.float64)
+                X = as_float64(X, name)
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-dimensional, got shape {X.shape}")
         if layout and not X.flags.c_contiguous:
@@ -252,7 +263,7 @@ def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
     c = np.asarray(refuse_masked(sample_weight, name))
     if c.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be numeric, got dtype {c.dtype}")
-    c = c.astype(np.float64, copy=False)
+    c = as_float64(c, name)
     if c.ndim == 0:
         c = np.full(n_samples, float(c))
     if c.shape != (n_samples,):
@@ -280,7 +291,7 @@ def check_targets(y, n_samples, name="y"):
         raise ValueError(f"{name} has {y.shape[0]} entries but X has {n_samples} rows")
     if y.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be numeric for this loss, got dtype {y.dtype}")
-    y = np.ascontiguousarray(y, dtype=np.float64)
+    y = np.ascontiguousarray(as_float64(y, name))
     _finite_or_raise(y, name)
     return y
 

@@ -380,3 +380,20 @@ def test_frames_of_nullable_numeric_columns_are_numbers(tmp_path):
     missing.loc[3, "a"] = pd.NA
     with pytest.raises(ValueError, match="^X contains NaN or infinity"):
         fr.Problem(missing, y)
+
+
+@pytest.mark.parametrize("where", ["X", "X_csr", "y", "sample_weight"])
+def test_longdouble_beyond_float64_is_refused_by_name(where):
+    # 1e400 is finite in (x86) long double and overflows float64: the cast must not turn
+    # it into inf and then report "NaN or infinity" in an input that holds neither
+    if np.finfo(np.longdouble).max <= np.finfo(np.float64).max:
+        pytest.skip("long double is float64 on this platform")
+    big = np.longdouble("1e400")
+    X, y, c = np.ones((3, 2)), np.array([0.5, 1.0, 2.0]), np.ones(3)
+    args = {"X": X, "y": y, "sample_weight": c}
+    name = "X" if where == "X_csr" else where
+    value = args[name].astype(np.longdouble)
+    value[1] = big
+    args[name] = sp.csr_matrix(value) if where == "X_csr" else value
+    with pytest.raises(ValueError, match=f"^{name} has values beyond the float64 range"):
+        fr.Problem(args["X"], args["y"], loss="squared", sample_weight=args["sample_weight"])
