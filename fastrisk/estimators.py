@@ -67,8 +67,17 @@ def _check_structure(X):
     """Check a sparse X's index arrays before scikit-learn's or scipy's routines read them
     (CSR index arrays of other integer dtypes are copied to int64, which scipy's routines
     need), and refuse by name values that are not real numbers: complex ones, and strings,
-    bytes, dates and durations, which a cast to float would parse or reinterpret."""
+    bytes, dates and durations, which a cast to float would parse or reinterpret; and a
+    pandas frame of sparse columns (the one kind with a ``.sparse`` accessor) with a fill
+    value other than 0: scikit-learn reads such a frame as a scipy matrix, and pandas
+    refuses that conversion with a message that names no argument."""
     refuse_masked(X, "X")
+    sparse_frame = hasattr(X, "sparse") and hasattr(X, "columns")
+    for column, dtype in X.dtypes.items() if sparse_frame else ():
+        fill = getattr(dtype, "fill_value", 0)
+        if not fill == 0:
+            raise ValueError(f"X has a pandas sparse column {column!r} with fill value {fill}; "
+                             "give it fill value 0 or convert X with X.sparse.to_dense()")
     if isinstance(X, (list, tuple)):
         try:  # as scikit-learn's validation would, to see the element type
             X = np.asarray(X)

@@ -467,3 +467,24 @@ def test_no_convergence_warning_for_a_run_without_a_certificate():
         warnings.simplefilter("error", ConvergenceWarning)
         est = LinearClassifier(loss="logistic", penalty="lp", p=1.5, random_state=0).fit(X, y)
     assert est.solver_ == "lbfgs"
+
+
+@pytest.mark.parametrize("fill", [1.0, np.nan])
+def test_sparse_frame_with_a_nonzero_fill_value_is_refused_by_name(fill):
+    # scikit-learn reads a frame of sparse columns through a scipy matrix (fill 0 only);
+    # with fill 0 it fits and predicts as the dense frame does
+    pd = pytest.importorskip("pandas")
+    X = np.array([[1.0, 0.0], [1.0, 2.0], [0.0, 0.0], [0.0, 1.0]])
+    y = np.array([0, 1, 0, 1])
+
+    def frame(fill_b):
+        return pd.DataFrame({"a": pd.arrays.SparseArray(X[:, 0], fill_value=0.0),
+                             "b": pd.arrays.SparseArray(X[:, 1], fill_value=fill_b)})
+
+    with pytest.raises(ValueError, match="^X has a pandas sparse column 'b' with fill value"):
+        fr.LinearClassifier().fit(frame(fill), y)
+    fitted = fr.LinearClassifier(random_state=0).fit(frame(0.0), y)
+    dense = fr.LinearClassifier(random_state=0).fit(pd.DataFrame(X, columns=["a", "b"]), y)
+    np.testing.assert_allclose(fitted.coef_, dense.coef_, rtol=1e-12)
+    with pytest.raises(ValueError, match="^X has a pandas sparse column 'b' with fill value"):
+        fitted.predict(frame(fill))
