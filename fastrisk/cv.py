@@ -21,6 +21,7 @@ alpha with w = 0) down to ``eps * alpha_max``, geometric; for the others,
 (sample_weight times class_weight), so the grid starts where the fitted model is 0.
 """
 
+import inspect
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -40,6 +41,46 @@ from fastrisk.regularizers import make_regularizer
 from fastrisk.solvers._checks import check_int, check_number
 
 _CV_PARAMS = ("alphas", "n_alphas", "eps", "cv", "scoring", "n_jobs")
+
+
+def _fold_indices(folds, n):
+    """The (train, test) folds of ``cv`` as integer index arrays, refused by name when
+    there are none (an empty iterable, or a generator used up by a previous fit) or a part
+    is not a non-empty array of row indices in [0, n) (a boolean mask of length n is
+    taken as its indices, as scikit-learn takes it)."""
+    out = []
+    for f, (train, test) in enumerate(folds, 1):
+        pair = []
+        for part, rows in (("training", train), ("held-out", test)):
+            rows = np.asarray(rows)
+            if rows.dtype == bool and rows.shape == (n,):
+                rows = np.flatnonzero(rows)
+            if rows.ndim != 1 or rows.dtype.kind not in "iu":
+                raise ValueError(f"cv: the {part} part of fold {f} must be a 1-d array of "
+                                 f"integer row indices, got dtype {rows.dtype}, shape "
+                                 f"{rows.shape}")
+            if rows.size == 0:
+                raise ValueError(f"cv: the {part} part of fold {f} is empty")
+            if rows.min() < 0 or rows.max() >= n:
+                raise ValueError(f"cv: the {part} part of fold {f} has row indices outside "
+                                 f"[0, {n}) (X has {n} rows)")
+            pair.append(rows)
+        out.append(tuple(pair))
+    if not out:
+        raise ValueError("cv gave no folds (an empty iterable, or a generator used up by a "
+                         "previous fit: pass a list of folds or a splitter)")
+    return out
+
+
+def _scores_weighted(scorer):
+    """Whether ``scorer`` takes ``sample_weight`` (scikit-learn's scorers do; a callable
+    ``(estimator, X, y)`` does not, and scores the held-out rows unweighted)."""
+    try:
+        params = inspect.signature(scorer).parameters
+    except (TypeError, ValueError):
+        return True
+    return "sample_weight" in params or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def _check_folds(folds, y, classifier, weights, weights_name):
@@ -116,8 +157,11 @@ class _CVMixin:
         return np.geomspace(top, top * self.eps, int(self.n_alphas))
 
     @one_fit_at_a_time
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, groups=None):
         """Choose alpha by cross-validation, then fit on all of X, y with it.
+
+        ``groups``: the group labels of the rows, for group splitters in ``cv``
+        (scikit-learn's GroupKFold, LeaveOneGroupOut, ...).
 
         Raises a ValueError, before any fit, on a fold that lacks a class of y in its
         training part or whose weights are all zero, and after the folds' fits when every
@@ -146,8 +190,10 @@ class _CVMixin:
             # of 1, their sums stay finite (the scorers' weighted means overflow otherwise)
             sample_weight = sample_weight / sample_weight.max()
         alphas = self._grid(X, y, sample_weight)
-        folds = list(check_cv(self.cv, y, classifier=self._classifier).split(X, y))
+        folds = _fold_indices(check_cv(self.cv, y, classifier=self._classifier)
+                              .split(X, y, groups), X.shape[0])
         scorer = check_scoring(self._base(), scoring=self.scoring)
+        weighted_scores = _scores_weighted(scorer)
         params = dict(self._base_params(), n_threads=1)
         sw = sample_weight
         score_w = sw
@@ -167,8 +213,9 @@ class _CVMixin:
                 est = self._base(**dict(params, alpha=float(a)))
                 est.fit(X[train], y[train], **({} if sw is None else
                                                 {"sample_weight": sw[train]}))
-                out[k] = scorer(est, X[test], y[test], **({} if score_w is None else
-                                                          {"sample_weight": score_w[test]}))
+                out[k] = scorer(est, X[test], y[test],
+                                **({} if score_w is None or not weighted_scores else
+                                   {"sample_weight": score_w[test]}))
             return out
 
         # the folds' threads (each fit runs one kernel thread): None means one per core
@@ -203,7 +250,8 @@ class LinearClassifierCV(_CVMixin, LinearClassifier):
 
     Parameters are LinearClassifier's (except ``alpha``) plus ``alphas`` (grid or None),
     ``n_alphas``, ``eps`` (grid depth), ``cv`` (folds, a splitter or an iterable),
-    ``scoring`` (a scikit-learn scorer name or callable; None: accuracy) and ``n_jobs``
+    ``scoring`` (a scikit-learn scorer name or callable, which gets the held-out rows'
+    weights when it takes ``sample_weight``; None: accuracy) and ``n_jobs``
     (folds fitted in parallel threads; None: all cores).  Attributes: those of
     LinearClassifier plus ``alpha_``, ``alphas_`` and ``scores_`` (n_folds, n_alphas).
     """

@@ -75,8 +75,8 @@ def alpha_max(problem, columns=None):
 
 
 def check_alphas(alphas):
-    """A grid of alphas given by the caller, sorted decreasing: a non-empty array of real
-    finite numbers > 0, else a ValueError naming ``alphas``."""
+    """A grid of alphas given by the caller, sorted decreasing: a non-empty 1-d array of
+    real finite numbers > 0, else a ValueError naming ``alphas``."""
     a = real_array(alphas)
     if a is not None and any(isinstance(v, (bool, np.bool_))
                              for v in np.asarray(alphas, dtype=object).ravel()):
@@ -84,7 +84,9 @@ def check_alphas(alphas):
     if a is None or a.size == 0:
         raise ValueError(f"alphas must be a non-empty array of finite numbers > 0, got "
                          f"{alphas!r}")
-    a = np.sort(a.ravel())[::-1]
+    if a.ndim != 1:
+        raise ValueError(f"alphas must be a 1-d array (a grid), got shape {a.shape}")
+    a = np.sort(a)[::-1]
     if not (np.isfinite(a).all() and (a > 0).all()):
         raise ValueError("alphas must be a non-empty array of finite numbers > 0")
     return a

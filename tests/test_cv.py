@@ -281,3 +281,71 @@ def test_a_training_fold_without_a_class_is_refused_naming_fold_and_counts(y, cv
         warnings.simplefilter("ignore")  # StratifiedKFold: a class with fewer members
         with pytest.raises(ValueError, match=message + r".*use fewer folds \(cv\)"):
             LinearClassifierCV(cv=cv, n_jobs=1).fit(X, y)
+
+
+def test_group_splitters_get_the_groups():
+    # GroupKFold needs fit's groups; its folds keep each group on one side, so the
+    # scores equal those of the same folds passed as a list
+    from sklearn.model_selection import GroupKFold
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    y = (X[:, 0] > 0).astype(int)
+    groups = np.repeat(np.arange(12), 5)
+    est = fr.LinearClassifierCV(n_alphas=3, cv=GroupKFold(3)).fit(X, y, groups=groups)
+    folds = list(GroupKFold(3).split(X, y, groups))
+    same = fr.LinearClassifierCV(n_alphas=3, cv=folds).fit(X, y)
+    np.testing.assert_array_equal(est.scores_, same.scores_)
+    for train, test in folds:
+        assert not set(groups[train]) & set(groups[test])
+
+
+@pytest.mark.parametrize("cv, message", [
+    ([], "^cv gave no folds"),
+    ([(np.arange(30), np.array([30, 99]))], "^cv: the held-out part of fold 1 has row indices "
+                                            "outside"),
+    ([(np.arange(30.0), np.arange(30.0, 40.0))], "^cv: the training part of fold 1 must be a "
+                                                 "1-d array of integer"),
+    ([(np.arange(40), np.array([], dtype=int))], "^cv: the held-out part of fold 1 is empty"),
+])
+def test_bad_folds_are_refused_by_name(cv, message):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match=message):
+        fr.LinearClassifierCV(n_alphas=2, cv=cv).fit(X, y)
+
+
+def test_a_used_up_generator_of_folds_is_refused_at_the_second_fit():
+    from sklearn.model_selection import KFold
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=40)
+    est = fr.LinearRegressorCV(n_alphas=2, cv=KFold(3).split(X))
+    est.fit(X, y)
+    with pytest.raises(ValueError, match="^cv gave no folds"):
+        est.fit(X, y)
+
+
+def test_a_scorer_without_sample_weight_scores_unweighted():
+    # a callable (estimator, X, y) with class weights: scored unweighted, as the same
+    # folds scored by hand
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=60) > 0.3).astype(int)
+
+    def accuracy(est, X, y):
+        return float(np.mean(est.predict(X) == y))
+
+    est = fr.LinearClassifierCV(n_alphas=2, cv=3, scoring=accuracy, class_weight="balanced",
+                                random_state=0).fit(X, y)
+    assert np.isfinite(est.scores_).all()
+    weighted = fr.LinearClassifierCV(n_alphas=2, cv=3, class_weight="balanced",
+                                     random_state=0).fit(X, y)
+    assert weighted.alphas_.tolist() == est.alphas_.tolist()
+
+
+@pytest.mark.parametrize("alphas", [[[1.0, 2.0], [3.0, 4.0]], 1.0])
+def test_alphas_must_be_a_1d_grid(alphas):
+    X = np.random.default_rng(4).normal(size=(30, 3))
+    with pytest.raises(ValueError, match="^alphas must be a 1-d array"):
+        fr.LinearRegressorCV(alphas=alphas, cv=3).fit(X, X[:, 0])
