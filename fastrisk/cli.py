@@ -380,9 +380,13 @@ def cmd_train(args, out):
 
 
 def _model_data(args, model):
-    """(X, y) of DATA for a model: the same width, or a UserError naming --n-features."""
-    X, y, _ = load_data(args.data, n_features=args.n_features,
-                        zero_based=model.info.get(ZERO_BASED_INFO, "auto"))
+    """(X, y) of DATA for a model: the same width, or a UserError naming --n-features.
+    The model's record of how train read its svmlight indices must be one train writes."""
+    base = model.info.get(ZERO_BASED_INFO, "auto")
+    if not (base is True or base is False or base == "auto"):
+        raise UserError(f"MODEL {args.model}: info[{ZERO_BASED_INFO!r}] must be true, false or "
+                        f"'auto' (how train read its svmlight indices), got {base!r}")
+    X, y, _ = load_data(args.data, n_features=args.n_features, zero_based=base)
     if X.shape[1] != model.n_features:
         hint = ""
         if X.shape[1] < model.n_features and args.n_features is None \

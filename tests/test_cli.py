@@ -78,6 +78,20 @@ def test_predict_reads_data_with_the_training_files_index_base(tmp_path):
     assert re.search(r"^svmlight_zero_based\s+True$", out, re.M)
 
 
+@pytest.mark.parametrize("base", ["yes", 1, None])
+def test_a_bad_index_base_in_the_model_is_blamed_on_the_model(tmp_path, capsys, base):
+    # the data file is fine; the model's record of train's svmlight base is not
+    data, model = tmp_path / "d.svm", tmp_path / "m.frm"
+    data.write_text("1 1:1 2:2\n-1 1:-1 2:3\n1 1:2\n-1 2:1\n")
+    assert run(["train", data, "--loss", "logistic", "-o", model, "-q"])[0] == 0
+    m = fr.load(model)
+    m.info["svmlight_zero_based"] = base
+    m.save(model)
+    assert run(["predict", model, data])[0] == 1
+    err = capsys.readouterr().err
+    assert f"MODEL {model}: info['svmlight_zero_based'] must be true, false or 'auto'" in err
+
+
 def test_regression_and_plot(small, tmp_path):
     root, train, _, X, y = small
     plot = tmp_path / "conv.png"
