@@ -35,6 +35,7 @@ from fastrisk.data import check_label_values
 from fastrisk.estimators import (LinearClassifier, LinearRegressor, _canonical,
                                  _check_structure, _check_target_values, _class_weights,
                                  _mean_one, _sample_weight, one_fit_at_a_time)
+from fastrisk.losses import LOSSES
 from fastrisk.problem import Problem
 from fastrisk.regpath import alpha_max, check_alphas
 from fastrisk.regularizers import make_regularizer
@@ -138,9 +139,10 @@ class _CVMixin:
         top = 0.0
         if split is not None and split[0] > 0.0:  # an l1 term: alpha_max
             classes = np.unique(y) if self._classifier else [None]
+            vector = self.loss in LOSSES and LOSSES[self.loss].vector
             targets = ([np.where(y == k, 1.0, -1.0) for k in classes[-1 if len(classes) == 2
                                                                       else 0:]]
-                       if self._classifier else [y])
+                       if self._classifier and not vector else [y])
             c = np.ones(X.shape[0]) if sample_weight is None else sample_weight
             if self._classifier and self.class_weight is not None:
                 index = np.searchsorted(classes, y)
@@ -151,8 +153,7 @@ class _CVMixin:
                                l1_ratio=self.l1_ratio, loss_param=self.loss_param,
                                sample_weight=c, fit_intercept=self.fit_intercept,
                                intercept_scaling=self.intercept_scaling)
-                if not prob.loss.spec.vector:
-                    top = max(top, alpha_max(prob))
+                top = max(top, alpha_max(prob))
         top = top if top > 0.0 else 1.0
         return np.geomspace(top, top * self.eps, int(self.n_alphas))
 

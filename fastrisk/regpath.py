@@ -52,15 +52,23 @@ class Path:
 def alpha_max(problem, columns=None):
     """Smallest alpha at which w = 0 minimizes ``problem``'s objective (l1 / elastic net).
 
-    It reads the columns of X as solver 'cd' does, and takes the problems cd takes."""
-    reason = CD_INFO.why_not(problem) if isinstance(problem, Problem) else \
-        f"problem must be a fastrisk Problem, got {type(problem).__name__}"
-    if reason is not None:
-        raise ValueError(f"alpha_max: {reason}")
-    r = problem.regularizer.l1_l2()[0]  # cd's penalties have the split
-    if r <= 0.0:
+    With g a subgradient of the risk at w = 0, w = 0 is optimal for every alpha with
+    ||g||_inf <= alpha r (r = l1_ratio), so alpha_max = ||g||_inf / r.  For a problem
+    solver 'cd' takes (smooth scalar losses on data) g is the gradient, read from the
+    columns of X as cd reads them (``columns``: its column copy); for any other problem
+    (non-smooth or vector losses, oracle-only problems) g is the risk oracle's subgradient
+    at 0, and the value is exact where the risk is differentiable at 0 (the hinge's is:
+    every margin is 0 < 1) and otherwise an alpha from which w = 0 is certainly optimal."""
+    if not isinstance(problem, Problem):
+        raise ValueError(f"alpha_max: problem must be a fastrisk Problem, got "
+                         f"{type(problem).__name__}")
+    split = problem.regularizer.l1_l2()
+    if split is None or split[0] <= 0.0:
         raise ValueError("alpha_max needs an l1 term: penalty 'l1' or 'elasticnet' with "
                          "l1_ratio > 0")
+    r = split[0]
+    if CD_INFO.why_not(problem) is not None:
+        return float(np.abs(problem.oracle(np.zeros(problem.n_weights))[1]).max()) / r
     data, m = problem.data, problem.n_samples
     cols = column_view(data) if columns is None else columns
     f = np.zeros(m)

@@ -697,13 +697,35 @@ def test_path_validates_its_arguments():
         fr.path(X, np.arange(X.shape[0]) % 3, loss="softmax")
     with pytest.raises(ValueError, match="path: .*got loss 'hinge'"):
         fr.path(X, y, loss="hinge", alphas=[0.1])
-    with pytest.raises(ValueError, match="alpha_max: .*got loss 'softmax'"):
-        fr.alpha_max(fr.Problem(X, np.arange(X.shape[0]) % 3, loss="softmax", penalty="l1",
-                                alpha=1.0))
+    with pytest.raises(ValueError, match="^alpha_max: problem must be a fastrisk Problem"):
+        fr.alpha_max(None)
+
+
+def test_alpha_max_of_the_problems_cd_does_not_take():
+    # from the risk's subgradient at 0 (a NumPy reference per loss); w = 0 is optimal
+    # at alpha_max (bmrm's certified solution is 0) and not below it
+    X, y = _classification(n=120, d=8)
+    m = X.shape[0]
+    labels = np.arange(m) % 3
+    # softmax at W = 0: probabilities 1/3, gradient (1/3 - e_y) x_i / m per class
+    G = np.full((m, 3), 1.0 / 3.0)
+    G[np.arange(m), labels] -= 1.0
+    softmax = fr.Problem(X, labels, loss="softmax", penalty="l1", alpha=1.0)
+    assert fr.alpha_max(softmax) == pytest.approx(np.abs(X.T @ G / m).max(), rel=1e-12)
+    # hinge at w = 0: every margin 0 < 1, gradient -y x_i / m (differentiable there)
+    hinge = fr.Problem(X, y, loss="hinge", penalty="l1", alpha=1.0)
+    top = fr.alpha_max(hinge)
+    signs = np.where(y == 1, 1.0, -1.0)  # y's labels 0 / 1 as the Problem encodes them
+    assert top == pytest.approx(np.abs(X.T @ -signs / m).max(), rel=1e-12)
+    for alpha, zero in ((top * 1.0001, True), (top * 0.8, False)):
+        res = fr.solve(fr.Problem(X, y, loss="hinge", penalty="l1", alpha=alpha), "bmrm",
+                       tol=1e-8)
+        assert bool(np.abs(res.w).max() < 1e-9) is zero
+    # an oracle-only problem: the oracle's gradient, as for the same problem on data
     oracle_only = fr.Problem.from_oracle(fr.Problem(X, y, loss="logistic").oracle,
                                          penalty="l1", alpha=1.0)
-    with pytest.raises(ValueError, match="alpha_max: .*built from data"):
-        fr.alpha_max(oracle_only)
+    on_data = fr.Problem(X, y, loss="logistic", penalty="l1", alpha=1.0)
+    assert fr.alpha_max(oracle_only) == pytest.approx(fr.alpha_max(on_data), rel=1e-12)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 33, 150])

@@ -349,3 +349,24 @@ def test_alphas_must_be_a_1d_grid(alphas):
     X = np.random.default_rng(4).normal(size=(30, 3))
     with pytest.raises(ValueError, match="^alphas must be a 1-d array"):
         fr.LinearRegressorCV(alphas=alphas, cv=3).fit(X, X[:, 0])
+
+
+@pytest.mark.parametrize("make, loss", [(fr.LinearClassifierCV, "hinge"),
+                                        (fr.LinearClassifierCV, "softmax"),
+                                        (fr.LinearRegressorCV, "absolute")])
+def test_default_grid_starts_where_the_model_is_zero_for_every_loss(make, loss):
+    # non-smooth and vector losses get alpha_max from the risk's subgradient at 0: the
+    # fit at the grid's first alpha is the zero model, the smallest alpha's is not
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(90, 4))
+    y = X[:, 0] + 0.3 * rng.normal(size=90)
+    if make is fr.LinearClassifierCV:
+        y = np.digitize(y, [-0.5, 0.5]) if loss == "softmax" else (y > 0).astype(int)
+    est = make(loss=loss, n_alphas=4, eps=1e-3, cv=3, fit_intercept=False,
+               solver="bmrm", tol=1e-6).fit(X, y)
+    base = {"loss": loss, "penalty": "l1", "fit_intercept": False, "solver": "bmrm",
+            "tol": 1e-6}
+    single = fr.LinearClassifier if make is fr.LinearClassifierCV else fr.LinearRegressor
+    top = single(alpha=est.alphas_[0] * 1.0001, **base).fit(X, y)
+    low = single(alpha=est.alphas_[-1], **base).fit(X, y)
+    assert np.abs(top.coef_).max() < 1e-8 < np.abs(low.coef_).max()
