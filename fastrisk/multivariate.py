@@ -59,10 +59,23 @@ from fastrisk.solvers._checks import check_choice, check_int, check_number, real
 
 
 def _check_scores(f, m, name="f"):
-    f = np.asarray(f, dtype=np.float64)
-    if f.shape != (m,):
-        raise ValueError(f"{name} must have shape ({m},), got {f.shape}")
-    return f
+    """The scores of m items as a finite float64 vector, else an error naming ``f``."""
+    a = real_array(f)
+    if a is None:
+        raise TypeError(f"{name} must be a vector of real scores")
+    if a.shape != (m,):
+        raise ValueError(f"{name} must have shape ({m},) (one score per entry of y), got "
+                         f"{a.shape}")
+    _finite_or_raise(a, name)
+    return a
+
+
+def _n_items(y):
+    """The number of items of a label vector (its length), the length of f."""
+    shape = np.shape(y)
+    if len(shape) != 1:
+        raise ValueError(f"y must be a 1-d vector of labels, got shape {shape}")
+    return shape[0]
 
 
 def _binary_labels(y, m):
@@ -103,7 +116,7 @@ class OrdinalRegression:
         return self._levels(y, n_samples)
 
     def risk(self, f, y):
-        m = len(f)
+        m = _n_items(y)
         f = _check_scores(f, m)
         y = self._levels(y, m)
         order = np.argsort(f, kind="stable")
@@ -154,7 +167,7 @@ class FBeta:
         return _binary_labels(y, n_samples)
 
     def risk(self, f, y):
-        m = len(f)
+        m = _n_items(y)
         f = _check_scores(f, m)
         pos = _binary_labels(y, m)
         P, N = np.flatnonzero(pos), np.flatnonzero(~pos)
@@ -416,7 +429,12 @@ class FunctionOracle:
         if grad.shape != (self.n_weights,):
             raise ValueError(f"the oracle returned a subgradient of shape {grad.shape}, "
                              f"expected ({self.n_weights},)")
-        return float(value), grad
+        value = float(value)
+        if not (np.isfinite(value) and np.isfinite(grad).all()):
+            raise FloatingPointError(f"the oracle returned a non-finite "
+                                     f"{'risk' if not np.isfinite(value) else 'subgradient'} "
+                                     f"(risk {value!r}); a solver cannot go on from it")
+        return value, grad
 
 
 def make_problem(X, y, loss, *, penalty="l2", alpha=1e-4, fit_intercept=False,

@@ -15,6 +15,7 @@ import pytest
 from reference import multivariate as ref
 
 import fastrisk as fr
+import fastrisk.multivariate as mv
 from fastrisk.losses import vector_loss
 from fastrisk.multivariate import (
     FBeta,
@@ -496,3 +497,25 @@ def test_auto_solves_oracle_problems_as_bmrm():
         explicit = fr.solve(make(), solver="bmrm", tol=1e-8)
         assert auto.status == explicit.status == "converged"
         assert auto.objective == pytest.approx(explicit.objective, rel=1e-12)
+
+
+@pytest.mark.parametrize("loss", [mv.ROCArea(), mv.FBeta(), mv.OrdinalRegression()])
+def test_risk_checks_the_scores_against_y(loss):
+    # f has one finite score per entry of y: a matrix of 12 scores, a scalar, NaN are
+    # refused naming f (len(f) had been taken as the number of items)
+    y = np.r_[np.ones(6), np.zeros(6)]
+    with pytest.raises(ValueError, match=r"^f must have shape \(12,\)"):
+        loss.risk(np.zeros((3, 4)), y)
+    with pytest.raises(ValueError, match=r"^f must have shape \(12,\)"):
+        loss.risk(1.0, y)
+    with pytest.raises(ValueError, match="^f contains NaN or infinity"):
+        loss.risk(np.full(12, np.nan), y)
+
+
+def test_a_function_oracle_with_a_nonfinite_risk_stops_the_solver():
+    oracle = mv.FunctionOracle(lambda w: (np.nan, np.zeros(3)), 3)
+    with pytest.raises(FloatingPointError, match="non-finite risk"):
+        fr.solve(fr.Problem.from_oracle(oracle), solver="bmrm")
+    oracle = mv.FunctionOracle(lambda w: (1.0, np.full(3, np.inf)), 3)
+    with pytest.raises(FloatingPointError, match="non-finite subgradient"):
+        oracle(np.zeros(3))
