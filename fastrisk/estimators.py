@@ -754,6 +754,9 @@ class LinearRegressor(RegressorMixin, _LinearModelBase):
 def estimator_from_model(model):
     """A fitted LinearClassifier / LinearRegressor holding a LinearModel's weights (the
     model module does not import the estimators: the dependency points one way)."""
+    if not isinstance(model, LinearModel):
+        raise TypeError(f"model must be a fastrisk LinearModel (fastrisk.load(path)), got "
+                        f"{type(model).__name__}")
     params = dict(loss=model.loss, penalty=model.penalty, alpha=model.alpha,
                   loss_param=model.loss_param,
                   solver=model.solver if model.solver in SOLVERS else "auto",

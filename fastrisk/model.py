@@ -560,6 +560,9 @@ def load(path):
     Raises FileNotFoundError for a missing file and ValueError naming the file for anything
     else that is not a valid model file, whatever parser (zip, .npy header, JSON) finds it.
     """
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a file path (str, bytes or os.PathLike), got "
+                        f"{type(path).__name__}")
     path = os.fsdecode(path)  # str, bytes or a path object
     try:
         with open(path, "rb"):

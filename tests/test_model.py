@@ -786,3 +786,15 @@ def test_feature_names_go_with_the_model(tmp_path):
     with pytest.raises(ValueError, match=r"n\.frm: not a valid fastrisk model file "
                                          r"\(feature_names must be None or 5 distinct"):
         fr.load(path)
+
+
+def test_entry_points_name_a_wrong_first_argument():
+    X = np.ones((3, 2))
+    with pytest.raises(TypeError, match="^problem must be a fastrisk Problem"):
+        fr.solve(X)
+    with pytest.raises(TypeError, match="^problem must be a fastrisk Problem"):
+        fr.solve(None)
+    with pytest.raises(TypeError, match="^model must be a fastrisk LinearModel"):
+        fr.estimator_from_model(X)
+    with pytest.raises(TypeError, match="^path must be a file path"):
+        fr.load(123)

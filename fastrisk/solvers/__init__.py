@@ -108,6 +108,11 @@ def solve(problem, solver="auto", **options):
     ``solver="auto"`` picks one (fastrisk/solvers/auto.py) and, without ``max_iter``,
     runs until ``tol`` under a time limit instead of the solver's iteration default.
     ``random_state`` is checked here for every solver, those without random steps too."""
+    from fastrisk.problem import Problem
+
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a fastrisk Problem (fastrisk.Problem(X, y, ...)), got "
+                        f"{type(problem).__name__}")
     if "random_state" in options:
         check_rng(options["random_state"])
     with one_thread_at_a_time(problem, _BUSY_PROBLEM):
