@@ -86,8 +86,11 @@ class _Chunk:
             except ValueError:
                 raise ValueError(f"{path}: line {lineno}: bad label {parts[0][:20]!r}") from None
             rest = parts[1] if len(parts) > 1 else b""
-            if rest.startswith(b"qid:"):
-                rest = rest.split(None, 1)[1] if len(rest.split(None, 1)) > 1 else b""
+            if rest.startswith(b"qid"):  # skipped (the reader returns no query ids)
+                qid, rest = (rest.split(None, 1) + [b""])[:2]
+                if not (qid.startswith(b"qid:") and qid[4:].isdigit()):
+                    raise ValueError(f"{path}: line {lineno}: bad query id {qid[:20]!r} "
+                                     "(qid:<non-negative integer>)")
             rests.append(rest)
             linenos.append(lineno)
         self.labels = np.array(labels, dtype=np.float64)

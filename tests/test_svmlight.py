@@ -57,6 +57,14 @@ def test_dense_round_trip_and_empty_rows(tmp_path):
     np.testing.assert_array_equal(y2, [1, -1, 1])
 
 
+@pytest.mark.parametrize("token", ["qid:abc", "qid:", "qid:1:5", "qid:-1", "qid:1.5", "qid"])
+def test_a_malformed_query_id_is_refused_with_its_line(tmp_path, token):
+    path = tmp_path / "q.svm"
+    path.write_text(f"1 qid:1 1:2\n-1 {token} 1:1\n")
+    with pytest.raises(ValueError, match=f"q.svm: line 2: bad query id b'{token}'"):
+        load_svmlight(path)
+
+
 def test_comments_qid_and_auto_zero_based(tmp_path):
     path = tmp_path / "q.svm"
     path.write_text("# header\n+1 qid:3 1:0.5 4:2 # tail\n-1 qid:3 2:1e-3\n\n0 0:7\n")
