@@ -35,6 +35,7 @@ import struct
 import sys
 import time
 import tokenize
+import warnings
 import zipfile
 
 import numpy as np
@@ -658,12 +659,22 @@ def build_parser():
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"fastrisk: warning: {_first_line(message)}", file=sys.stderr)
+
+
 def main(argv=None, out=None):
     """Entry point of the ``fastrisk`` script; returns the exit status."""
     out = sys.stdout if out is None else out
     args = build_parser().parse_args(argv)
     try:
-        args.func(args, out)
+        with warnings.catch_warnings():
+            # the library's and scikit-learn's warnings (a solver that stopped short of
+            # tol, an undefined metric) on one line like the notes, without Python's
+            # source line; FASTRISK_DEBUG=1 keeps Python's format
+            if not os.environ.get("FASTRISK_DEBUG"):
+                warnings.showwarning = _show_warning
+            args.func(args, out)
     except UserError as exc:
         print(f"fastrisk: error: {exc}", file=sys.stderr)
         return 1

@@ -92,6 +92,20 @@ def test_a_bad_index_base_in_the_model_is_blamed_on_the_model(tmp_path, capsys, 
     assert f"MODEL {model}: info['svmlight_zero_based'] must be true, false or 'auto'" in err
 
 
+def test_warnings_are_printed_on_one_line(tmp_path, capsys):
+    # a solver stopped by its budget: the library's ConvergenceWarning as a one-line
+    # "fastrisk: warning:", without Python's file:line and source line
+    data = tmp_path / "d.svm"
+    data.write_text("".join(f"{(-1) ** i} 1:{i % 5} 2:{i % 3}\n" for i in range(40)))
+    code, _ = run(["train", data, "--solver", "bmrm", "--max-iter", "1", "--tol", "1e-12",
+                   "-o", tmp_path / "m.frm", "-q"])
+    err = capsys.readouterr().err
+    assert code == 0
+    lines = [line for line in err.splitlines() if "warning" in line.lower()]
+    assert lines and all(line.startswith("fastrisk: warning: ") for line in lines)
+    assert "cli.py" not in err
+
+
 def test_regression_and_plot(small, tmp_path):
     root, train, _, X, y = small
     plot = tmp_path / "conv.png"
