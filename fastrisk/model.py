@@ -7,7 +7,7 @@ members:
   name and version, the fastrisk version that wrote it, the loss and its
   parameter, the penalty and its parameter (``l1_ratio`` for "elasticnet",
   ``p`` for "lp"; null for the other), alpha, the solver, the training data
-  shape and solver facts (``info``: objective, certified gap, status,
+  shape and solver facts (``info``: objective, certified gap,
   iterations; JSON numbers, strings, booleans and nulls), and the SHA-256 of
   every array below;
 * ``coef`` (float64, shape (n_features,) or (n_classes, n_features));
