@@ -9,7 +9,8 @@ sparsest model), and the final model is fitted on all the data with it.  An alph
 mean score is NaN (a fold's score undefined, e.g. R^2 on a held-out fold of one row) ranks
 last, as in scikit-learn's ``GridSearchCV``; when every alpha's is NaN there is nothing to
 choose from and fit raises.  The folds are checked before any fit: every class of y must
-have members in every training fold, and every fold, training or held-out, weights of
+have members of positive weight in every training fold (a class whose weights are all 0
+is the estimator's to refuse), and every fold, training or held-out, weights of
 positive sum (the fold's fit, or its weighted score, is undefined otherwise).  Folds
 run in parallel threads (``n_jobs``; the solver kernels release the GIL), each
 fold's fits single-threaded, so the result does not depend on ``n_jobs``.
@@ -19,9 +20,12 @@ Default grid: for penalties with an l1 term, ``n_alphas`` values from
 alpha with w = 0) down to ``eps * alpha_max``, geometric; for the others,
 ``n_alphas`` values from 1 down to ``eps``.  alpha_max uses the weights of the fit
 (sample_weight times class_weight), so the grid starts where the fitted model is 0.
+When the best alpha is the last of the default grid, fit warns: a better one may lie
+below (a target far from 0 sets alpha_max through the penalized intercept).
 """
 
 import inspect
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -106,6 +110,18 @@ def _check_folds(folds, y, classifier, weights, weights_name):
                     f"splitter, or merge or drop the classes with fewer samples than folds")
     if weights is None:
         return
+    if classifier:  # a class of positive weight whose rows all weigh 0 in a training fold
+        weighted = np.unique(y[weights > 0])  # is missing from the fold's fit
+        for f, (train, _) in enumerate(folds, 1):
+            present = np.unique(y[train][weights[train] > 0])
+            missing = np.setdiff1d(weighted, present)
+            if missing.size and present.size:
+                raise ValueError(
+                    f"{weights_name}: training fold {f} of {n} gives every sample of class"
+                    f"{'es' if missing.size > 1 else ''} "
+                    f"{', '.join(repr(k.item()) for k in missing[:5])} weight 0, so its fit "
+                    f"cannot predict {'them' if missing.size > 1 else 'it'}; give those "
+                    f"rows positive weights or choose other folds (cv)")
     for f, (train, test) in enumerate(folds, 1):
         for part, rows, why in (("training", train, "its fit"),
                                 ("held-out", test, "its weighted score")):
@@ -240,7 +256,14 @@ class _CVMixin:
                 f"scoring: the mean held-out score is NaN for every alpha, so none can be "
                 f"chosen ({which}; e.g. R^2 is undefined on a held-out fold of one row); "
                 f"use fewer folds (cv) or another scoring")
-        self.alpha_ = float(alphas[int(defined[np.argmax(mean[defined])])])
+        best = int(defined[np.argmax(mean[defined])])
+        self.alpha_ = float(alphas[best])
+        if self.alphas is None and best == alphas.shape[0] - 1 and alphas.shape[0] > 1:
+            warnings.warn(
+                f"the best alpha is the smallest of the default grid ({self.alpha_:.3g} = eps "
+                f"x alpha_max): a better one may lie below it; lower eps or pass alphas (the "
+                f"intercept is penalized, so a target far from 0 sets alpha_max by its "
+                f"mean: center y, or fit_intercept=False on centered data)", UserWarning)
         # the final fit is the base estimator's, on self: its alpha is alpha_
         super().fit(X, y, sample_weight=sample_weight)
         return self

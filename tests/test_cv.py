@@ -370,3 +370,27 @@ def test_default_grid_starts_where_the_model_is_zero_for_every_loss(make, loss):
     top = single(alpha=est.alphas_[0] * 1.0001, **base).fit(X, y)
     low = single(alpha=est.alphas_[-1], **base).fit(X, y)
     assert np.abs(top.coef_).max() < 1e-8 < np.abs(low.coef_).max()
+
+
+def test_a_class_weighted_zero_in_a_training_fold_is_refused_naming_the_fold():
+    from sklearn.model_selection import StratifiedKFold
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    folds = list(StratifiedKFold(3).split(X, y))
+    w = np.ones(60)
+    w[folds[0][0][y[folds[0][0]] == 1]] = 0.0  # class 1 weighs 0 in training fold 1 only
+    with pytest.raises(ValueError, match="^sample_weight: training fold 1 of 3 gives every "
+                                         "sample of class 1 weight 0"):
+        fr.LinearClassifierCV(n_alphas=2, cv=folds).fit(X, y, sample_weight=w)
+
+
+def test_a_best_alpha_at_the_end_of_the_default_grid_warns():
+    # y far from 0 with a penalized intercept: alpha_max follows mean(y), and the best
+    # alpha of the default grid is its smallest
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(200, 5))
+    y = 1000.0 + X @ [1.0, 0.5, 0.0, 0.0, 0.0] + 0.1 * rng.normal(size=200)
+    with pytest.warns(UserWarning, match="^the best alpha is the smallest of the default grid"):
+        est = fr.LinearRegressorCV(cv=3).fit(X, y)
+    assert est.alpha_ == est.alphas_[-1]
