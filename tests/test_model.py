@@ -798,3 +798,17 @@ def test_entry_points_name_a_wrong_first_argument():
         fr.estimator_from_model(X)
     with pytest.raises(TypeError, match="^path must be a file path"):
         fr.load(123)
+
+
+def test_a_problem_whose_weight_vectors_exceed_physical_memory_is_refused(monkeypatch):
+    # with overcommit the vectors' allocation would succeed and the process be killed on
+    # touching them: refused before the run, naming the sizes
+    import fastrisk.solvers as solvers
+    import scipy.sparse as sp
+    X = sp.csr_matrix((np.ones(2), np.array([0, 3]), np.array([0, 1, 2])), shape=(2, 1000))
+    problem = fr.Problem(X, np.array([1.0, -1.0]), loss="logistic")
+    monkeypatch.setattr(solvers, "_physical_memory", lambda: 8000)
+    with pytest.raises(MemoryError, match="1000 weights: two float64 vectors"):
+        fr.solve(problem, solver="sdca")
+    monkeypatch.setattr(solvers, "_physical_memory", lambda: 10**9)
+    assert fr.solve(problem, solver="sdca").status == "converged"

@@ -10,6 +10,7 @@ in ``solver="auto"``, the estimators or the command line.
 
 import contextlib
 import importlib
+import os
 import pkgutil
 from collections.abc import Mapping
 
@@ -90,10 +91,29 @@ _BUSY_PROBLEM = ("this Problem is being solved in another thread, and its oracle
                  "same X, which is shared without a copy)")
 
 
+def _physical_memory():
+    """Bytes of physical memory, or None where the platform does not tell."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 @contextlib.contextmanager
 def sized_memory_errors(problem, solver):
     """Re-raise a failed allocation (numpy's message names only bytes and a shape) with
-    the size of ``problem`` that asked for it, e.g. an empty X 2**40 columns wide."""
+    the size of ``problem`` that asked for it, e.g. an empty X 2**40 columns wide.
+
+    Every solver holds at least two float64 vectors of n_weights (w and a gradient or
+    its running sum); when those exceed the physical memory the run is refused before
+    it starts: with the kernel's overcommit such allocations succeed and the process is
+    killed when it touches them, with no message."""
+    total = _physical_memory()
+    if total is not None and 2 * 8 * problem.n_weights > total:
+        raise MemoryError(f"not enough memory for solver {solver!r} on a problem of "
+                          f"{problem.n_samples} rows and {problem.n_weights} weights: two "
+                          f"float64 vectors of that length take {16 * problem.n_weights:.3g} "
+                          f"bytes, more than the {total:.3g} bytes of physical memory")
     try:
         yield
     except MemoryError as exc:
