@@ -25,7 +25,7 @@ Conventions (our choices where the papers leave them open):
 * G (bound on ||g_t||, used by tau_t): alpha * radius + L * max_i c_i ||x_i||,
   which is Alg. 3's sqrt(lambda) + max ||x|| for the hinge loss; the rules
   that use G need a Lipschitz loss (L = Loss.lipschitz).
-* Optimistic phases keep the current w when R doubles (warm start) and
+* Optimistic phases keep the current w when R grows (warm start) and
   restart the step counter t (lambda_{1:t}), but keep the proximal weight
   tau_{1:t} accumulated so far (Alg. 3 restarts both): restarted, the first
   step of each phase jumps by up to 2R and sets off a cascade of doublings

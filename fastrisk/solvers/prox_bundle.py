@@ -175,7 +175,8 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
                       R=None, restart=0.03):
     """Minimize an l2 ``problem`` with the proximal bundle method; see the module docstring.
 
-    R: initial norm bound (default ``min(1, 1/sqrt(alpha))``), doubled optimistically.
+    R: initial norm bound (default ``min(1, 1/sqrt(alpha))``), multiplied by sqrt(2)
+    when an iterate comes within sqrt(2 eps/alpha) of it (Algorithm 3's optimistic rule).
     restart: fraction in (0, 1) of the phase's starting gap by which the best objective
     must drop to start a new phase at the best iterate; None starts phases only when R grows.
     ``Result.extra``: lower_bound, R, tau_sum (of the last phase), n_phases, bundle_size,
