@@ -171,7 +171,7 @@ def test_stopping_budget_callback_and_validation():
     assert res.objective == min(res.history.objective)
     for bad in [dict(tol=-1), dict(max_iter=0), dict(abs_tol=-1.0), dict(max_bundle=1),
                 dict(start=np.ones(3))]:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=f"^{next(iter(bad))} must"):
             solve_bmrm(prob, **bad)
 
 

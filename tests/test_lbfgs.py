@@ -98,7 +98,7 @@ def test_rejects_l1_and_validates():
         solve_lbfgs(Problem(X, y, loss="logistic", penalty="elasticnet", l1_ratio=0.5))
     prob = Problem(X, y, loss="logistic", alpha=1e-3)
     for bad in [dict(memory=0), dict(tol=-1.0), dict(max_iter=0), dict(start=[1.0])]:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=f"^{next(iter(bad))} must"):
             solve_lbfgs(prob, **bad)
     res = solve(prob, solver="lbfgs", tol=0.0, max_iter=4)
     assert res.status == "max_iter" and res.n_iter == 4 and len(res.history) == 5

@@ -380,7 +380,7 @@ def test_warm_start_and_validation():
         solve_newton(Problem(X, y, loss="logistic", penalty="l1", n_threads=1))
     for bad in [dict(start=[1.0]), dict(cg_tol=1.5), dict(max_cg=0), dict(tol=-1.0),
                 dict(globalization="dogleg")]:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=f"^{next(iter(bad))} must"):
             solve_newton(problem, **bad)
     with pytest.raises(ValueError, match="precondition must be a bool"):
         solve_newton(problem, precondition="no")  # not bool("no"), which is True
