@@ -581,6 +581,8 @@ class DaskOracle:
         at most once per copy; the results are used only when complete.
         """
         distributed = _distributed()
+        if not self.copies:
+            raise ValueError("the DaskOracle is closed: its partitions were released")
         w = check_weights(w, self.n_weights)
         n_copies = max(len(c) for c in self.copies)
         for attempt in range(n_copies + 1):
@@ -652,7 +654,7 @@ class DaskOracle:
                            columns=False)
 
     def close(self):
-        """Release the actors and partitions on the workers."""
+        """Release the actors and partitions on the workers; later calls raise ValueError."""
         self._release_actors()
         for p in self.all_partitions:
             p.release()

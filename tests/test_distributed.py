@@ -62,6 +62,8 @@ def test_from_array_equals_local(client, a9a_small, loss, fit_intercept, weighte
     w = weights(oracle.n_weights)
     np.testing.assert_allclose(oracle(w)[1], oracle.local_equivalent(X, y, c)(w)[1])
     oracle.close()
+    with pytest.raises(ValueError, match="DaskOracle is closed"):
+        oracle(w)
 
 
 @pytest.mark.parametrize("shared", [True, False])
