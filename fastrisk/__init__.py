@@ -5,13 +5,13 @@ Minimizes ``J(w) = alpha * Omega(w) + (1/m) sum_i c_i loss(<w, x_i>, y_i)``.
 
 __version__ = "0.1.0"
 
-import os
+import os as _os
 
 # Idle OpenMP threads sleep instead of spinning, unless the user chose otherwise.  Read by
 # the OpenMP runtime when the first kernel module loads it, so it must be set here.  Spinning
 # threads compete with the working ones when the cores are shared; sleeping costs one
 # wake-up per parallel region.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from fastrisk.config import show_config
 from fastrisk.cv import LinearClassifierCV, LinearRegressorCV
