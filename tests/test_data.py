@@ -80,6 +80,22 @@ def test_intercept_is_virtual_and_row_norms_include_it():
     assert intercept == 21.0 and coef.shape == (7,)
     Dd = Dataset(X.toarray().astype(np.float32))
     np.testing.assert_allclose(Dd.row_sqnorms(), (X.toarray() ** 2).sum(1), rtol=1e-6)
+    # a squared norm beyond the largest double (1e160^2) is refused naming the row
+    big = X.toarray()
+    big[3, 0] = 1e160
+    with pytest.raises(FloatingPointError, match="^X: the squared norm of row 3 overflows"):
+        Dataset(big).row_sqnorms()
+
+
+def test_solvers_refuse_rows_whose_squared_norm_overflows():
+    """SDCA's dual step 1/||x_i||^2 vanishes on such rows, so it ran to its epoch budget
+    without moving; every solver that reads the norms refuses the data instead."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 4)) * 1e160
+    y = np.sign(X[:, 0])
+    for solver in ("sdca", "auto"):
+        with pytest.raises(FloatingPointError, match="^X: the squared norm of row 0 overflows"):
+            fr.solve(fr.Problem(X, y, loss="hinge"), solver)
 
 
 def test_label_encodings():

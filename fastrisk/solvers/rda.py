@@ -122,8 +122,9 @@ def _psi(problem):
 
 def _data_default(name, value, positive=False):
     """A step parameter's default read from the data, or a ValueError saying so when it is
-    not finite (or, ``positive``, not > 0): rows of X near the largest double, whose norms
-    overflow."""
+    not finite (or, ``positive``, not > 0): e.g. an R_emp(0) or a subgradient at 0 near the
+    ends of the double range.  (Rows whose squared norms overflow are refused by
+    ``Dataset.row_sqnorms`` before.)"""
     if not math.isfinite(value) or (positive and not value > 0.0):
         raise ValueError(f"the default {name}, from the norms of X's rows and R_emp(0), is "
                          f"{value}: scale X down or pass {name}")
