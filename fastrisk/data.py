@@ -417,7 +417,8 @@ class Dataset:
         X = check_X(X, name, repair=repair)
         if not isinstance(intercept_scaling, numbers.Real) or isinstance(intercept_scaling, bool) \
                 or not np.isfinite(intercept_scaling) or intercept_scaling < 0:
-            raise ValueError(f"intercept_scaling must be a finite number >= 0, got {intercept_scaling!r}")
+            raise ValueError("intercept_scaling must be a finite number >= 0, got "
+                             f"{intercept_scaling!r}")
         self.X = X
         self.n_samples, self.n_features = X.shape
         self.bias = float(intercept_scaling)
