@@ -146,6 +146,16 @@ def column_view(data, n_threads=1, norms=False):
     return data._columns
 
 
+def check_columns(columns, data):
+    """``columns`` when it is the column view of ``data`` (the one ``column_view(data)``
+    made and keeps on it), else ValueError: the view of another matrix of the same width
+    would be read as this one's."""
+    if columns is not getattr(data, "_columns", None) or not isinstance(columns, Columns):
+        raise ValueError("columns must be column_view(problem.data), the column copy of "
+                         "this problem's data")
+    return columns
+
+
 def nnz_chunks(indptr, grain):
     """Bounds of consecutive chunks of rows (or columns, from the column pointers) with
     about ``grain`` stored entries each: an intp array from 0 to len(indptr) - 1.  The

@@ -22,7 +22,7 @@ from fastrisk import _cd
 from fastrisk.config import solver_threads
 from fastrisk.problem import Problem
 from fastrisk.regularizers import has_l1_term
-from fastrisk.columns import column_view
+from fastrisk.columns import check_columns, column_view
 from fastrisk.solvers._checks import real_array
 from fastrisk.solvers.cd import SOLVER_INFO as CD_INFO, screens, solve_cd
 
@@ -70,7 +70,7 @@ def alpha_max(problem, columns=None):
     if CD_INFO.why_not(problem) is not None:
         return float(np.abs(problem.oracle(np.zeros(problem.n_weights))[1]).max()) / r
     data, m = problem.data, problem.n_samples
-    cols = column_view(data) if columns is None else columns
+    cols = column_view(data) if columns is None else check_columns(columns, data)
     f = np.zeros(m)
     d, g, h = np.empty(m), np.empty(m), np.empty(m)
     c = np.empty(0) if problem.sample_weight is None else problem.sample_weight

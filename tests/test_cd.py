@@ -367,6 +367,28 @@ def test_column_view_equals_scipy_csc(dtype, itype, bias):
     np.testing.assert_allclose(dense.norms, ref, rtol=1e-13, atol=0)
 
 
+def test_columns_of_another_matrix_are_refused():
+    """solve_cd and alpha_max read X through ``columns``: the view of another matrix of the
+    same shape would solve another problem, so only the problem's own view is taken (the
+    one a path shares between the Problems of its alphas, which share one Dataset)."""
+    rng = np.random.default_rng(0)
+    X, other = rng.normal(size=(30, 4)), rng.normal(size=(30, 4))
+    y = np.sign(X[:, 0])
+    problem = fr.Problem(X, y, loss="logistic", penalty="l1", alpha=1e-2)
+    foreign = column_view(fr.Problem(other, y, loss="logistic", penalty="l1").data)
+    for call in (lambda: solve_cd(problem, columns=foreign),
+                 lambda: fr.alpha_max(problem, columns=foreign),
+                 lambda: solve_cd(problem, columns="x")):
+        with pytest.raises(ValueError, match="columns must be column_view\\(problem.data\\)"):
+            call()
+    own = column_view(problem.data)
+    same_data = fr.Problem(problem.data, y, loss="logistic", penalty="l1", alpha=5e-3)
+    a = solve_cd(same_data, columns=own, tol=1e-10, random_state=0)
+    b = solve_cd(fr.Problem(X, y, loss="logistic", penalty="l1", alpha=5e-3), tol=1e-10,
+                 random_state=0)
+    np.testing.assert_array_equal(a.w, b.w)
+
+
 @pytest.mark.parametrize("bias", [0.0, 2.5])
 @pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("direct_bytes", [0, DIRECT_BYTES])

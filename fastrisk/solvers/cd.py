@@ -96,7 +96,7 @@ import math
 import numpy as np
 
 from fastrisk import _cd
-from fastrisk.columns import Columns, column_view
+from fastrisk.columns import check_columns, column_view
 from fastrisk.config import solver_threads
 from fastrisk.regularizers import penalty_weights
 from fastrisk.solvers._checks import check_bool, check_choice, check_int, check_rng, start_weights
@@ -208,9 +208,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     threads = max(1, min(solver_threads(problem, n_threads), data.nnz // PASS_GRAIN))
     curv = problem.loss.curvature  # sup l'', None when unbounded
     screen = screens(problem, screening)
-    cols = column_view(data, threads, norms=screen) if columns is None else columns
-    if not isinstance(cols, Columns) or cols.indptr.shape != (n_weights + 1,):
-        raise ValueError("columns must be column_view(problem.data)")
+    cols = column_view(data, threads, norms=screen) if columns is None else \
+        check_columns(columns, data)
     kid, p, y = loss.spec.kernel_id, loss.param, problem.y
     c = problem.sample_weight
     c_arg = np.empty(0) if c is None else c
