@@ -88,8 +88,8 @@ def test_intercept_is_virtual_and_row_norms_include_it():
 
 
 def test_solvers_refuse_rows_whose_squared_norm_overflows():
-    """SDCA's dual step 1/||x_i||^2 vanishes on such rows, so it ran to its epoch budget
-    without moving; every solver that reads the norms refuses the data instead."""
+    """SDCA's dual step 1/||x_i||^2 vanishes on such rows, so it would run to its epoch
+    budget without moving; every solver that reads the norms refuses the data instead."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((30, 4)) * 1e160
     y = np.sign(X[:, 0])

@@ -642,7 +642,7 @@ def test_threshold_beyond_the_doubles_gives_zero():
 
 @pytest.mark.parametrize("solver,options", [
     ("rda", {}), ("rda", {"adaptive": True}), ("sgd_l1", {}), ("truncated_gradient", {})])
-def test_a_default_step_the_data_overflows_is_named(solver, options):
+def test_default_steps_name_the_row_whose_norm_overflows(solver, options):
     """Rows near the largest double overflow the norms that the default gamma and eta of
     RDA and of the truncation solvers are read from: the message names the first row
     whose squared norm overflows (Dataset.row_sqnorms)."""
