@@ -449,15 +449,16 @@ class Dataset:
         """||x_i||^2 including the intercept feature, as float64 (one pass over the rows,
         no temporaries of X's size).
 
-        Raises FloatingPointError naming the first row whose squared norm overflows (entries
-        near 1e154 or more): the step sizes and curvature bounds of the solvers that read
-        the norms would be infinite, and a dual step 1/||x_i||^2 would vanish for ever.
+        Raises ValueError naming the first row whose squared norm overflows (entries near
+        1e154 or more): the step sizes and curvature bounds of the solvers that read the
+        norms would be infinite, and a dual step 1/||x_i||^2 would vanish for ever; only
+        scaling X helps.
         """
         norms = _sdca.row_sqnorms(self.data, self.indices, self.indptr, self.dense, self.bias,
                                   np.empty(self.n_samples))
         bad = np.flatnonzero(~np.isfinite(norms))
         if bad.size:
-            raise FloatingPointError(f"X: the squared norm of row {bad[0]} overflows float64 "
+            raise ValueError(f"X: the squared norm of row {bad[0]} overflows float64 "
                                      "(entries near 1e154 or more); scale X down")
         return norms
 

@@ -83,7 +83,7 @@ def test_intercept_is_virtual_and_row_norms_include_it():
     # a squared norm beyond the largest double (1e160^2) is refused naming the row
     big = X.toarray()
     big[3, 0] = 1e160
-    with pytest.raises(FloatingPointError, match="^X: the squared norm of row 3 overflows"):
+    with pytest.raises(ValueError, match="^X: the squared norm of row 3 overflows"):
         Dataset(big).row_sqnorms()
 
 
@@ -94,7 +94,7 @@ def test_solvers_refuse_rows_whose_squared_norm_overflows():
     X = rng.standard_normal((30, 4)) * 1e160
     y = np.sign(X[:, 0])
     for solver in ("sdca", "auto"):
-        with pytest.raises(FloatingPointError, match="^X: the squared norm of row 0 overflows"):
+        with pytest.raises(ValueError, match="^X: the squared norm of row 0 overflows"):
             fr.solve(fr.Problem(X, y, loss="hinge"), solver)
 
 

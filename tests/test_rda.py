@@ -651,5 +651,5 @@ def test_default_steps_name_the_row_whose_norm_overflows(solver, options):
     norms = (X / 1e154) ** 2
     assert norms[0].sum() < 1.7976 < norms[1].sum()  # 1.7976e308: the largest double
     problem = fr.Problem(X, np.sign(X[:, 0]), loss="squared_hinge", penalty="l1")
-    with pytest.raises(FloatingPointError, match="^X: the squared norm of row 1 overflows"):
+    with pytest.raises(ValueError, match="^X: the squared norm of row 1 overflows"):
         fr.solve(problem, solver, max_iter=3, **options)
