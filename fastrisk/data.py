@@ -253,8 +253,10 @@ def check_X(X, name="X", layout=True, repair=False):
     return X
 
 
-def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
-    """None, or a finite non-negative float64 vector of length n_samples with a positive sum."""
+def check_sample_weight(sample_weight, n_samples, name="sample_weight", positive_sum=True):
+    """None, or a finite non-negative float64 vector of length n_samples with a positive sum
+    (``positive_sum=False``: a zero sum too, for a part of the rows whose whole is checked
+    elsewhere)."""
     if sample_weight is None:
         return None
     if sp.issparse(sample_weight):  # np.asarray makes it a 0-d object array
@@ -272,12 +274,19 @@ def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
     if (c < 0).any():
         raise ValueError(f"{name} must be non-negative")
     total = c.sum()
-    if total <= 0:
+    if total <= 0 and positive_sum:
         raise ValueError(f"{name} must have a positive sum")
     if not np.isfinite(total):  # the risk (1/m) sum_i c_i l_i would overflow with it
         raise ValueError(f"{name} sums to infinity; rescale it (only its ratios and the "
                          "scale of the risk against alpha matter)")
     return np.ascontiguousarray(c)
+
+
+def check_counts(y, loss_name):
+    """y itself when no target is negative (losses of the "counts" task), else ValueError."""
+    if (y < 0).any():
+        raise ValueError(f"y must be non-negative for the {loss_name} loss")
+    return y
 
 
 def check_targets(y, n_samples, name="y"):

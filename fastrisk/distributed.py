@@ -42,8 +42,8 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 
-from fastrisk.data import (Dataset, _check_labels, _required, check_sample_weight, check_targets,
-                           check_X)
+from fastrisk.data import (Dataset, _check_labels, _required, check_counts, check_sample_weight,
+                           check_targets, check_X)
 from fastrisk.losses import Loss
 from fastrisk.oracle import LocalOracle, check_weights, partition_rows
 from fastrisk.solvers._checks import check_bool, check_int, check_number
@@ -166,9 +166,12 @@ class Partition:
             y = np.zeros(m)
         else:
             y = check_targets(y, m)
-        # the row path: the sums of LocalOracle's partitions (its column path adds others)
-        self.oracle = LocalOracle(data, loss, y, check_sample_weight(c, m), n_partitions=1,
-                                  n_threads=n_threads, columns=False)
+            if task == "counts":
+                check_counts(y, loss.name)
+        # the row path: the sums of LocalOracle's partitions (its column path adds others);
+        # a partition's weights may sum to 0, the whole's sum is checked by DaskOracle
+        self.oracle = LocalOracle(data, loss, y, check_sample_weight(c, m, positive_sum=False),
+                                  n_partitions=1, n_threads=n_threads, columns=False)
 
     def conjugates_at_zero(self):
         """c_i l*(0, y_i) of the rows (for the risk floor of BMRM's first cut)."""

@@ -11,6 +11,7 @@ import numpy as np
 
 from fastrisk.data import (
     Dataset,
+    check_counts,
     check_sample_weight,
     check_targets,
     encode_binary,
@@ -70,8 +71,8 @@ class Problem:
             self.y = np.zeros(m) if y is None else check_targets(y, m)
         else:
             self.y = check_targets(y, m)
-            if task == "counts" and (self.y < 0).any():
-                raise ValueError(f"y must be non-negative for the {loss} loss")
+            if task == "counts":
+                check_counts(self.y, self.loss.name)
         if self.loss.spec.vector:
             self.oracle = VectorOracle(self.data, loss, self.y, self.n_classes,
                                        self.sample_weight, n_partitions=n_partitions,

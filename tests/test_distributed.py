@@ -198,6 +198,28 @@ def test_validation_errors(client, a9a_small):
         DaskOracle.from_array(client, X[:50], y[:50], n_partitions=[20, 20])
 
 
+def test_partitions_check_targets_and_weights_as_problem_does(client):
+    """A partition whose sample weights are all zero is fine when the whole has a positive
+    sum (as for Problem): the oracle equals the local one on the same rows; negative
+    targets of a counts loss (poisson) are refused by name, as Problem refuses them."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 5))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    c = np.r_[np.zeros(30), np.ones(30)]
+    oracle = DaskOracle.from_array(client, X, y, sample_weight=c, loss="logistic",
+                                   n_partitions=2)
+    w = rng.standard_normal(5)
+    local = LocalOracle(fr.Dataset(X), fr.Loss("logistic"), y, c, n_partitions=[30, 30],
+                        n_threads=oracle.n_threads, columns=False)
+    value, grad = oracle(w)
+    assert value == local(w)[0] and np.array_equal(grad, local(w)[1])
+    oracle.close()
+    with pytest.raises(ValueError, match="sample_weight must have a positive sum"):
+        DaskOracle.from_array(client, X, y, sample_weight=np.zeros(60), n_partitions=2)
+    with pytest.raises(ValueError, match="y must be non-negative for the poisson loss"):
+        DaskOracle.from_array(client, X, -np.ones(60), loss="poisson", n_partitions=2)
+
+
 def small_problem(seed=0):
     rng = np.random.default_rng(seed)
     return rng.random((20, 4)), np.where(np.arange(20) % 2, 1.0, -1.0)
