@@ -653,3 +653,16 @@ def test_default_steps_name_the_row_whose_norm_overflows(solver, options):
     problem = fr.Problem(X, np.sign(X[:, 0]), loss="squared_hinge", penalty="l1")
     with pytest.raises(ValueError, match="^X: the squared norm of row 1 overflows"):
         fr.solve(problem, solver, max_iter=3, **options)
+
+
+def test_a_non_finite_objective_is_an_error():
+    """One weight of 1e300 (valid: finite, with a finite sum) makes the weighted loss of
+    RDA's iterate overflow although its weights stay finite: a FloatingPointError naming
+    the solver, not a Result with J = inf."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 5))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    problem = fr.Problem(X, y, loss="logistic", sample_weight=np.r_[1e300, np.ones(59)])
+    with np.errstate(over="ignore", invalid="ignore"):
+        with pytest.raises(FloatingPointError, match="^rda: J\\(w\\) is not finite"):
+            fr.solve(problem, "rda", max_iter=5, random_state=0)

@@ -85,6 +85,15 @@ def other_solvers(problem, solver):
     return f"solvers for this problem: {names}" if names else "no other solver takes it"
 
 
+def _check_objective(solver, J):
+    """FloatingPointError when J of the certified iterate is not finite: its weights are
+    finite (the kernels check them), but a score or a weighted loss overflowed."""
+    if not math.isfinite(J):
+        raise FloatingPointError(f"{solver}: J(w) is not finite at the iterate (a score or a "
+                                 "weighted loss overflowed); scale X or sample_weight down, "
+                                 "or lower the step size")
+
+
 def run_epochs(problem, solver, method, *, tol, abs_tol, max_iter, time_limit, callback,
                verbose, check_every):
     """Run ``method`` epoch by epoch until a stop status; returns the Result."""
@@ -103,6 +112,7 @@ def run_epochs(problem, solver, method, *, tol, abs_tol, max_iter, time_limit, c
                     or (check_every and epochs % check_every == 0)
                     or (time_limit is not None and mon.elapsed() >= time_limit)):
                 last = method.certify()
+                _check_objective(solver, last[1])
                 status = mon.check(epochs, *last, keep_best=False)
                 if checked:
                     checked(epochs)
