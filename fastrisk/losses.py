@@ -288,6 +288,10 @@ def vector_loss(name, F, y, *, cost=None, beta=1.0, M=None):
             raise ValueError(f"y must be a target matrix of shape {F.shape}, got {Y.shape}")
         if M.shape != (F.shape[1],) * 2 or not np.allclose(M, M.T):
             raise ValueError(f"M must be a symmetric ({F.shape[1]}, {F.shape[1]}) matrix")
+        # an indefinite M makes the loss, and J, unbounded below
+        if np.linalg.eigvalsh(M).min() < -1e-12 * max(1.0, float(np.abs(M).max())):
+            raise ValueError("M must be positive semidefinite (an indefinite M makes the "
+                             "risk unbounded below)")
         R = F - Y
         G = R @ M
         return 0.5 * np.einsum("ij,ij->i", G, R), G

@@ -161,7 +161,9 @@ class FBeta:
     """
 
     def __init__(self, beta=1.0):
-        self.beta = check_number(beta, "beta", 0.0, low_open=True)
+        # beta^2 (1 + m) must stay finite in F_beta's sums; beyond 1e100, F_beta is recall
+        # to every digit of a double
+        self.beta = check_number(beta, "beta", 0.0, 1e100, low_open=True)
 
     def check_targets(self, y, n_samples):
         return _binary_labels(y, n_samples)
@@ -320,7 +322,8 @@ class ScaledSoftMargin:
 
 class MultivariateRegression:
     """Mean of 0.5 (f - y)^T M (f - y) over samples; y is a finite (m, k) target matrix
-    (or a vector of m targets when k = 1); M a finite symmetric k x k matrix."""
+    (or a vector of m targets when k = 1); M a finite symmetric positive semidefinite k x k
+    matrix."""
 
     def __init__(self, M):
         M = _square_matrix(M, "M")

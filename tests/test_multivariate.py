@@ -449,9 +449,11 @@ def test_ranking_checks_query_and_relevance_when_built():
 
 
 @pytest.mark.parametrize("build,message", [
-    pytest.param(lambda: FBeta(True), "beta must be a finite number > 0, got True",
+    pytest.param(lambda: FBeta(True), "beta must be a finite number > 0 .*, got True",
                  id="fbeta-bool"),
     pytest.param(lambda: FBeta(np.inf), "beta must be a finite number > 0", id="fbeta-inf"),
+    pytest.param(lambda: FBeta(1e160), "beta must be a finite number > 0 and <= 1e\\+100",
+                 id="fbeta-huge"),
     pytest.param(lambda: ScaledSoftMargin(3, beta=True),
                  "beta must be a finite number >= 0, got True", id="ssm-beta-bool"),
     pytest.param(lambda: ScaledSoftMargin(3, beta=-1.0), "beta must be a finite number >= 0",
@@ -468,6 +470,8 @@ def test_ranking_checks_query_and_relevance_when_built():
                  "M must be a symmetric", id="mvr-asymmetric"),
     pytest.param(lambda: MultivariateRegression([[np.inf]]), "M contains NaN or infinity",
                  id="mvr-inf"),
+    pytest.param(lambda: MultivariateRegression([[1.0, 0.0], [0.0, -1.0]]),
+                 "M must be positive semidefinite", id="mvr-indefinite"),
     pytest.param(lambda: RankingLoss(np.zeros(4), k=True),
                  "k must be None or an integer >= 1", id="ranking-k-bool"),
     pytest.param(lambda: FunctionOracle(lambda w: (0.0, w), 3, risk_floor=True),
@@ -475,7 +479,7 @@ def test_ranking_checks_query_and_relevance_when_built():
 ])
 def test_loss_constructors_refuse_bad_numbers(build, message):
     """Bool, non-finite or out-of-range beta, and cost / M that are not finite square
-    matrices of the right size, are refused by name."""
+    matrices of the right size (M also positive semidefinite), are refused by name."""
     with pytest.raises(ValueError, match=message):
         build()
 
