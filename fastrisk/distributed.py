@@ -316,6 +316,7 @@ class DaskOracle:
         host (False: always over the network).
         """
         self.client = client
+        n_features = check_int(n_features, "n_features", low=1, allow_none=True)
         self.loss = loss if isinstance(loss, Loss) else Loss(loss, loss_param)
         if self.loss.spec.vector:
             raise ValueError(f"DaskOracle supports the scalar losses, not {self.loss.name!r}")
@@ -407,9 +408,7 @@ class DaskOracle:
             n_partitions = max(1, sum(w["nthreads"] for w in
                                       client.scheduler_info()["workers"].values()))
         workers = sorted(client.scheduler_info()["workers"])
-        if not isinstance(replicas, (int, np.integer)) or not 1 <= replicas <= len(workers):
-            raise ValueError(f"replicas must be an integer in [1, {len(workers)}] (the number "
-                             f"of workers), got {replicas!r}")
+        replicas = check_int(replicas, "replicas", low=1, high=len(workers))  # <= workers
         copies = []
         for k, (a, b) in enumerate(partition_rows(m, n_partitions)):
             chunk = (X[a:b], y[a:b], None if c is None else c[a:b])
@@ -430,6 +429,7 @@ class DaskOracle:
         from fastrisk.svmlight import check_zero_based
 
         zero_based = check_zero_based(zero_based)  # here, not on every worker
+        n_features = check_int(n_features, "n_features", low=1, allow_none=True)
         paths = [os.fspath(p) for p in paths]
         chunks = [client.submit(_load_svmlight_chunk, p, n_features, dtype, zero_based,
                                 pure=False) for p in paths]
@@ -690,8 +690,18 @@ def make_dask_problem(source, y=None, *, client=None, loss="hinge", penalty="l2"
     "lbfgs")``; ``problem.oracle`` is the DaskOracle and ``problem.classes_``
     the original binary labels.
     """
-    from fastrisk.problem import Problem
+    from fastrisk.problem import Problem, check_alpha
+    from fastrisk.regularizers import make_regularizer
 
+    # the problem's own arguments first, before any data are sent to the workers
+    check_alpha(alpha)
+    make_regularizer(penalty, l1_ratio=l1_ratio, p=p)
+    if isinstance(source, (list, tuple)) and not source:
+        raise ValueError("source is empty: pass svmlight files, a dask collection or an X")
+    if isinstance(source, (str, os.PathLike)):
+        raise ValueError(f"source must be a list of svmlight files, a dask collection or an "
+                         f"in-memory X; got the single path {os.fspath(source)!r}: pass "
+                         f"[{os.fspath(source)!r}]")
     client = get_client(client)
     options = {"loss": loss, "loss_param": loss_param, "fit_intercept": fit_intercept,
                "intercept_scaling": intercept_scaling, "n_threads": n_threads}

@@ -220,6 +220,27 @@ def test_partitions_check_targets_and_weights_as_problem_does(client):
         DaskOracle.from_array(client, X, -np.ones(60), loss="poisson", n_partitions=2)
 
 
+def test_make_dask_problem_checks_its_arguments_by_name(client, tmp_path):
+    """The problem's own arguments are checked before any data are sent; a single path, an
+    empty source, a non-integer n_features and a bool replicas are refused by name."""
+    X, y = small_problem()
+    sent = len(client.who_has())
+    with pytest.raises(ValueError, match="alpha must be a finite number > 0"):
+        make_dask_problem(X, y, client=client, alpha=-1)
+    with pytest.raises(ValueError, match="penalty must be one of"):
+        make_dask_problem(X, y, client=client, penalty="l3")
+    assert len(client.who_has()) == sent  # nothing was scattered
+    with pytest.raises(ValueError, match="source must be a list of svmlight files.*single path"):
+        make_dask_problem(str(tmp_path / "data.svm"), client=client)
+    with pytest.raises(ValueError, match="source is empty"):
+        make_dask_problem([], client=client)
+    for bad in ("5", 5.0, True):
+        with pytest.raises(ValueError, match="n_features must be"):
+            make_dask_problem(X, y, client=client, n_features=bad)
+    with pytest.raises(ValueError, match="replicas must be an integer"):
+        make_dask_problem(X, y, client=client, replicas=True)
+
+
 def small_problem(seed=0):
     rng = np.random.default_rng(seed)
     return rng.random((20, 4)), np.where(np.arange(20) % 2, 1.0, -1.0)
