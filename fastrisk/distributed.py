@@ -234,6 +234,20 @@ class PartitionActor:
         return value, time.perf_counter() - start, os.getpid()
 
 
+SHM_DIR = "/dev/shm"  # where POSIX shared memory lives on Linux (a tmpfs)
+
+
+def _shared_memory_fits(nbytes):
+    """False when the shared-memory file system has less than ``nbytes`` free: tmpfs
+    accepts a block's size and the first write beyond its space kills the process with
+    SIGBUS (e.g. a container's 64 MiB /dev/shm), so such blocks go over the network."""
+    try:
+        st = os.statvfs(SHM_DIR)
+    except OSError:  # not Linux: shared memory is not a size-limited tmpfs there
+        return True
+    return nbytes <= st.f_bavail * st.f_frsize
+
+
 def _open_shared(name, n):
     """n float64 of the client's shared-memory block ``name``, mapped from /dev/shm.
 
@@ -528,6 +542,8 @@ class DaskOracle:
 
         n = self.n_weights
         if self._shared is None:
+            if not _shared_memory_fits(8 * (n + 2) + 8 * max(n, 1) * len(self.copies)):
+                return False
             blocks = [shared_memory.SharedMemory(create=True, size=8 * (n + 2))]
             blocks += [shared_memory.SharedMemory(create=True, size=8 * max(n, 1))
                        for _ in self.copies]

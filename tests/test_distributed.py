@@ -81,6 +81,24 @@ def test_transports_equal_local(client, a9a_small, shared):
     oracle.close()
 
 
+def test_a_full_shared_memory_falls_back_to_the_network(client, a9a_small, monkeypatch):
+    """When the shared-memory file system has less room than the blocks (a container's
+    small /dev/shm), the oracle passes w and the gradients over the network: writing
+    beyond a tmpfs's space kills the process with SIGBUS."""
+    import fastrisk.distributed as distributed
+
+    X, y = a9a_small
+    n = X.shape[1]  # the weights: no intercept
+    blocks = 8 * (n + 2) + 8 * n * 2  # w and one gradient per partition
+    assert distributed._shared_memory_fits(blocks)  # the test machine has the room
+    monkeypatch.setattr(os, "statvfs", lambda path: type(
+        "S", (), {"f_bavail": blocks // 4096, "f_frsize": 4096})())  # one page short
+    oracle = DaskOracle.from_array(client, X, y, loss="hinge", n_partitions=2)
+    assert_same(oracle, oracle.local_equivalent(X, y))
+    assert oracle.transport == "network"
+    oracle.close()
+
+
 def test_from_array_dense_two_threads(client, a9a_small):
     """Dense rows, 2 OpenMP threads per partition: the same blocks and order as locally."""
     X, y = a9a_small
