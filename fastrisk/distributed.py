@@ -317,6 +317,8 @@ class DaskOracle:
     over the network: 0 through shared memory).
     """
 
+    checked = True  # the compiled kernels over checked partitions (Problem.from_oracle)
+
     def __init__(self, client, chunks, *, loss="hinge", loss_param=None, fit_intercept=False,
                  intercept_scaling=1.0, n_features=None, n_threads=None, shared_memory=True):
         """Turn chunk futures (X, y, sample_weight) on the workers into partitions.

@@ -55,6 +55,7 @@ from fastrisk.data import (
     encode_labels,
 )
 from fastrisk.losses import vector_loss
+from fastrisk.oracle import checked_output
 from fastrisk.solvers._checks import check_choice, check_int, check_number, real_array
 
 
@@ -371,6 +372,8 @@ class ScoreOracle:
     checks it here, and ``risk`` gets what that returns.
     """
 
+    checked = True  # a non-finite risk or gradient of the loss raises (``__call__``)
+
     def __init__(self, X, y, loss, *, fit_intercept=False, intercept_scaling=1.0):
         if not callable(getattr(loss, "risk", None)):
             raise TypeError("loss must have a method risk(f, y) -> (value, gradient wrt f)")
@@ -425,19 +428,11 @@ class FunctionOracle:
         self.risk_floor = check_number(risk_floor, "risk_floor")
         self.n_calls = 0
 
+    checked = True  # its outputs pass checked_output (Problem.from_oracle)
+
     def __call__(self, w):
         self.n_calls += 1
-        value, grad = self.func(np.asarray(w, dtype=np.float64))
-        grad = np.asarray(grad, dtype=np.float64)
-        if grad.shape != (self.n_weights,):
-            raise ValueError(f"the oracle returned a subgradient of shape {grad.shape}, "
-                             f"expected ({self.n_weights},)")
-        value = float(value)
-        if not (np.isfinite(value) and np.isfinite(grad).all()):
-            raise FloatingPointError(f"the oracle returned a non-finite "
-                                     f"{'risk' if not np.isfinite(value) else 'subgradient'} "
-                                     f"(risk {value!r}); a solver cannot go on from it")
-        return value, grad
+        return checked_output(self.func(np.asarray(w, dtype=np.float64)), self.n_weights)
 
 
 def make_problem(X, y, loss, *, penalty="l2", alpha=1e-4, fit_intercept=False,

@@ -55,6 +55,46 @@ class RiskOracle(Protocol):
         """Return (R_emp(w), a subgradient of R_emp at w)."""
 
 
+def checked_output(output, n_weights):
+    """A user-defined oracle's ``(risk, subgradient)`` as (float, float64 vector), or an
+    error naming what is wrong: TypeError / ValueError for another shape, and
+    FloatingPointError for a non-finite risk or subgradient, from which no solver can go on
+    (a NaN risk compares false with everything, so a bound test would read it as met)."""
+    try:
+        value, grad = output
+        value, grad = float(value), np.asarray(grad, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError("the oracle must return (risk, subgradient): a real number and a "
+                        f"real vector, got {type(output).__name__}") from None
+    if grad.shape != (n_weights,):
+        raise ValueError(f"the oracle returned a subgradient of shape {grad.shape}, "
+                         f"expected ({n_weights},)")
+    if not (math.isfinite(value) and np.isfinite(grad).all()):
+        raise FloatingPointError(f"the oracle returned a non-finite "
+                                 f"{'risk' if not math.isfinite(value) else 'subgradient'} "
+                                 f"(risk {value!r}); a solver cannot go on from it")
+    return value, grad
+
+
+class CheckedOracle:
+    """A user-defined RiskOracle whose outputs pass ``checked_output``; its other attributes
+    are the wrapped oracle's.  fastrisk's own oracles that check (or cannot produce) bad
+    outputs say so with ``checked = True`` and are used as they are."""
+
+    checked = True
+
+    def __init__(self, oracle):
+        self.oracle = oracle
+
+    def __getattr__(self, name):
+        if name == "oracle":  # not set yet: no recursion through __getattr__
+            raise AttributeError(name)
+        return getattr(self.oracle, name)
+
+    def __call__(self, w):
+        return checked_output(self.oracle(w), self.oracle.n_weights)
+
+
 def partition_rows(n_samples, n_partitions):
     """Contiguous [start, stop) row ranges.
 

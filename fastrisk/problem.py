@@ -18,7 +18,7 @@ from fastrisk.data import (
     encode_multiclass,
 )
 from fastrisk.losses import Loss
-from fastrisk.oracle import LocalOracle, VectorOracle
+from fastrisk.oracle import CheckedOracle, LocalOracle, VectorOracle
 from fastrisk.regularizers import make_regularizer
 from fastrisk.solvers._checks import check_bool, check_number
 
@@ -94,13 +94,18 @@ class Problem:
         (a lower bound on R_emp, 0 when absent).  ``n_features`` and ``bias`` (the
         intercept feature's value, 0 = none) and ``n_classes`` describe how w
         splits into coef_ and intercept_; by default w is all coef_.  ``data``
-        and ``y`` are None: the data live inside the oracle.
+        and ``y`` are None: the data live inside the oracle.  An oracle without
+        ``checked = True`` (fastrisk's own have it) is wrapped in
+        ``fastrisk.oracle.CheckedOracle``: a non-finite risk or subgradient raises
+        FloatingPointError, a wrong shape ValueError, instead of misleading the solver.
         """
         for name in ("n_samples", "n_weights"):
             if not isinstance(getattr(oracle, name, None), (int, np.integer)):
                 raise TypeError(f"oracle must have an integer attribute {name!r}")
         if not callable(oracle):
             raise TypeError("oracle must be callable: oracle(w) -> (risk, subgradient)")
+        if not getattr(oracle, "checked", False):  # a user-defined risk: check its outputs
+            oracle = CheckedOracle(oracle)
         self = cls.__new__(cls)
         self.loss, self.penalty, self.alpha = loss, penalty, check_alpha(alpha)
         self.regularizer = make_regularizer(penalty, l1_ratio=l1_ratio, p=p)

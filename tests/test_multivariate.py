@@ -523,3 +523,33 @@ def test_a_function_oracle_with_a_nonfinite_risk_stops_the_solver():
     oracle = mv.FunctionOracle(lambda w: (1.0, np.full(3, np.inf)), 3)
     with pytest.raises(FloatingPointError, match="non-finite subgradient"):
         oracle(np.zeros(3))
+
+
+@pytest.mark.parametrize("solver", ["bmrm", "lbfgs", "prox_bundle"])
+def test_user_oracles_with_bad_outputs_are_refused(solver):
+    """A user-defined risk (any object with n_samples, n_weights and __call__) whose value
+    or subgradient is not finite, or whose subgradient has the wrong shape, stops the run
+    with an error: L-BFGS had reported a NaN risk as converged, with no weights."""
+    class Risk:
+        n_samples, n_weights = 1, 5
+
+        def __init__(self, out):
+            self.out = out
+
+        def __call__(self, w):
+            return self.out(w)
+
+    cases = [(lambda w: (np.nan, 2 * (w - 1)), FloatingPointError, "non-finite risk"),
+             (lambda w: (float(np.sum((w - 1) ** 2)), np.full(5, np.inf)), FloatingPointError,
+              "non-finite subgradient"),
+             (lambda w: (0.0, np.zeros(4)), ValueError, r"subgradient of shape \(4,\)"),
+             (lambda w: 1.0, TypeError, "must return \\(risk, subgradient\\)")]
+    for out, error, message in cases:
+        with pytest.raises(error, match=message):
+            fr.solve(fr.Problem.from_oracle(Risk(out)), solver)
+    # a good one: the minimizer of alpha/2 ||w||^2 + ||w - 1||^2, w = 2 / (2 + alpha)
+    good = fr.Problem.from_oracle(Risk(lambda w: (float(np.sum((w - 1) ** 2)), 2 * (w - 1))),
+                                  alpha=0.5)
+    assert good.oracle.n_weights == 5  # the wrapper shows the oracle's attributes
+    res = fr.solve(good, solver, tol=1e-10)
+    np.testing.assert_allclose(res.w, np.full(5, 2 / 2.5), rtol=1e-4)
