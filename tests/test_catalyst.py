@@ -2,8 +2,8 @@
 Zhang 2014, Algorithm 2) against independent optima.
 
 References, on the same objective (C = 1/(alpha m), no intercept): the binary hinge
-as a quadratic program with slacks (scipy's trust-constr; LIBLINEAR's LinearSVC stops
-about 4e-4 relative above the optimum at this alpha), scikit-learn's lbfgs
+as a quadratic program with slacks (scipy's trust-constr; LIBLINEAR's LinearSVC does not
+stop close enough to the optimum at this alpha), scikit-learn's lbfgs
 LogisticRegression for the logistic and softmax losses, LIBLINEAR's Crammer-Singer
 solver for the multiclass hinge.  alpha is small enough (alpha m well below
 max ||x_i||^2) that the outer loop runs with kappa > 0.  Tolerances: 1e-6 relative

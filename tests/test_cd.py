@@ -75,8 +75,8 @@ def test_restricted_iterations_on_a_wide_problem_match_liblinear():
     # 2000 sparse columns, 120 examples: after the first iteration the working set holds far
     # fewer than RESTRICT of the columns, so the next ones read only that set; the columns
     # left out must re-enter at the certificate iterations: the optimum and support of
-    # LIBLINEAR's l1-logistic (both to ~1e-9: objectives to 1e-6 relative; LIBLINEAR at
-    # its default 1e-12 creeps for seconds here) are reached
+    # LIBLINEAR's l1-logistic (both to ~1e-9: objectives to 1e-6 relative; LIBLINEAR's
+    # default 1e-12 is slow here) are reached
     rng = np.random.default_rng(3)
     X = sp.random(120, 2000, density=0.02, format="csr", random_state=rng)
     y = np.sign(X @ rng.standard_normal(2000) + 0.1 * rng.standard_normal(120))

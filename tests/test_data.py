@@ -200,10 +200,10 @@ def _csr(data, indices, indptr, shape):
 
 
 MALFORMED = [
-    # issue 13: column 10**8 of 5 made SDCA segfault
+    # a column index far beyond n_features (a kernel would index outside w)
     (lambda: sp.csr_matrix((np.ones(3), np.array([0, 10**8, 2]), np.array([0, 1, 2, 3])),
                            shape=(3, 5)), "column index 100000000 out of range"),
-    # issue 20: a column equal to n_features trained the intercept's weight
+    # a column equal to n_features (it would index the intercept's weight)
     (lambda: _csr(np.ones(3), [0, 5, 2], [0, 1, 2, 3], (3, 5)),
      r"column index 5 out of range \[0, 5\) \(1-based indices\?"),
     (lambda: _csr(np.ones(3), [0, -3, 2], [0, 1, 2, 3], (3, 5)), "column index -3"),

@@ -408,7 +408,7 @@ def test_fit_equals_local_fit(client, a9a_small, solver, loss):
     lprob = fr.Problem(X, y, loss=loss, alpha=1e-2, fit_intercept=True,
                        n_partitions=dprob.oracle.partition_sizes, n_threads=1)
     fits = [fr.solve(p, solver=solver, tol=1e-2, max_iter=30) for p in (dprob, lprob)]
-    assert fits[0].status == fits[1].status  # converged (bmrm: 26, lbfgs: 8 steps) or max_iter
+    assert fits[0].status == fits[1].status  # converged or max_iter, the same
     np.testing.assert_array_equal(fits[0].w, fits[1].w)
     assert fits[0].n_iter == fits[1].n_iter > 5
     assert fits[0].objective == fits[1].objective

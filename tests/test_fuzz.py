@@ -292,9 +292,6 @@ def reference_objective(problem, dense, y_encoded, w, loss, alpha, c):
     return alpha * problem.regularizer.value(w) + np.sum(c * values) / m
 
 
-# Found by this test, in the solver (not in input validation), left for its owner:
-# BMRM's inner solvers raise RuntimeError "HiGHS failed on the BMRM LP" (hinge, l1, tiny
-# data) and IndexError in project_simplex (elasticnet, alpha=1e300).
 @pytest.mark.parametrize("solver", sorted(fr.SOLVERS))
 @fuzz
 @given(fault=st.sampled_from(["none"] * 4 + ["X", "y", "weights", "alpha"]),
@@ -653,11 +650,11 @@ def test_cli(cli_files, command, data, model, options):
 
 def test_degenerate_problems_found_by_the_fuzzer():
     """Cases the fuzzer found, kept as plain regressions (each checked against a closed form)."""
-    # all-zero X: every loss derivative multiplies a zero row, so w stays 0 (was a division by 0)
+    # all-zero X: every loss derivative multiplies a zero row, so w stays 0
     res = fr.solve(fr.Problem(np.zeros((1, 1)), [0.5], loss="squared", penalty="l1"),
                    solver="truncated_gradient", max_iter=3)
     assert np.array_equal(res.w, [0.0]) and np.isfinite(res.objective)
-    # alpha so large that w* = 0 and J* = R(0) = 1 for the hinge loss (BMRM's FISTA step overflowed)
+    # alpha so large that w* = 0 and J* = R(0) = 1 for the hinge loss
     res = fr.solve(fr.Problem(np.array([[1.0], [2.0]]), [1, -1], loss="hinge",
                               penalty="elasticnet", alpha=1e300), solver="bmrm")
     assert res.status == "converged" and np.array_equal(res.w, [0.0]) and res.objective == 1.0

@@ -245,7 +245,7 @@ def test_optimistic_small_alpha_does_not_depend_on_the_row_order(libsvm):
     """a9a, hinge, alpha = 1e-6, 30 epochs, default tail average, 5 row orders: the median
     objective within 5% of LIBLINEAR's (tol 1e-9, so J_lib ~ J*), the worst within 10%.
     Phases keep tau_{1:t} across R doublings, so R stops far below the radius 1/sqrt(alpha)
-    of S (a cascade of doublings up to it left the run Pegasos-like, 1.0-1.5 J*)."""
+    of S (a cascade of doublings up to it would leave the run Pegasos-like)."""
     from reference.liblinear import liblinear_objective
 
     X, y = libsvm("a9a")

@@ -191,8 +191,7 @@ def partial_fit_r2(solver, X, y, parts, **params):
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_partial_fit_abalone_matches_sgdregressor(solver, libsvm):
     """One pass over abalone (raw targets, mean 9.9) in 10 chunks with the defaults:
-    R^2 at least SGDRegressor's (defaults, same chunks) minus 0.02, no warning.
-    (Measured: 0.398 for each of the three, SGDRegressor 0.328, least squares 0.535.)"""
+    R^2 at least SGDRegressor's (defaults, same chunks) minus 0.02, no warning."""
     X, y = libsvm("abalone")
     parts = chunks(X.shape[0])
     assert partial_fit_r2(solver, X, y, parts) >= sgd_partial_fit_r2(X, y, parts) - 0.02
@@ -202,7 +201,7 @@ def test_partial_fit_abalone_matches_sgdregressor(solver, libsvm):
 def test_fit_abalone_reaches_least_squares(solver, libsvm):
     """fit() with the defaults and as many epochs as SGDRegressor's default fit takes:
     R^2 within 0.02 of least squares (the epochs stop short of the optimum: rda's
-    1/sqrt(t) and pgs's 1/t rates leave 0.011 on the table), above SGDRegressor's, and no
+    1/sqrt(t) and pgs's 1/t rates), above SGDRegressor's, and no
     warning but the honest 'stopped on max_iter' one."""
     X, y = libsvm("abalone")
     sgd = SGDRegressor(random_state=0).fit(X, y)
@@ -233,8 +232,8 @@ def test_partial_fit_synthetic_reaches_least_squares(solver, scale):
 @pytest.mark.parametrize("solver", ["rda", "pgs"])
 def test_poisson_partial_fit_abalone(solver, libsvm):
     """The Poisson loss (no global curvature bound; ring counts as targets): one pass in
-    10 chunks without overflow or warning, mean Poisson deviance at most 0.7 (the best
-    constant: 0.99; scikit-learn's PoissonRegressor at the optimum: 0.44; measured 0.585)."""
+    10 chunks without overflow or warning, mean Poisson deviance at most 0.7 (between the
+    best constant's and that of scikit-learn's PoissonRegressor at the optimum)."""
     X, y = libsvm("abalone")
     est = fr.LinearRegressor(loss="poisson", solver=solver, random_state=0)
     with warnings.catch_warnings():
