@@ -266,3 +266,15 @@ def test_optimistic_default_epsilon_that_underflows_is_named():
                          sample_weight=np.full(40, 5e-324))
     with pytest.raises(ValueError, match=r"^the default epsilon, tol \* R_emp\(0\)"):
         fr.solve(problem, "optimistic", max_iter=5)
+
+
+@pytest.mark.parametrize("solver", ["pegasos", "adaptive", "proximal", "optimistic"])
+def test_a_risk_zero_at_zero_gives_w_zero(solver):
+    """The zero-margin (perceptron) loss is 0 at w = 0, so w* = 0, J* = 0 and the ball S is
+    {0}: every rule returns w = 0 (the proximal rules' weights divide by R and must not
+    see R = 0)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 5))
+    problem = fr.Problem(X, np.sign(X[:, 0]), loss="zero_margin", alpha=1e-2)
+    res = fr.solve(problem, solver, max_iter=3, random_state=0)
+    assert res.status == "converged" and not res.w.any() and res.objective == 0.0

@@ -235,6 +235,11 @@ def _run(problem, solver, *, tol, abs_tol, max_iter, time_limit, callback, verbo
             R0 = min(1.0, radius)
         else:
             R0 = radius if R is None else check_number(R, "R", 0.0, low_open=True)
+        if R0 == 0.0:
+            # R_emp(0) = 0 (a nonnegative loss): w* = 0 and S = {0}; the proximal weights
+            # tau_t divide by R, and every R > 0 gives steps that the projection onto S
+            # turns into w = 0
+            R0 = 1.0
         state = PegasosState(solver, problem.n_weights, alpha, radius, G, R0, epsilon, delta,
                              batch_size, stream_offset(problem, None))
     elif state.solver != solver or state.v.shape[0] != problem.n_weights \
