@@ -103,8 +103,9 @@ def scores_to_proba(f, loss):
         return np.column_stack([1.0 - p, p])
     if LOSSES[loss].vector:
         return softmax(f, axis=1)
-    p = expit(f)
-    return p / p.sum(axis=1, keepdims=True)
+    # sigmoid(f_k) / sum_j sigmoid(f_j) as the softmax of log sigmoid(f) = -log(1 + e^-f):
+    # every sigmoid underflows to 0 when all scores are below about -745, the ratio does not
+    return softmax(-np.logaddexp(0.0, -f), axis=1)
 
 
 def _real_array(a, name):

@@ -139,3 +139,20 @@ def test_sigint_fastrisk_train_saves_the_model(tmp_path):
 
     m = fr.load(model)
     assert np.isfinite(m.coef).all() and np.any(m.coef != 0)
+
+
+def test_an_interrupt_in_the_first_check_returns_the_start():
+    """A KeyboardInterrupt from the callback of iteration 0 (before any step) ends every
+    solver with status "interrupted" and its iterate, not an error."""
+    import fastrisk as fr
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 4))
+    problem = fr.Problem(X, np.sign(X[:, 0]), loss="logistic", alpha=1e-2)
+
+    def interrupt(*args):
+        raise KeyboardInterrupt
+
+    for info in fr.solvers.solvers_for(problem):
+        res = fr.solve(problem, info.name, callback=interrupt, random_state=0)
+        assert res.status == "interrupted" and res.w.shape == (4,), info.name

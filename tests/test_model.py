@@ -812,3 +812,18 @@ def test_a_problem_whose_weight_vectors_exceed_physical_memory_is_refused(monkey
         fr.solve(problem, solver="sdca")
     monkeypatch.setattr(solvers, "_physical_memory", lambda: 10**9)
     assert fr.solve(problem, solver="sdca").status == "converged"
+
+
+def test_one_vs_rest_probabilities_of_very_negative_scores():
+    """sigmoid(f_k) / sum_j sigmoid(f_j) against NumPy for moderate scores, and finite where
+    every sigmoid underflows (scores below -745): there it is the softmax of the scores,
+    as sigmoid(f) = e^f (1 + o(1)) for f -> -inf."""
+    from fastrisk.model import scores_to_proba
+
+    f = np.array([[0.3, -1.2, 2.0], [-5.0, 4.0, 0.0]])
+    p = 1.0 / (1.0 + np.exp(-f))
+    np.testing.assert_allclose(scores_to_proba(f, "logistic"), p / p.sum(1, keepdims=True),
+                               rtol=1e-14)
+    low = np.array([[-800.0, -801.0, -803.0]])
+    e = np.exp(low - low.max())
+    np.testing.assert_allclose(scores_to_proba(low, "logistic"), e / e.sum(), rtol=1e-12)

@@ -266,6 +266,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
     hess = _Hessian(problem)
 
     w = start_weights(problem, start)
+    it = n_trials = 0  # defined before the first check, which an interrupt can end
     with mon.interruptible(), single_threaded_blas():
         J, g = cert.evaluate(w)
         n_active = hess.update(cert.scores)
@@ -276,7 +277,6 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
         exact = problem.loss.spec.piecewise_quadratic
         f = cert.scores
         rows = _derivatives(problem, f)  # l', l'' of the rows at w
-        it = n_trials = 0
         while status is None:
             it += 1
             M = hess.preconditioner() if precondition else None
