@@ -551,3 +551,15 @@ def test_user_oracles_with_bad_outputs_are_refused(solver):
     assert good.oracle.n_weights == 5  # the wrapper shows the oracle's attributes
     res = fr.solve(good, solver, tol=1e-10)
     np.testing.assert_allclose(res.w, np.full(5, 2 / 2.5), rtol=1e-4)
+
+
+def test_lbfgs_names_the_overflow_of_a_user_defined_risk():
+    """A multivariate risk has no scalar loss (Problem.loss is None): the overflow error of
+    L-BFGS names a user-defined risk."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 5))
+    problem = mv.make_problem(X * 1e200, np.sign(X[:, 0]), mv.ROCArea())
+    with np.errstate(over="ignore", invalid="ignore"):
+        with pytest.raises(FloatingPointError, match="^lbfgs: a non-finite iterate with a "
+                                                     "user-defined risk"):
+            fr.solve(problem, "lbfgs")

@@ -101,8 +101,10 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
 
     def fun(w):  # kept without a copy: scaled_fun passes a new array, never written to
         if not np.isfinite(w).all():  # a step overflowed: |X| or |y| near the largest double
-            raise FloatingPointError(f"lbfgs: a non-finite iterate with the "
-                                     f"{problem.loss.name} loss; check the scale of X and alpha")
+            risk = "a user-defined risk" if problem.loss is None else \
+                f"the {problem.loss.name} loss"
+            raise FloatingPointError(f"lbfgs: a non-finite iterate with {risk}; check the "
+                                     "scale of X and alpha")
         value, grad = cert.evaluate(w)
         last.update(w=w, value=value, grad=grad, n_evaluations=last["n_evaluations"] + 1)
         return value, grad
