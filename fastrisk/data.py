@@ -468,7 +468,7 @@ class Dataset:
         bad = np.flatnonzero(~np.isfinite(norms))
         if bad.size:
             raise ValueError(f"X: the squared norm of row {bad[0]} overflows float64 "
-                                     "(entries near 1e154 or more); scale X down")
+                             "(entries near 1e154 or more); scale X down")
         return norms
 
     def decision(self, w):
