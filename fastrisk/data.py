@@ -282,13 +282,6 @@ def check_sample_weight(sample_weight, n_samples, name="sample_weight", positive
     return np.ascontiguousarray(c)
 
 
-def check_counts(y, loss_name):
-    """y itself when no target is negative (losses of the "counts" task), else ValueError."""
-    if (y < 0).any():
-        raise ValueError(f"y must be non-negative for the {loss_name} loss")
-    return y
-
-
 def check_targets(y, n_samples, name="y"):
     """Real targets as a finite float64 vector of length n_samples."""
     y = _vector_like(_required(y, name), name)

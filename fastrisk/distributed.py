@@ -42,8 +42,8 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 
-from fastrisk.data import (Dataset, _check_labels, _required, check_counts, check_sample_weight,
-                           check_targets, check_X)
+from fastrisk.data import (Dataset, _check_labels, _required, check_sample_weight, check_targets,
+                           check_X)
 from fastrisk.losses import Loss
 from fastrisk.oracle import LocalOracle, check_weights, partition_rows
 from fastrisk.solvers._checks import check_bool, check_int, check_number
@@ -165,9 +165,7 @@ class Partition:
         elif task == "novelty":
             y = np.zeros(m)
         else:
-            y = check_targets(y, m)
-            if task == "counts":
-                check_counts(y, loss.name)
+            y = check_targets(y, m)  # counts: the oracle refuses negative ones
         # the row path: the sums of LocalOracle's partitions (its column path adds others);
         # a partition's weights may sum to 0, the whole's sum is checked by DaskOracle
         self.oracle = LocalOracle(data, loss, y, check_sample_weight(c, m, positive_sum=False),

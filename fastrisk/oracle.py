@@ -150,6 +150,17 @@ def _check_rows(data, y, sample_weight, *, classes=None):
             raise ValueError("sample_weight must be finite and non-negative")
 
 
+def _check_task_targets(loss, y):
+    """The targets the kernel of ``loss`` reads: -1/+1 for a binary loss (Problem and the
+    estimators encode other labels), non-negative counts for the Poisson loss."""
+    task = loss.spec.task
+    if task == "binary" and not np.isin(y, (-1.0, 1.0)).all():
+        raise ValueError(f"y must hold the labels -1 and +1 for the {loss.name} loss (a "
+                         "Problem encodes other labels)")
+    if task == "counts" and (y < 0).any():
+        raise ValueError(f"y must be non-negative for the {loss.name} loss")
+
+
 def use_columns(columns, data, n_partitions, n_threads, buffer_bytes, row_bytes=0,
                 extra_bytes=0):
     """Whether an oracle computes X^T g from the column copy of X (the rule of the
@@ -222,6 +233,7 @@ class LocalOracle(_Multiplexer):
         _check_rows(data, y, sample_weight)
         if not hasattr(loss, "spec") or loss.spec.vector:
             raise TypeError(f"loss must be a scalar fastrisk.Loss, got {loss!r}")
+        _check_task_targets(loss, np.asarray(y))
         self.data, self.loss = data, loss
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.c = np.empty(0) if sample_weight is None else np.ascontiguousarray(sample_weight)

@@ -92,7 +92,7 @@ def test_a_full_shared_memory_falls_back_to_the_network(client, a9a_small, monke
     blocks = 8 * (n + 2) + 8 * n * 2  # w and one gradient per partition
     assert distributed._shared_memory_fits(blocks)  # the test machine has the room
     monkeypatch.setattr(os, "statvfs", lambda path: type(
-        "S", (), {"f_bavail": blocks // 4096, "f_frsize": 4096})())  # one page short
+        "S", (), {"f_bavail": blocks // 4096, "f_frsize": 4096})())  # less than the blocks
     oracle = DaskOracle.from_array(client, X, y, loss="hinge", n_partitions=2)
     assert_same(oracle, oracle.local_equivalent(X, y))
     assert oracle.transport == "network"

@@ -141,7 +141,7 @@ def test_sigint_fastrisk_train_saves_the_model(tmp_path):
     assert np.isfinite(m.coef).all() and np.any(m.coef != 0)
 
 
-def test_an_interrupt_in_the_first_check_returns_the_start():
+def test_an_interrupt_in_the_first_check_returns_an_iterate():
     """A KeyboardInterrupt from the callback of iteration 0 (before any step) ends every
     solver with status "interrupted" and its iterate, not an error."""
     import fastrisk as fr

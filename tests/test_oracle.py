@@ -216,7 +216,9 @@ def test_overflow_is_a_clear_error(name, scale):
 
 
 def test_local_oracle_checks_its_rows():
-    """y and sample_weight given to a LocalOracle directly: finite, weights non-negative."""
+    """y and sample_weight given to a LocalOracle directly: finite, weights non-negative,
+    labels -1/+1 for a binary loss (the kernel reads any other value as a margin factor)
+    and non-negative counts for the Poisson loss."""
     d = fr.Dataset(np.ones((3, 2)))
     loss = fr.Loss("logistic")
     with pytest.raises(ValueError, match="y contains NaN"):
@@ -224,6 +226,13 @@ def test_local_oracle_checks_its_rows():
     for c in ([1.0, -1.0, 1.0], [1.0, np.inf, 1.0]):
         with pytest.raises(ValueError, match="sample_weight must be finite and non-negative"):
             fr.LocalOracle(d, loss, np.ones(3), np.array(c))
+    for labels in ([0.0, 1.0, 1.0], [3.0, -1.0, 1.0]):
+        with pytest.raises(ValueError, match="y must hold the labels -1 and \\+1 for the "
+                                             "logistic loss"):
+            fr.LocalOracle(d, loss, np.array(labels))
+    with pytest.raises(ValueError, match="y must be non-negative for the poisson loss"):
+        fr.LocalOracle(d, fr.Loss("poisson"), np.array([1.0, -2.0, 0.0]))
+    fr.LocalOracle(d, fr.Loss("poisson"), np.array([1.0, 2.5, 0.0]))  # counts may be real
 
 
 def test_kernel_argument_checks():
