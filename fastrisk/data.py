@@ -405,6 +405,10 @@ def encode_multiclass(y, n_samples, name="y", classes=None):
     return inverse.astype(np.intp), classes
 
 
+#: the largest intercept_scaling whose square is a float64
+MAX_INTERCEPT_SCALING = 1e154
+
+
 class Dataset:
     """X in kernel layout plus the intercept feature (docs/math.md §1).
 
@@ -417,10 +421,12 @@ class Dataset:
 
     def __init__(self, X, *, intercept_scaling=0.0, name="X", repair=False):
         X = check_X(X, name, repair=repair)
+        # the constant feature enters every row's squared norm (row_sqnorms), so its square
+        # must be a float64: intercept_scaling <= 1e154
         if not isinstance(intercept_scaling, numbers.Real) or isinstance(intercept_scaling, bool) \
-                or not np.isfinite(intercept_scaling) or intercept_scaling < 0:
-            raise ValueError("intercept_scaling must be a finite number >= 0, got "
-                             f"{intercept_scaling!r}")
+                or not 0 <= intercept_scaling <= MAX_INTERCEPT_SCALING:
+            raise ValueError("intercept_scaling must be a finite number >= 0 and <= "
+                             f"{MAX_INTERCEPT_SCALING!r}, got {intercept_scaling!r}")
         self.X = X
         self.n_samples, self.n_features = X.shape
         self.bias = float(intercept_scaling)
@@ -460,7 +466,8 @@ class Dataset:
                                   np.empty(self.n_samples))
         bad = np.flatnonzero(~np.isfinite(norms))
         if bad.size:
-            raise ValueError(f"X: the squared norm of row {bad[0]} overflows float64 "
+            with_bias = f" with the intercept feature of value {self.bias:g}" if self.bias else ""
+            raise ValueError(f"X: the squared norm of row {bad[0]}{with_bias} overflows float64 "
                              "(entries near 1e154 or more); scale X down")
         return norms
 

@@ -42,8 +42,8 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 
-from fastrisk.data import (Dataset, _check_labels, _required, check_sample_weight, check_targets,
-                           check_X)
+from fastrisk.data import (MAX_INTERCEPT_SCALING, Dataset, _check_labels, _required,
+                           check_sample_weight, check_targets, check_X)
 from fastrisk.losses import Loss
 from fastrisk.oracle import LocalOracle, check_weights, partition_rows
 from fastrisk.solvers._checks import check_bool, check_int, check_number
@@ -336,7 +336,8 @@ class DaskOracle:
             raise ValueError(f"DaskOracle supports the scalar losses, not {self.loss.name!r}")
         check_bool(fit_intercept, "fit_intercept")
         if fit_intercept:
-            check_number(intercept_scaling, "intercept_scaling", low=0.0, low_open=True)
+            check_number(intercept_scaling, "intercept_scaling", low=0.0,
+                         high=MAX_INTERCEPT_SCALING, low_open=True)
         if n_threads is None:  # a worker runs one partition at a time on all its threads
             n_threads = min(w["nthreads"] for w in client.scheduler_info()["workers"].values())
         n_threads = check_int(n_threads, "n_threads", low=1)

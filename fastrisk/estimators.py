@@ -466,7 +466,8 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         (with solver="auto": until ``tol``, within a time limit; see fastrisk/solvers/auto.py).
     time_limit : seconds per problem, or None or math.inf for no limit (None with
         solver="auto" and no max_iter: auto's budget).
-    fit_intercept, intercept_scaling : constant feature of this value (regularized).
+    fit_intercept, intercept_scaling : constant feature of this value (regularized; at most
+        1e154, as its square enters the row norms).
     class_weight : None, "balanced" or {label: weight}; multiplies the sample weights.
     warm_start : continue from the previous fit (online solvers' state, SDCA's dual variables,
         the previous weights: ``start=`` as each solver declares in its SolverInfo).  An

@@ -10,6 +10,7 @@ feature of value ``intercept_scaling`` and is regularized like the others
 import numpy as np
 
 from fastrisk.data import (
+    MAX_INTERCEPT_SCALING,
     Dataset,
     check_sample_weight,
     check_targets,
@@ -46,7 +47,8 @@ class Problem:
         self.penalty = penalty
         self.alpha = check_alpha(alpha)
         fit_intercept = check_bool(fit_intercept, "fit_intercept")
-        bias = (check_number(intercept_scaling, "intercept_scaling", 0.0, low_open=True)
+        bias = (check_number(intercept_scaling, "intercept_scaling", 0.0,
+                             MAX_INTERCEPT_SCALING, low_open=True)
                 if fit_intercept else 0.0)
         if isinstance(X, Dataset):  # already validated, e.g. shared by one-vs-rest problems
             if X.bias != bias:

@@ -373,7 +373,7 @@ def test_estimators(train, test, regressor, solver, y_kind, seed_, param, value)
                    and 0 <= v < math.inf,
                    "max_iter": lambda v: isinstance(v, int) and not isinstance(v, bool)
                    and 0 < v <= 10**9 or v is None,
-                   "intercept_scaling": positive,
+                   "intercept_scaling": lambda v: positive(v) and v <= 1e154,
                    "n_threads": lambda v: v is None or isinstance(v, int)
                    and not isinstance(v, bool) and v >= 1}[param](value)
     if param == "max_iter" and valid_param and value not in (None, 3):
