@@ -177,13 +177,26 @@ def _seed(random_state):
 
 def one_fit_at_a_time(method):
     """``method`` (fit, partial_fit) refused with a RuntimeError while another thread runs
-    one of them on the same estimator: both would write its fitted attributes."""
+    one of them on the same estimator: both would write its fitted attributes.
+
+    A call that raises (refused input, a solver's numerical failure) leaves the estimator
+    as it was before the call: the fitted attributes it set on the way (``classes_``,
+    ``n_features_in_``, ...) are put back, so a corrected retry sees the previous fit, or
+    none.  The attributes are replaced, never changed in place, so a shallow copy of them
+    is the whole state.
+    """
     @functools.wraps(method)
     def run(self, *args, **kwargs):
         message = (f"{type(self).__name__}.{method.__name__}: this estimator is being fitted "
                    f"in another thread; give each thread its own (sklearn.base.clone)")
         with one_thread_at_a_time(self, message):
-            return method(self, *args, **kwargs)
+            before = dict(vars(self))
+            try:
+                return method(self, *args, **kwargs)
+            except BaseException:
+                vars(self).clear()
+                vars(self).update(before)
+                raise
     return run
 
 

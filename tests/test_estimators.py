@@ -224,6 +224,34 @@ def test_partial_fit_chunk_with_one_class_and_availability():
     assert hasattr(LinearClassifier(loss="logistic"), "predict_proba")
 
 
+def test_a_refused_call_leaves_the_estimator_as_it_was():
+    # a refused first partial_fit must not fix classes_ or n_features_in_ for the retry, and a
+    # refused refit must leave the previous fit usable (its coef_ next to its own width)
+    X, y = _binary(seed=6)
+    est = LinearClassifier(solver="pegasos", random_state=0)
+    with pytest.raises(ValueError, match="NaN"):
+        est.partial_fit(np.full((3, X.shape[1]), np.nan), [0, 1, 2], classes=[0, 1, 2])
+    with pytest.raises(ValueError, match="labels that are not in classes"):
+        est.partial_fit(X[:, :2], np.full(len(y), 7), classes=[0, 1])
+    assert vars(est) == vars(LinearClassifier(solver="pegasos", random_state=0))
+    est.partial_fit(X, y, classes=[0, 1])
+    fresh = LinearClassifier(solver="pegasos", random_state=0).partial_fit(X, y, classes=[0, 1])
+    np.testing.assert_array_equal(est.coef_, fresh.coef_)
+
+    for est in (LinearClassifier(loss="logistic", solver="lbfgs"),
+                LinearRegressor(solver="lbfgs")):
+        est.fit(X, y)
+        before = {k: v for k, v in vars(est).items() if k.endswith("_")}
+        with pytest.raises(ValueError):
+            est.fit(X[:, :3], np.full(len(y), np.nan))
+        with pytest.raises(FloatingPointError):  # the solver's failure, after validation
+            est.fit(X[:, :3] * 1e300, y)
+        after = {k: v for k, v in vars(est).items() if k.endswith("_")}
+        assert after.keys() == before.keys()
+        assert all(after[k] is before[k] for k in before)
+        est.predict(X)
+
+
 def test_warm_start_continues_sdca():
     X, y = _binary(seed=7)
     est = LinearClassifier(loss="logistic", alpha=1e-3, solver="sdca", tol=1e-10,
