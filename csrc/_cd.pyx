@@ -37,6 +37,9 @@ STATUS_OK = FR_OK
 # rows per block of the derivative passes (at most DERIV_BLOCKS blocks: larger ones beyond)
 DEF DERIV_ROWS = 8192
 DEF DERIV_BLOCKS = 64
+# a coordinate step shorter than TINY_STEP times its limit is not taken (LIBLINEAR's 1e-12
+# for its limit 10)
+cdef double TINY_STEP = 1e-13
 
 
 cdef int derivs_blocked(int loss, double loss_param, Py_ssize_t m, const double* f,
@@ -243,6 +246,22 @@ def column_norms(const floating[::1] data, const int64_t[::1] indptr, double[::1
         out[j] = entries_norm(&data[0] + indptr[j], indptr[j + 1] - indptr[j])
 
 
+def column_maxabs(const floating[::1] data, const int64_t[::1] indptr, double[::1] out,
+                  int n_threads):
+    """out[j] = max_i |x_ij| (0 for an empty column) from the column view's values: the
+    largest change of a score per unit move of w_j, which sets the step limit of the
+    coordinate steps (fastrisk/solvers/cd.py ``step_limits``)."""
+    cdef Py_ssize_t j
+    cdef int64_t k
+    cdef double a, top
+    for j in prange(out.shape[0], nogil=True, num_threads=n_threads, schedule="static"):
+        top = 0.0
+        for k in range(indptr[j], indptr[j + 1]):
+            a = fabs(<double>data[k])
+            top = a if a > top else top
+        out[j] = top
+
+
 cdef inline void column(const floating* data, const index_t* indices, const int64_t* indptr,
                         bint dense, Py_ssize_t j, const floating** val,
                         const index_t** idx, Py_ssize_t* nnz) noexcept nogil:
@@ -375,15 +394,17 @@ def working_set(const int64_t[::1] kept, double[::1] grad, const double[::1] w, 
 
 
 cdef inline bint coordinate_step(double G, double H, double wj, double lam1, double keep,
-                                 double* viol, double* z) noexcept nogil:
+                                 double limit, double* viol, double* z) noexcept nogil:
     """One coordinate of q at w_j + d_j = wj, model gradient G and curvature H.
 
     Returns False (skip: inner shrinking) for a zero coordinate whose G lies strictly
     inside (-lam1, lam1) by more than ``keep``; otherwise sets the violation (the
     minimum-norm subgradient of q along the coordinate) and the exact minimizer z
-    of q along it (the soft-thresholded Newton step, clipped to [-10, 10] as
-    LIBLINEAR does; 0 below 1e-12).  G is the smooth part's derivative: G + lam1 and
-    G - lam1 are the one-sided derivatives of q at w_j + d_j = 0.
+    of q along it (the soft-thresholded Newton step), clipped to [-limit, limit] and
+    0 below TINY_STEP limit: LIBLINEAR's clip to [-10, 10] and its 1e-12, for limit 10,
+    in the units of the column's scale (fastrisk/solvers/cd.py ``step_limits``).  G is
+    the smooth part's derivative: G + lam1 and G - lam1 are the one-sided derivatives of
+    q at w_j + d_j = 0.
     """
     cdef double Gp = G + lam1, Gn = G - lam1
     viol[0] = 0.0
@@ -404,22 +425,24 @@ cdef inline bint coordinate_step(double G, double H, double wj, double lam1, dou
         z[0] = -Gn / H
     else:
         z[0] = -wj
-    if fabs(z[0]) < 1e-12:
+    if fabs(z[0]) < TINY_STEP * limit:
         z[0] = 0.0
-    z[0] = 10.0 if z[0] > 10.0 else (-10.0 if z[0] < -10.0 else z[0])
+    z[0] = limit if z[0] > limit else (-limit if z[0] < -limit else z[0])
     return True
 
 
 def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t[::1] indptr,
              bint dense, const double[::1] h, int64_t[::1] active, Py_ssize_t n_active,
              const double[::1] grad, const double[::1] hdiag, const double[::1] w,
-             double[::1] wpd, double[::1] xtd, double lam1, double lam2, double nu,
-             double stop, Py_ssize_t max_passes, double shrink_scale, uint64_t[::1] rng):
+             double[::1] wpd, double[::1] xtd, const double[::1] limit, double lam1,
+             double lam2, double nu, double stop, Py_ssize_t max_passes, double shrink_scale,
+             uint64_t[::1] rng):
     """Coordinate descent on the quadratic model q (newGLMNET's inner loop).
 
     ``wpd`` = w + d on the working set ``active[:n_active]`` (read and updated),
     ``xtd`` = X d (updated); ``grad`` = G and ``hdiag`` = diag of the model's Hessian
-    without lam2 + nu.  Each pass visits the working columns in a shuffled order
+    without lam2 + nu; ``limit`` the largest move of each coordinate in one step.  Each
+    pass visits the working columns in a shuffled order
     (splitmix64 stream ``rng``), takes the exact minimizer of q along the
     coordinate (``coordinate_step``), and skips for the following passes a zero
     coordinate whose model gradient lies strictly inside (-lam1, lam1) by more than
@@ -450,7 +473,7 @@ def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t
                     G += val[k] * h[idx[k]] * xtd[idx[k]]
                 G += grad[j] + (wpd[j] - w[j]) * lam2nu
                 if not coordinate_step(G, hdiag[j] + lam2nu, wpd[j], lam1,
-                                       gmax_old * shrink_scale, &viol, &z):
+                                       gmax_old * shrink_scale, limit[j], &viol, &z):
                     n_qp -= 1
                     active[s] = active[n_qp]
                     active[n_qp] = j
@@ -643,14 +666,14 @@ def gram_columns(const floating[::1] data, const index_t[::1] indices,
 
 
 def inner_cd_gram(const double[:, ::1] H, int64_t[::1] active, const double[::1] grad,
-                  const double[::1] w, double[::1] wpd, double[::1] q, double lam1,
-                  double lam2, double nu, double stop, Py_ssize_t max_passes,
-                  double shrink_scale, uint64_t[::1] rng):
+                  const double[::1] w, double[::1] wpd, double[::1] q,
+                  const double[::1] limit, double lam1, double lam2, double nu, double stop,
+                  Py_ssize_t max_passes, double shrink_scale, uint64_t[::1] rng):
     """``inner_cd`` on the Gram matrix H = X_W^T diag(h) X_W of the working set.
 
     The same passes, order rule, steps, shrinking and stopping rule as ``inner_cd``,
     over positions 0..|W|-1 (``active``: a permutation of them; ``grad``, ``w``,
-    ``wpd`` indexed by position), keeping q = H d (zero on entry) instead of X d:
+    ``wpd``, ``limit`` indexed by position), keeping q = H d (zero on entry) instead of X d:
     a coordinate costs O(1) to read and O(|W|) to move, so a pass costs at most
     O(|W|^2) whatever nnz(X_W).  X d is left to the caller.  Returns (passes,
     whether the stopping rule was met).
@@ -671,7 +694,7 @@ def inner_cd_gram(const double[:, ::1] H, int64_t[::1] active, const double[::1]
                 j = active[s]
                 G = grad[j] + q[j] + (wpd[j] - w[j]) * lam2nu
                 if not coordinate_step(G, H[j, j] + lam2nu, wpd[j], lam1,
-                                       gmax_old * shrink_scale, &viol, &z):
+                                       gmax_old * shrink_scale, limit[j], &viol, &z):
                     n_qp -= 1
                     active[s] = active[n_qp]
                     active[n_qp] = j

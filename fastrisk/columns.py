@@ -11,10 +11,10 @@ Dataset, so that all of them share it.
 Memory: for CSR input a CSC copy, i.e. the values and row indices of X again
 (nnz (itemsize + index size) bytes) plus m entries for the intercept column and
 8 (n_weights + 1) bytes of column pointers: about the size of X; and 8 n_weights
-bytes of column norms once they are made.  While it is made, the sort (``transpose``)
-holds 2 nnz bytes of column offsets (none for copies up to DIRECT_BYTES) and, per
-thread, the entries of the largest bucket of columns again and 8 (2^shift + 1)
-bytes of counters.  For dense input a column-major copy of X.  The copy lives as
+bytes each of column norms and column maxima once they are made.  While it is made,
+the sort (``transpose``) holds 2 nnz bytes of column offsets (none for copies up to
+DIRECT_BYTES) and, per thread, the entries of the largest bucket of columns again and
+8 (2^shift + 1) bytes of counters.  For dense input a column-major copy of X.  The copy lives as
 long as the Dataset.
 """
 
@@ -30,24 +30,35 @@ DIRECT_BYTES = 32 << 20           # copies up to a last-level cache: one column 
 class Columns:
     """The column view of [X, intercept column]: ``values``, row ``indices`` and int64
     column pointers ``indptr`` (for dense X: the column-major values, ``indices =
-    arange(m)`` shared by every column), ``dense``, and ``norms`` = ||x_j|| (made with
-    the copy when asked for, else when first read, by ``n_threads`` threads; only
-    coordinate descent reads them)."""
+    arange(m)`` shared by every column), ``dense``, ``norms`` = ||x_j|| (made with
+    the copy when asked for, else when first read, by ``n_threads`` threads) and
+    ``maxabs`` = max_i |x_ij| (made when first read); only coordinate descent reads
+    the last two."""
 
     def __init__(self, values, indices, indptr, dense, n_threads=1, norms=None):
         self.values, self.indices, self.indptr, self.dense = values, indices, indptr, dense
         self.n_threads = n_threads
         self._norms = norms
+        self._maxabs = None
+
+    def _per_column(self, kernel):
+        out = np.empty(self.indptr.shape[0] - 1)
+        kernel(self.values, self.indptr, out,
+               max(1, min(int(self.n_threads), self.values.shape[0] // COPY_GRAIN)))
+        out.flags.writeable = False
+        return out
 
     @property
     def norms(self):
         if self._norms is None:
-            norms = np.empty(self.indptr.shape[0] - 1)
-            _cd.column_norms(self.values, self.indptr, norms, max(
-                1, min(int(self.n_threads), self.values.shape[0] // COPY_GRAIN)))
-            norms.flags.writeable = False
-            self._norms = norms
+            self._norms = self._per_column(_cd.column_norms)
         return self._norms
+
+    @property
+    def maxabs(self):
+        if self._maxabs is None:
+            self._maxabs = self._per_column(_cd.column_maxabs)
+        return self._maxabs
 
     @property
     def arrays(self):
@@ -56,10 +67,9 @@ class Columns:
 
     @property
     def nbytes(self):
-        """Bytes held by the copy (the norms once made)."""
-        held = [self.values, self.indices, self.indptr] + (
-            [] if self._norms is None else [self._norms])
-        return sum(a.nbytes for a in held)
+        """Bytes held by the copy (and the per-column values once made)."""
+        held = [self.values, self.indices, self.indptr, self._norms, self._maxabs]
+        return sum(a.nbytes for a in held if a is not None)
 
 
 def copy_nbytes(data):

@@ -237,6 +237,18 @@ def test_hinge_l1_matches_lp():
     check_against(res, ref.hinge_l1_optimum(X, y, 0.02))
 
 
+@pytest.mark.parametrize("scale", [1e-12, 1e12, 1e15])
+def test_hinge_l1_lp_on_rescaled_data(scale):
+    """J(w; X s, alpha s) = J(w s; X, alpha): the LP of the rescaled problem, its rows
+    divided by a power of two near the first cut's largest entry, is HiGHS's LP of the
+    original, and the run certifies the original's optimum (reference: the whole l1-SVM
+    on X as one LP)."""
+    X, y = random_problem(6)
+    res = solve_bmrm(Problem(X * scale, y, loss="hinge", penalty="l1", alpha=0.02 * scale),
+                     tol=1e-8, max_iter=2000)
+    check_against(res, ref.hinge_l1_optimum(X, y, 0.02))
+
+
 def test_hinge_l1_bounded_bundle_keeps_warm_start():
     """LP (11) with room for 12 cuts (8 weights, so a vertex needs at most 9 active cuts):
     once full, an inactive cut is dropped every iteration and the kept HiGHS basis follows

@@ -46,6 +46,13 @@ def _liblinear_l1(X, y, alpha, fit_intercept, tol=1e-12):
     return np.append(w, clf.intercept_[0]) if fit_intercept else w
 
 
+def _liblinear_l2(X, y, alpha, tol=1e-12):
+    # 0.5 ||w||^2 + C sum log(1 + exp(-y w.x)) = J / (alpha m) for the l2 penalty
+    clf = LogisticRegression(solver="liblinear", tol=tol, max_iter=100000,
+                             C=1.0 / (alpha * X.shape[0]), fit_intercept=False).fit(X, y)
+    return clf.coef_.ravel()
+
+
 # the inner solvers: passes over the columns of X_W, or over the Gram matrix of W
 INNER = ["columns", "gram"]
 
@@ -365,6 +372,61 @@ def test_column_view_equals_scipy_csc(dtype, itype, bias):
     dense = column_view(Dataset(A.toarray()))
     np.testing.assert_array_equal(dense.values, A.toarray().T.ravel())
     np.testing.assert_allclose(dense.norms, ref, rtol=1e-13, atol=0)
+
+
+def test_column_maxima_equal_numpy():
+    X = _sparse_with_empty_rows_and_columns(np.float32, np.int64)
+    A = sp.hstack([X, np.full((40, 1), 2.5, dtype=np.float32)], format="csr")
+    ref = np.abs(A.toarray().astype(np.float64)).max(axis=0)
+    for data in (Dataset(X, intercept_scaling=2.5), Dataset(A.toarray())):
+        np.testing.assert_array_equal(column_view(data).maxabs, ref)
+
+
+@pytest.mark.parametrize("loss,penalty", [("logistic", "l1"), ("logistic", "l2"),
+                                          ("squared", "l1")])
+def test_a_rescaled_problem_is_solved_like_the_original(loss, penalty):
+    """J(w; X s, alpha s) = J(w s; X, alpha) for the l1 penalty (and for l2 with
+    alpha s^2), and y t with alpha t for the lasso scales J by t^2:
+    the certified optimum of each rescaled problem is the original's, whose J is checked
+    against LIBLINEAR (logistic) or scikit-learn (squared).  The coordinate steps' limits
+    and newGLMNET's nu follow the scale of X and y."""
+    X, y = _classification() if loss == "logistic" else _regression()
+    alpha = 1e-2
+    base = fr.Problem(X, y, loss=loss, penalty=penalty, alpha=alpha)
+    res = solve_cd(base, tol=1e-9)
+    if loss == "logistic":
+        w_ref = _liblinear_l1(X, y, alpha, False) if penalty == "l1" else \
+            _liblinear_l2(X, y, alpha)
+    else:
+        w_ref = Lasso(alpha=alpha, fit_intercept=False, tol=1e-12,
+                      max_iter=100_000).fit(X, y).coef_
+    assert res.objective == pytest.approx(base.objective(w_ref), rel=1e-6)
+    cases = [(s, 1.0) for s in (1e-6, 1e6, 1e12, 1e14)]
+    if loss == "squared":
+        cases += [(1.0, t) for t in (1e-6, 1e6)]
+    for s, t in cases:
+        a = alpha * s * t if penalty == "l1" else alpha * s**2
+        prob = fr.Problem(X * s, y * t, loss=loss, penalty=penalty, alpha=a)
+        scaled = solve_cd(prob, tol=1e-9)
+        assert scaled.status == "converged", (s, t)
+        assert scaled.n_iter <= res.n_iter + 10, (s, t)
+        J = scaled.objective / t**2
+        assert J == pytest.approx(res.objective, rel=1e-8), (s, t)
+        assert J - scaled.gap / t**2 <= res.objective * (1 + 1e-12)
+
+
+def test_a_start_worse_than_zero_starts_from_zero():
+    """A refit after y was rescaled starts far from the optimum: the run takes no more
+    iterations than from w = 0, and a start whose J overflows is no error."""
+    X, y = _regression()
+    prob = fr.Problem(X, y, loss="squared", penalty="l1", alpha=1e-2)
+    cold = solve_cd(prob, tol=1e-8, random_state=0)
+    far = solve_cd(fr.Problem(X, y * 1e6, loss="squared", penalty="l1", alpha=1e4),
+                   tol=1e-8, random_state=0)
+    for start in (far, far.w * 1e300):
+        warm = solve_cd(prob, tol=1e-8, start=start, random_state=0)
+        assert warm.status == "converged" and warm.n_iter <= cold.n_iter
+        assert warm.objective == pytest.approx(cold.objective, rel=1e-7)
 
 
 def test_columns_of_another_matrix_are_refused():

@@ -389,6 +389,24 @@ def test_warm_start_and_validation():
     assert res.status == "max_iter" and res.n_iter == 2
 
 
+@pytest.mark.parametrize("loss,task", [("logistic", "binary"), ("squared", "regression")])
+def test_a_far_start_is_certified_at_the_point_returned(loss, task):
+    """From |w| = 1e12 and more the O(m) updates of the scores and of J along the steps
+    cancel catastrophically; the run recomputes them by an oracle pass, so that the
+    returned objective is J of the returned w (NumPy, on the dense X) and its gap bounds
+    J - J* (J* from scipy's L-BFGS-B); a start whose J overflows starts from 0."""
+    X, y = random_problem(3, m=60, d=5, task=task)
+    alpha = 1e-2
+    problem = Problem(X, y, loss=loss, alpha=alpha, n_threads=1)
+    J_star = ref.l2_smooth_optimum(X, y, loss, alpha)
+    for v in (1e12, 1e18, 1e100, 1e300):
+        res = solve_newton(problem, tol=1e-8, start=np.r_[v, np.zeros(4)])
+        J = alpha / 2 * res.w @ res.w + ref.smooth_loss(loss, X @ res.w, y)[0]
+        assert res.status == "converged", v
+        assert res.objective == pytest.approx(J, rel=1e-12), v
+        assert 0.0 <= res.objective - J_star <= res.gap + 1e-12 * J_star, v
+
+
 @pytest.mark.parametrize("name,alpha", [("a9a", 1e-4), ("a9a", 1e-6), ("reuters", 1e-4)])
 def test_real_data_logistic_matches_liblinear(libsvm, name, alpha):
     """Within 1e-4 relative of LIBLINEAR (tol 1e-9); the certified gap never below

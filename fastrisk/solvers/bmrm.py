@@ -63,6 +63,7 @@ decrease and Theorem 2's argument (a line search between the aggregate and
 the new cut) still applies.
 """
 
+import math
 import mmap
 import os
 import sys
@@ -433,6 +434,7 @@ def _inner_l2(bundle, lam, regularizer, best):
 
 
 LP_MAX_COEF = 1e15  # HiGHS's default large_matrix_value: larger entries count as infinite
+LP_MIN_COEF = 1e-12  # HiGHS's smallest small_matrix_value: smaller entries are dropped
 
 
 class LinearProgram:
@@ -445,7 +447,11 @@ class LinearProgram:
     stays (n + 1) x (n + 1) however many cuts there are, and a new cut is a new
     column at ``alpha_i = 0``: the previous basis stays primal feasible and a few
     primal simplex pivots restore optimality.  w is the multiplier of the ranged
-    rows.
+    rows.  The ranged rows are divided by ``scale``, a power of two near the largest
+    entry of the first cut (exact in floating point): HiGHS's tolerances and its range
+    of matrix entries are absolute, so that unscaled, X of scale 1e12 (entries near
+    1e12 against bounds ``lambda``) was out of its reach; scaled, the LP of (X s,
+    alpha s) is that of (X, alpha) for every s.
 
     The model is built once (the rows) and then only changed: at each solve the
     columns of the cuts the bundle dropped or aggregated away are deleted and
@@ -457,11 +463,13 @@ class LinearProgram:
     (``n_cold``).
     """
 
-    def __init__(self, n_weights, lam, b0):
-        self.n, self.lam = n_weights, lam
+    def __init__(self, n_weights, lam, b0, scale=1.0):
+        self.n, self.lam, self.scale = n_weights, lam, scale
+        lam = lam / scale
         self.highs = quiet_highs()
         self.highs.setOptionValue("presolve", "off")
         self.highs.setOptionValue("simplex_strategy", 4)  # primal simplex
+        self.highs.setOptionValue("small_matrix_value", LP_MIN_COEF)
         n = n_weights
         self.highs.passModel(
             0, n + 1, 0, MATRIX_COLWISE, MAXIMIZE, float(b0), np.zeros(0), np.zeros(0),
@@ -480,10 +488,16 @@ class LinearProgram:
             coef[slot] = 1.0
             a = bundle.combination(1.0, coef)
         rows = np.flatnonzero(a)
-        if rows.size and np.abs(a[rows]).max() >= LP_MAX_COEF:
-            raise FloatingPointError(f"a cut of BMRM's l1 LP has a coefficient beyond "
-                                     f"{LP_MAX_COEF:g}, outside HiGHS's range: scale X down")
-        return np.append(rows, self.n).astype(np.int32), np.append(a[rows], 1.0)
+        values = a[rows] / self.scale
+        # entries below LP_MIN_COEF are dropped: harmless for a few (the lower bound is
+        # computed from the cuts themselves), but a cut dropped whole reads as a constant
+        top = np.abs(values).max(initial=0.0)
+        if rows.size and not LP_MIN_COEF <= top < LP_MAX_COEF:
+            raise FloatingPointError(
+                f"a cut of BMRM's l1 LP has entries {top:.3g} times the first cut's largest, "
+                f"outside HiGHS's range [{LP_MIN_COEF:g}, {LP_MAX_COEF:g}]: bring the rows "
+                "and columns of X to similar scales")
+        return np.append(rows, self.n).astype(np.int32), np.append(values, 1.0)
 
     def _update(self, bundle):
         """Delete the columns of the cuts gone from the bundle, add those of the new ones."""
@@ -514,7 +528,7 @@ class LinearProgram:
             raise RuntimeError("HiGHS failed on the BMRM LP (11): "
                                + self.highs.modelStatusToString(status))
         solution = self.highs.getSolution()
-        w = -np.asarray(solution.row_dual)[:n]
+        w = -np.asarray(solution.row_dual)[:n] / self.scale
         # HiGHS column j holds the cut with serial self.serials[j]: back to bundle slots
         slot_of = {s: i + 1 for i, s in enumerate(bundle.serial[1:k])}
         alpha = np.zeros(k)
@@ -532,7 +546,9 @@ class LinearProgram:
 def _inner_l1(bundle, lam, regularizer, best):
     """LP (11) through the warm-started HiGHS model ``bundle.lp`` (see LinearProgram)."""
     if not hasattr(bundle, "lp"):
-        bundle.lp = LinearProgram(bundle.cuts.n_weights, lam, bundle.b[0])
+        top = float(np.abs(bundle.last_cut).max(initial=0.0))
+        scale = 2.0 ** round(math.log2(top)) if 0.0 < top < math.inf else 1.0
+        bundle.lp = LinearProgram(bundle.cuts.n_weights, lam, bundle.b[0], scale)
     return bundle.lp.solve(bundle)
 
 

@@ -106,7 +106,8 @@ from fastrisk.stopping import Monitor
 GAP_DECREASE = 0.01               # relative decrease of J below which the gap is computed
 RESTRICT = 0.5                    # largest fraction of the kept columns of a restricted step 1
 SIGMA, MAX_LINE_STEPS = 0.01, 30  # Armijo constant and backtracking steps (newGLMNET)
-NU = 1e-12                        # added to the model's Hessian diagonal (newGLMNET)
+NU = 1e-12                        # added to the model's Hessian diagonal (newGLMNET), times
+                                  # the largest x_ij^2 (``step_limits``)
 MAX_INNER_PASSES = 1000
 FORCING = 0.1                     # inner stop: violations <= FORCING x the outer ones
 FORCING_FAR = 0.5                 # the same before the steps are certificate iterations
@@ -114,7 +115,8 @@ PASS_GRAIN = 50_000               # nonzeros per thread below which the column p
 ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line search slack)
 SCREEN_MARGIN = 1e-9              # relative slack of the sphere test against rounding
 STALL_ITERATIONS = 3              # certificate iterations without progress: "stalled"
-MAX_STEP = 10.0                   # largest move of a coordinate in one step (LIBLINEAR)
+SCORE_STEP = 10.0                 # largest change of a score in one coordinate step
+                                  # (``step_limits``; LIBLINEAR's clip)
 POLISH_EVERY = 4                  # Gram inner passes between Newton steps on the support
 POLISH_MAX_SUPPORT = 1000         # largest support of those steps (an |S|^3 solve)
 CERT_TIGHT = 1e-3                 # inner stop on certificate iterations, x the usual one
@@ -172,13 +174,42 @@ def _raise_on(status, problem):
                                  "weights; check the scale of X and alpha")
 
 
+def step_limits(problem, cols):
+    """The largest move of each coordinate in one step: SCORE_STEP / max_i |x_ij| in
+    units of the scores' scale, so that no score changes by more than SCORE_STEP of it.
+    The scale is 1 for the binary and count losses (scores are log-odds, margins or
+    log-means) and max |y| for the regression losses (scores in the units of y).  For
+    features in [-1, 1] and labels -1/+1 this is LIBLINEAR's clip of every coordinate
+    step to [-10, 10]; here the limits follow the scale of X and y, so that a rescaled
+    problem takes rescaled steps (the optimum of X / s is s times that of X)."""
+    scale = 1.0
+    if problem.loss.spec.task == "regression":
+        top = float(np.abs(problem.y).max(initial=0.0))
+        scale = top if top > 0.0 else 1.0
+    top = cols.maxabs
+    return SCORE_STEP * scale / np.where(top > 0.0, top, 1.0)
+
+
+def _below_zero(problem, w, f, lam1, lam2, n_threads):
+    """Whether J(w) <= J(0) for w with scores f = X w (two O(m) passes over the rows)."""
+    loss, y, m = problem.loss, problem.y, problem.n_samples
+    c = np.empty(0) if problem.sample_weight is None else problem.sample_weight
+    kid, param, buffers = loss.spec.kernel_id, loss.param, [np.empty(m) for _ in range(3)]
+    J_w, _ = _cd.derivatives(kid, param, f, y, c, 1.0 / m, *buffers, n_threads)
+    J_0, _ = _cd.derivatives(kid, param, np.zeros(m), y, c, 1.0 / m, *buffers, n_threads)
+    with np.errstate(over="ignore"):  # a penalty that overflows is above J(0)
+        J_w += lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(w @ w)
+    return J_w <= J_0
+
+
 def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, callback=None,
              verbose=0, start=None, check_every=1, n_threads=None, random_state=None,
              screening=True, columns=None, inner="auto"):
     """Minimize ``problem`` by proximal Newton / coordinate descent; see the module docstring.
 
     ``max_iter`` counts Newton (outer) iterations.  Options beyond the common ones:
-    start: a weight vector or a Result to warm-start from.
+    start: a weight vector or a Result to warm-start from (replaced by w = 0 when
+    J(start) > J(0)).
     check_every: outer iterations between certificates (each costs m conjugates), among
     those where step 2 computes one.
     n_threads: threads of the column pass (None = the problem's n_threads).
@@ -215,11 +246,20 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     c_arg = np.empty(0) if c is None else c
     inv_m = 1.0 / m
     rng = np.array([check_rng(random_state).integers(2**63)], dtype=np.uint64)
+    limits = step_limits(problem, cols)
+    # newGLMNET's nu for features in [-1, 1], in the units of the model's Hessian (x^2;
+    # its square kept finite)
+    top = min(float(cols.maxabs.max(initial=0.0)), 1e150)
+    nu = NU * (top * top if top > 0.0 else 1.0)
 
     w = start_weights(problem, start)
     f = np.empty(m)  # X w, from the columns of the support only (warm starts on a path)
     support = np.flatnonzero(w)
     _cd.column_combination(*cols.arrays, support, w[support], f)
+    if start is not None and not _below_zero(problem, w, f, lam1, lam2, threads):
+        # a coordinate moves at most its step limit per step: from a start worse than
+        # w = 0 (a refit after y was rescaled) the run would creep back for many iterations
+        w[:], f[:], start = 0.0, 0.0, None
     kept = np.arange(n_weights, dtype=np.int64)  # columns not screened out
     # grad and hdiag are read on the kept columns after column_stats writes them, wpd on
     # the working set after it is set to w there
@@ -308,14 +348,15 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             return gram_inner(working, stop, tight), True
         xtd[:] = 0.0
         p_, done = _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w,
-                                wpd, xtd, lam1, lam2, NU, stop, cap, inv_m, rng)
+                                wpd, xtd, limits, lam1, lam2, nu, stop, cap, inv_m, rng)
         if done and tight < stop:
             # toward ``tight``: on the Gram matrix if its build costs at most twice the
             # passes made, else for as many column passes again
             if gram_ok and build <= 2 * p_ * column_pass:
                 return p_ + gram_inner(working, tight, tight), True
             p_ += _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w,
-                               wpd, xtd, lam1, lam2, NU, tight, p_, inv_m, rng)[0]
+                               wpd, xtd, limits, lam1, lam2, nu, tight, p_, inv_m,
+                               rng)[0]
         if done or not gram_ok:
             return p_, False
         return p_ + gram_inner(working, stop, tight), True
@@ -383,14 +424,15 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         nonlocal last_gram
         n_w = working.shape[0]
         H = last_gram = gram(working) if H is None else H
-        w_w, grad_w = w[working], grad[working]
+        w_w, grad_w, limit_w = w[working], grad[working], limits[working]
         wpd_w = wpd[working]  # w + d on entry: d = 0, or where the column passes stopped
         q = H @ (wpd_w - w_w)
         order = np.arange(n_w, dtype=np.int64)
         passes, last, every = 0, MAX_INNER_PASSES, POLISH_EVERY
         while passes < last:
-            p_, done = _cd.inner_cd_gram(H, order, grad_w, w_w, wpd_w, q, lam1, lam2, NU, stop,
-                                         min(every, last - passes), inv_m, rng)
+            p_, done = _cd.inner_cd_gram(H, order, grad_w, w_w, wpd_w, q, limit_w, lam1,
+                                         lam2, nu, stop, min(every, last - passes), inv_m,
+                                         rng)
             passes += p_
             if done:
                 if stop <= tight:
@@ -398,7 +440,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                 build, gram_pass, _, _ = gram_costs(working)
                 stop = tight
                 last = min(last, passes + max(POLISH_EVERY, int(build / max(gram_pass, 1.0))))
-            t = polish(H, grad_w, w_w, wpd_w)
+            t = polish(H, grad_w, w_w, wpd_w, limit_w)
             if t > 0.0:
                 np.dot(H, wpd_w - w_w, out=q)
             # a step cut short at a sign change, which the passes may undo (the face's
@@ -445,10 +487,11 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             H = gram_extended(last_gram, working, add)
             return n_working, gram_inner(buffer[:n_working], tight, tight, H)
         more, _ = _cd.inner_cd(*cols.arrays, h, buffer[:n_working], n_working, grad, hdiag, w,
-                               wpd, xtd, lam1, lam2, NU, tight, max(passes, 2), inv_m, rng)
+                               wpd, xtd, limits, lam1, lam2, nu, tight, max(passes, 2), inv_m,
+                               rng)
         return n_working, more
 
-    def polish(H, grad_w, w_w, wpd_w):
+    def polish(H, grad_w, w_w, wpd_w, limit_w):
         """Move wpd toward the minimizer of the model on its orthant face; returns the
         fraction of the way taken (0 if no move).
 
@@ -466,7 +509,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         off = wpd_w - w_w
         off[S] = 0.0  # d off S
         A = H[np.ix_(S, S)]
-        A.flat[::S.shape[0] + 1] += lam2 + NU
+        A.flat[::S.shape[0] + 1] += lam2 + nu
         b = grad_w[S] + lam1 * sign + H[S] @ off  # the face model: b^T e + e^T A e / 2, e = x - w
         e = b.copy()
         if not _cd.cholesky_solve(A.copy(), e):
@@ -477,9 +520,10 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         flips = np.sign(target) != sign
         ratios[flips] = -x[flips] / step[flips]
         hit = int(np.argmin(ratios))
-        # at most MAX_STEP per coordinate, as the coordinate steps (a singular A, e.g. rows
-        # of zero curvature, leaves the face model unbounded along its null space)
-        t = min(1.0, float(ratios[hit]), MAX_STEP / max(float(np.abs(step).max()), 1e-300))
+        # at most the step limits, as the coordinate steps (a singular A, e.g. rows of zero
+        # curvature, leaves the face model unbounded along its null space)
+        with np.errstate(divide="ignore"):
+            t = min(1.0, float(ratios[hit]), float((limit_w[S] / np.abs(step)).min()))
         new = x + t * step
         if t == ratios[hit]:
             new[hit] = 0.0

@@ -26,9 +26,8 @@ iteration is:
    prediction and the radius updated by its eq. (2.5) (the constants of
    LIBLINEAR's tron).  The line search is the default because the radius
    can collapse where the generalized Hessian of the squared hinge changes
-   (mushrooms, alpha 1e-6: 300 trust-region steps without reaching tol 1e-3,
-   46 line-search steps to it) and was otherwise within the noise of it on the
-   benchmark sets.
+   (at small alpha the trust region then takes several times the line search's
+   steps) and was otherwise within the noise of it on the benchmark sets.
 
 Both evaluate J along the direction as Galli & Lin (2021) do:
 conjugate gradient adds up ``z = X s`` from the products ``X d`` its
@@ -43,7 +42,11 @@ s and the line search starts from its minimizer (safeguarded 1-D Newton on
 dJ/dt, O(m) per iteration) instead of t = 1: where the set of rows with
 curvature changes along s (the squared hinge on nearly separable data, the
 first steps from w = 0) the full step can be far from that minimizer on
-either side, and backtracking only shortens it.
+either side, and backtracking only shortens it.  These updates round: each score is
+off by a few ulps of |f_i| + |t z_i| per step and the penalty's sum cancels to within a
+few ulps of its terms, negligible from ordinary starts; where the bound on that error
+(``_rounding``) reaches REFRESH times the stopping threshold (a start with |w| of 1e12
+or more), J, the gradient and the scores are recomputed by an oracle pass instead.
 
 Certificate: the smaller of two duality gaps (fastrisk/solvers/_dual_gap.py,
 Fenchel duality, docs/math.md §7), checked after every step: the extrapolated
@@ -102,6 +105,11 @@ GLOBALIZATIONS = ("line_search", "trust_region")
 # the 1-D minimization stops when |dJ/dt| falls to EXACT_TOL |dJ/dt(0)| (on a piecewise
 # quadratic it lands on the root once t is in the root's piece) or after MAX_EXACT steps
 EXACT_TOL, MAX_EXACT = 1e-6, 30
+EPS = np.finfo(np.float64).eps
+# J, its gradient and the scores are recomputed by an oracle pass (``cert.evaluate``) when
+# the rounding of their O(m) updates along the steps (``_rounding``) may exceed REFRESH
+# times the stopping threshold
+REFRESH = 0.01
 
 
 class _Hessian:
@@ -239,9 +247,10 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
     """Minimize ``problem`` by truncated Newton-CG; see the module docstring.
 
     max_iter counts Newton (outer) iterations.  start: a weight vector or a
-    Result (warm start).  cg_tol: conjugate gradient stops once the relative
-    decrease of the quadratic model, times the iteration count, is at most cg_tol
-    (Nash & Sofer 1996).  max_cg: conjugate-gradient iterations per Newton step.
+    Result (warm start; replaced by w = 0 when J(start) overflows).  cg_tol: conjugate
+    gradient stops once the relative decrease of the quadratic model, times the
+    iteration count, is at most cg_tol (Nash & Sofer 1996).  max_cg: conjugate-gradient
+    iterations per Newton step.
     globalization: "line_search" (backtracking on the untruncated CG step) or
     "trust_region" (the 2008 paper's).  precondition: the diagonal preconditioner
     for CG (line search only; with the quadratic-model stop it cut the
@@ -268,7 +277,14 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
     w = start_weights(problem, start)
     it = n_trials = 0  # defined before the first check, which an interrupt can end
     with mon.interruptible(), single_threaded_blas():
-        J, g = cert.evaluate(w)
+        try:
+            with np.errstate(over="ignore"):
+                J, g = cert.evaluate(w)
+        except FloatingPointError:  # the loss overflows at the start
+            J = math.inf
+        if not math.isfinite(J) and start is not None:  # from w = 0 instead
+            w = np.zeros(problem.n_weights)
+            J, g = cert.evaluate(w)
         n_active = hess.update(cert.scores)
         bound = cert.gap(w, J, g, _target(mon, J))
         status = mon.check(0, w, J, bound)
@@ -277,6 +293,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
         exact = problem.loss.spec.piecewise_quadratic
         f = cert.scores
         rows = _derivatives(problem, f)  # l', l'' of the rows at w
+        drift = 0.0  # bound on |f - X w| since the last pass (``_refresh``)
         while status is None:
             it += 1
             M = hess.preconditioner() if precondition else None
@@ -296,15 +313,24 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
                 w = w + t * s
                 a_old, h_old = rows
                 rows = line.rows(t)
-                n_active = hess.update(D=_weighted(problem, rows[1]))
-                grad_risk = hess.gradient(_weighted(problem, rows[0]), diag=precondition)
-                cert.record(w, f, grad_risk)
-                g_new = grad_risk + problem.alpha * w
                 stop_at = _target(mon, J)
-                known = _step_certificate(cert, problem.alpha, J, f_old, line.z, t, g, r, s,
-                                          (a_old, h_old, rows[0]), REACH * stop_at)
-                bound = cert.gap(w, J, g_new, stop_at, known=known, derivative=rows[0])
-                g = g_new
+                drift += EPS * (np.abs(f_old).max(initial=0.0)
+                                + abs(t) * np.abs(line.z).max(initial=0.0))
+                if _rounding(problem, line, t, drift, rows[0]) > REFRESH * stop_at:
+                    J, g = cert.evaluate(w)
+                    f, drift = cert.scores, 0.0
+                    rows = _derivatives(problem, f)
+                    n_active = hess.update(D=_weighted(problem, rows[1]))
+                    bound = cert.gap(w, J, g, _target(mon, J), derivative=rows[0])
+                else:
+                    n_active = hess.update(D=_weighted(problem, rows[1]))
+                    grad_risk = hess.gradient(_weighted(problem, rows[0]), diag=precondition)
+                    cert.record(w, f, grad_risk)
+                    g_new = grad_risk + problem.alpha * w
+                    known = _step_certificate(cert, problem.alpha, J, f_old, line.z, t, g, r,
+                                              s, (a_old, h_old, rows[0]), REACH * stop_at)
+                    bound = cert.gap(w, J, g_new, stop_at, known=known, derivative=rows[0])
+                    g = g_new
             status = mon.check(it, w, J, bound)
             if status is None and (step is None and globalization == "line_search"
                                    or delta <= 1e-12 * math.sqrt(float(w @ w))):
@@ -315,6 +341,19 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
     return mon.result(status, it, w=w, objective=J, bound=bound, n_cg=hess.n_products,
                       n_evaluations=cert.n_evaluations, n_trials=n_trials,
                       n_active=n_active)
+
+
+def _rounding(problem, line, t, drift, derivative):
+    """A bound on the rounding error of J(w + t s) as ``_Line`` sums it: the penalty
+    alpha/2 (w.w + 2 t w.s + t^2 s.s) cancels to within a few ulps of its terms, and each
+    score f_i + t z_i is off by at most ``drift`` (the rounding of the updates since the
+    last pass), which moves the risk by at most drift (1/m) sum_i c_i |l'_i|.  Both are
+    negligible next to ``tol`` J from ordinary starts; from a start far from the optimum
+    (|w| of 1e12 and more) they are not, and J, its gradient and the certificate would
+    describe another point."""
+    reg = 0.5 * problem.alpha * (line.ww + abs(2.0 * t * line.ws) + t * t * line.ss)
+    loss = drift * float(np.abs(_weighted(problem, derivative)).mean())
+    return 4.0 * EPS * reg + loss
 
 
 def _step_certificate(cert, alpha, J, f_old, z, t, g, r, s, derivatives, reach):
