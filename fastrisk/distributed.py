@@ -283,8 +283,13 @@ def get_client(client=None):
                              "address such as 'tcp://host:8786')") from None
     if isinstance(client, str):
         return connect(client)
-    if not isinstance(client, distributed.Client):
-        raise TypeError(f"client must be a dask Client, an address or None, got {client!r}")
+    return check_client(client)
+
+
+def check_client(client, name="client"):
+    """``client`` if it is a dask Client, else TypeError naming the argument ``name``."""
+    if not isinstance(client, _distributed().Client):
+        raise TypeError(f"{name} must be a dask Client, an address or None, got {client!r}")
     return client
 
 

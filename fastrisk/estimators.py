@@ -286,10 +286,14 @@ class _LinearModelBase(BaseEstimator):
     def _cluster(self):
         """The dask Client of ``scheduler`` during a fit (None without one); a client made
         here from an address is closed afterwards."""
-        if self.scheduler is None or not isinstance(self.scheduler, str):
-            yield self.scheduler
+        if self.scheduler is None:
+            yield None
             return
-        from fastrisk.distributed import connect
+        from fastrisk.distributed import check_client, connect
+
+        if not isinstance(self.scheduler, str):
+            yield check_client(self.scheduler, "scheduler")
+            return
 
         with connect(self.scheduler, "scheduler", set_as_default=False,
                      direct_to_workers=True) as client:

@@ -236,17 +236,24 @@ class RankingLoss:
         cuts = np.flatnonzero(np.diff(index[order])) + 1
         self.groups = np.split(order, cuts)
 
+    def _gains(self, rel):
+        """b(y): 2^y - 1 (NDCG) or [y > 0] (precision)."""
+        return np.exp2(rel) - 1.0 if self.measure == "ndcg" else (rel > 0).astype(np.float64)
+
     def _relevance(self, y, m):
-        """y as m finite float64 relevance levels >= 0 whose gains the measure can sum."""
+        """y as m finite float64 relevance levels >= 0 whose gains the measure can sum, with
+        a positive gain somewhere (a query's Z > 0 exactly when one of its gains is)."""
         rel = check_targets(y, m)
         if (rel < 0).any():
             raise ValueError(f"y must hold relevance levels >= 0, got {rel.min():g}")
-        if self.measure == "ndcg":
-            with np.errstate(over="ignore"):
-                total = (np.exp2(rel) - 1.0).sum()
-            if not np.isfinite(total):
-                raise ValueError(f"y holds relevance levels up to {rel.max():g}: their NDCG "
-                                 "gains 2**y - 1 overflow float64")
+        with np.errstate(over="ignore"):
+            gains = self._gains(rel)
+        if not np.isfinite(gains.sum()):
+            raise ValueError(f"y holds relevance levels up to {rel.max():g}: their NDCG "
+                             "gains 2**y - 1 overflow float64")
+        if not (gains > 0).any():
+            raise ValueError("y: no query has a relevant document (every gain "
+                             f"{'2**y - 1' if self.measure == 'ndcg' else '[y > 0]'} is 0)")
         return rel
 
     def check_targets(self, y, n_samples):
@@ -258,10 +265,9 @@ class RankingLoss:
     def _query_loss(self, f, rel):
         n = f.shape[0]
         k = n if self.k is None else min(self.k, n)
-        if self.measure == "ndcg":
-            a, b = ndcg_weights(n, k), np.exp2(rel) - 1.0
-        else:
-            a, b = np.where(np.arange(n) < k, 1.0 / k, 0.0), (rel > 0).astype(np.float64)
+        b = self._gains(rel)
+        a = ndcg_weights(n, k) if self.measure == "ndcg" else \
+            np.where(np.arange(n) < k, 1.0 / k, 0.0)
         sigma = np.argsort(-rel, kind="stable")
         Z = float(a @ b[sigma])
         if Z <= 0:
@@ -286,8 +292,6 @@ class RankingLoss:
                 value += out[0]
                 g[idx] = out[1]
                 n_queries += 1
-        if n_queries == 0:
-            raise ValueError("no query has a relevant document")
         return value / n_queries, g / n_queries
 
 

@@ -20,7 +20,7 @@ from fastrisk.data import (
 from fastrisk.losses import Loss
 from fastrisk.oracle import CheckedOracle, LocalOracle, VectorOracle
 from fastrisk.regularizers import make_regularizer
-from fastrisk.solvers._checks import check_bool, check_number
+from fastrisk.solvers._checks import check_bool, check_int, check_number
 
 
 def check_alpha(alpha):
@@ -99,8 +99,13 @@ class Problem:
         FloatingPointError, a wrong shape ValueError, instead of misleading the solver.
         """
         for name in ("n_samples", "n_weights"):
-            if not isinstance(getattr(oracle, name, None), (int, np.integer)):
+            value = getattr(oracle, name, None)
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
                 raise TypeError(f"oracle must have an integer attribute {name!r}")
+            check_int(value, f"oracle.{name}", low=1)
+        n_classes = check_int(n_classes, "n_classes", low=1)
+        n_features = check_int(n_features, "n_features", low=0, allow_none=True)
+        bias = check_number(bias, "bias")
         if not callable(oracle):
             raise TypeError("oracle must be callable: oracle(w) -> (risk, subgradient)")
         if not getattr(oracle, "checked", False):  # a user-defined risk: check its outputs

@@ -430,7 +430,8 @@ def test_ranking_refuses_bad_query_ids(query, error, message):
 
 
 def test_ranking_checks_query_and_relevance_when_built():
-    """A query of the wrong length, negative relevance and NDCG gains that overflow are
+    """A query of the wrong length, negative relevance, NDCG gains that overflow and
+    relevance without a positive gain anywhere (every query's Z = 0: nothing to rank) are
     refused at make_problem."""
     X, _ = small_problem_data()
     with pytest.raises(ValueError, match="query has 9 entries but X has 12 rows"):
@@ -444,6 +445,10 @@ def test_ranking_checks_query_and_relevance_when_built():
         make_problem(X, np.r_[np.nan, np.ones(11)], RankingLoss(query))
     # precision@k looks only at y > 0: no gain to overflow
     make_problem(X, np.r_[1100.0, np.zeros(11)], RankingLoss(query, measure="precision"))
+    for y, measure in [(np.zeros(12), "ndcg"), (np.zeros(12), "precision"),
+                       (np.r_[1e-320, np.zeros(11)], "ndcg")]:  # 2**1e-320 - 1 == 0
+        with pytest.raises(ValueError, match="^y: no query has a relevant document"):
+            make_problem(X, y, RankingLoss(query, measure=measure))
 
 
 @pytest.mark.parametrize("build,message", [
@@ -554,6 +559,36 @@ def test_user_oracles_with_bad_outputs_are_refused(solver):
     # J* = 1 and J is (2 + alpha)-strongly convex: ||w - w*||^2 <= 2 tol J / 2.5, about
     # (9e-6)^2, i.e. 1.1e-5 relative to w* = 0.8 (rtol 1e-4 leaves room for rounding of J)
     np.testing.assert_allclose(res.w, np.full(5, 2 / 2.5), rtol=1e-4)
+
+
+def test_user_oracle_sizes_layout_and_floor_are_checked():
+    """from_oracle names a size or layout that cannot describe w, and BMRM and the proximal
+    bundle method refuse a risk below the oracle's declared risk_floor (their constant cut
+    b_0) instead of reporting a negative gap."""
+    class Risk:
+        n_samples, n_weights = 1, 3
+
+        def __call__(self, w):
+            return float(w @ w), 2 * w
+
+    for attrs, kwargs, message in [({"n_weights": -3}, {}, "^oracle.n_weights must be"),
+                                   ({"n_samples": 0}, {}, "^oracle.n_samples must be"),
+                                   ({}, {"n_classes": 0}, "^n_classes must be"),
+                                   ({}, {"n_features": -1}, "^n_features must be"),
+                                   ({}, {"bias": np.nan}, "^bias must be")]:
+        oracle = Risk()
+        vars(oracle).update(attrs)
+        with pytest.raises(ValueError, match=message):
+            fr.Problem.from_oracle(oracle, **kwargs)
+    for floor, solver in [(1.0, "bmrm"), (1.0, "prox_bundle")]:
+        oracle = Risk()
+        oracle.risk_floor = floor
+        with pytest.raises(ValueError, match=f"^{solver}: the oracle returned R_emp = 0.0, "
+                                             "below its risk_floor 1.0"):
+            fr.solve(fr.Problem.from_oracle(oracle), solver)
+    oracle.risk_floor = np.nan
+    with pytest.raises(ValueError, match="^oracle.risk_floor must be a finite number"):
+        fr.solve(fr.Problem.from_oracle(oracle), "bmrm")
 
 
 def test_lbfgs_names_the_overflow_of_a_user_defined_risk():

@@ -177,5 +177,5 @@ def test_estimator_scheduler_errors(client, a9a_small):
         fr.LinearClassifier(loss="softmax", scheduler=client).fit(X, y)
     with pytest.raises(ValueError, match="n_partitions must be None or an integer >= 1"):
         fr.LinearClassifier(n_partitions=0).fit(X, y)
-    with pytest.raises(TypeError, match="client must be a dask Client"):
+    with pytest.raises(TypeError, match="^scheduler must be a dask Client"):
         fr.LinearClassifier(scheduler=3).fit(X, y)

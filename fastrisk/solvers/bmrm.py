@@ -73,7 +73,7 @@ import highspy
 import numpy as np
 
 from fastrisk._qp import cut_combination, sample_combination, sample_products
-from fastrisk.solvers._checks import check_int, finite_iterate, start_weights
+from fastrisk.solvers._checks import check_int, check_number, finite_iterate, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
@@ -128,7 +128,7 @@ def risk_floor(problem):
     oracle's ``risk_floor`` attribute, 0 when it has none (R_emp >= 0).
     """
     if problem.data is None:
-        return float(getattr(problem.oracle, "risk_floor", 0.0))
+        return check_number(getattr(problem.oracle, "risk_floor", 0.0), "oracle.risk_floor")
     if problem.loss.spec.vector:
         return 0.0
     conj = problem.loss.conjugate(np.zeros(problem.n_samples), problem.y)
@@ -252,6 +252,16 @@ class SampleCuts:
 
     def merge(self, keep, old, gamma, k):
         self.G[keep] = gamma @ self.G[old]
+
+
+def check_floor(problem, risk, floor, solver):
+    """A user oracle's risk below its declared ``risk_floor`` (0 when absent) is an error:
+    the bundle's constant cut b_0 = floor would cut off R_emp, and the certified gap
+    could be negative.  (The floor of a loss on data is its exact infimum.)"""
+    if problem.data is None and risk < floor:
+        raise ValueError(f"{solver}: the oracle returned R_emp = {risk!r}, below its "
+                         f"risk_floor {floor!r} (0 when it has none); give the oracle a "
+                         "risk_floor attribute that bounds R_emp from below")
 
 
 def make_bundle(problem, max_bundle, floor, *, gram=True, extra=(), storage=None):
@@ -659,7 +669,8 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     lam, reg = problem.alpha, problem.regularizer
     inner = inner_solver(problem)
     l1 = inner is _inner_l1
-    bundle = make_bundle(problem, max_bundle, risk_floor(problem), gram=not l1)
+    floor = risk_floor(problem)
+    bundle = make_bundle(problem, max_bundle, floor, gram=not l1)
     w = start_weights(problem, start)
     lower = -np.inf
     inner_seconds = gram_seconds = 0.0
@@ -668,6 +679,7 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
         while status is None:
             t += 1
             risk, a = problem.oracle(finite_iterate(w, "bmrm", problem))
+            check_floor(problem, risk, floor, "bmrm")
             objective = lam * reg.value(w) + risk
             start = time.perf_counter()
             bundle.add(a, risk - bundle.cuts.query_product(a, w), t)

@@ -79,7 +79,7 @@ from fastrisk._qp import sample_combination
 from fastrisk.regularizers import is_l2
 from fastrisk.solvers._checks import check_number, finite_iterate, start_weights
 from fastrisk.solvers._info import SolverInfo
-from fastrisk.solvers.bmrm import SampleCuts, make_bundle, risk_floor
+from fastrisk.solvers.bmrm import SampleCuts, check_floor, make_bundle, risk_floor
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
 
@@ -189,7 +189,8 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
         restart = check_number(restart, "restart", 0.0, 1.0, low_open=True, high_open=True)
     mon = Monitor(problem, "prox_bundle", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol)
-    bundle = make_bundle(problem, max_bundle, risk_floor(problem),
+    floor = risk_floor(problem)
+    bundle = make_bundle(problem, max_bundle, floor,
                          extra=("Ac", "Aw", "beta_lb"))
     bundle.extra["beta_lb"][0] = 1.0
     Ac, Aw = bundle.extra["Ac"], bundle.extra["Aw"]
@@ -209,6 +210,7 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
         while status is None:
             t += 1
             risk, a = problem.oracle(finite_iterate(w, "prox_bundle", problem))
+            check_floor(problem, risk, floor, "prox_bundle")
             objective = 0.5 * lam * w_sq + risk
             start = time.perf_counter()
             bundle.add(a, 0.0, t, beta_lb=0.0)
