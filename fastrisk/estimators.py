@@ -574,8 +574,13 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
         """One epoch of the online solver over this chunk, continuing the previous state.
 
         ``classes`` (all labels) is required on the first call.  Chunks fed one after
-        another give the iterates of one epoch over their concatenation in order
-        (the solvers' streaming state; no shuffling inside a chunk).  ``sample_weight``
+        another continue one epoch over their concatenation in order (the solvers'
+        streaming state; no shuffling inside a chunk).  Step parameters that a solver
+        reads from the data (a step size from the number of rows or the row norms: see
+        the solver's docstring) are read from the first chunk, so the iterates are those
+        of one epoch over the concatenation where the solver's steps do not depend on
+        the data, and otherwise those of an epoch with the first chunk's parameters
+        (``fastrisk.solve`` with ``start=`` takes them as options).  ``sample_weight``
         is used as given (not rescaled, so that chunks stay consistent); ``class_weight``
         must be None or a dict.
         """

@@ -316,6 +316,28 @@ def test_streaming_equals_one_pass(case):
     assert np.count_nonzero(res.w) < res.w.size or penalty != "l1" or not bitwise
 
 
+@pytest.mark.parametrize("solve", [solve_sgd_l1, solve_truncated_gradient])
+def test_streaming_defaults_come_from_the_first_chunk(solve):
+    """The default eta = sqrt(2/T) / gamma is read from the first chunk (T its number of
+    steps) and kept in the state: chunks fed with the defaults give the pass over their
+    concatenation with the first chunk's eta, to rounding (the lazy catch-ups split at
+    the chunk boundaries, as in test_streaming_equals_one_pass)."""
+    X, y, _ = _toy("csr32-f64", m=48)
+    state = None
+    for lo, hi in [(0, 12), (12, 30), (30, 48)]:
+        part = _problem(X[lo:hi], y[lo:hi], loss="logistic", penalty="l1", alpha=0.05)
+        res = solve(part, max_iter=1, shuffle=False, start=state)
+        state = res.extra["state"]
+        first_eta = state["eta"] if lo == 0 else first_eta
+    assert state["eta"] == first_eta
+    one = solve(_problem(X, y, loss="logistic", penalty="l1", alpha=0.05), max_iter=1,
+                shuffle=False)
+    assert one.extra["state"]["eta"] != first_eta  # T = 48 steps, not 12
+    one = solve(_problem(X, y, loss="logistic", penalty="l1", alpha=0.05), max_iter=1,
+                shuffle=False, eta=first_eta)
+    np.testing.assert_allclose(res.w, one.w, rtol=1e-12, atol=1e-15)
+
+
 def test_state_must_match_settings():
     X, y, _ = _toy("csr32-f64")
     prob = _problem(X, y, loss="logistic", penalty="l1", alpha=0.05)

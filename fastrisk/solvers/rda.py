@@ -78,9 +78,15 @@ both with the paper's constant step ``eta = sqrt(2/T) / gamma`` by default
 (T = total number of steps, Xiao 2010, eq. (19)).
 
 Streaming: every solver here takes ``start=`` (the Result of the previous call,
-or its ``extra["state"]``) and continues exactly where it stopped, so feeding chunks
-one after another (``shuffle=False``) gives the iterates of one pass over
-their concatenation.  ``max_iter`` counts epochs over the given Problem.
+or its ``extra["state"]``) and continues exactly where it stopped.  The defaults read
+from the data (gamma from max_i ||x_i||, adaptive RDA's eta from the row norms, the
+eta of sgd_l1 and TG from the number of steps T) are read from the first call's
+chunk and kept in the state, and the offset beta is the largest L of the chunks so
+far; so feeding chunks one after another (``shuffle=False``) gives the iterates of
+one pass over their concatenation when those are given (gamma=, eta=) or do not
+depend on the data (a Lipschitz loss with sigma > 0), and otherwise those of a pass
+whose defaults come from the first chunk.  ``max_iter`` counts epochs over the given
+Problem.
 Each call (and each epoch) also costs O(d) once -- copying the state,
 bringing every lazy coordinate up to date, forming w -- so streamed chunks
 should hold many rows.
