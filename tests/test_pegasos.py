@@ -30,6 +30,33 @@ from fastrisk.solvers.pegasos import (
 SOLVERS = {"pegasos": solve_pegasos, "adaptive": solve_adaptive, "proximal": solve_proximal}
 
 
+@pytest.mark.parametrize("weight", [0.01, 1.0, 100.0])
+def test_ball_holds_the_optimum_with_any_sample_weights(weight):
+    """||w*|| <= sqrt(R_emp(0) / alpha) (module docstring), w* from the SVM's dual QP
+    (hinge: R_emp(0) = mean c_i, so weights of 100 put w* outside Pegasos' 1/sqrt(alpha))
+    and from scipy's L-BFGS-B (logistic)."""
+    from reference import batch
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 5))
+    y = np.where(X @ np.arange(1.0, 6.0) + 0.5 * rng.standard_normal(200) > 0, 1.0, -1.0)
+    alpha, m = 0.01, X.shape[0]
+    c = np.full(m, weight)
+    # weights c: the SVM of alpha / c (J scales by c)
+    _, w_hinge = batch.hinge_l2_optimum(X, y, alpha / weight, return_w=True)
+
+    def logistic(w):
+        z = y * (X @ w)
+        return (0.5 * alpha * w @ w + weight * np.logaddexp(0.0, -z).mean(),
+                alpha * w - weight * X.T @ (y * np.exp(-np.logaddexp(0.0, z))) / m)
+
+    w_logistic = minimize(logistic, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B",
+                          options=dict(ftol=1e-15, gtol=1e-12)).x
+    for loss, w_star in [("hinge", w_hinge), ("logistic", w_logistic)]:
+        radius = ball_radius(fr.Problem(X, y, loss=loss, alpha=alpha, sample_weight=c))
+        assert np.linalg.norm(w_star) <= radius, (loss, np.linalg.norm(w_star), radius)
+
+
 @pytest.mark.parametrize("solver", ["pegasos", "adaptive", "proximal"])
 @pytest.mark.parametrize("loss", ["hinge", "logistic"])
 @pytest.mark.parametrize("batch_size", [1, 3])

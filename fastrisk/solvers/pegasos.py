@@ -18,10 +18,12 @@ Conventions (our choices where the papers leave them open):
 
 * Problem: penalty "l2", J(w) = alpha/2 ||w||^2 + (1/m) sum_i c_i l(<w,x_i>, y_i),
   alpha = lambda.  The intercept, if any, is the regularized last feature.
-* Ball S: radius 1/sqrt(alpha) for the hinge loss (Pegasos' duality argument:
-  alpha ||w*||^2 <= mean c_i = 1), else sqrt(2 R_emp(0)/alpha), from
-  alpha/2 ||w*||^2 <= J(w*) <= J(0) for a nonnegative loss (LossSpec.nonnegative;
-  the Poisson loss, which can be negative, is refused).  Neither cuts off the optimum.
+* Ball S: radius sqrt(R_emp(0)/alpha).  At the optimum alpha w* = -g for a
+  subgradient g of R_emp, and convexity gives R_emp(0) >= R_emp(w*) + <g, -w*> =
+  R_emp(w*) + alpha ||w*||^2 >= alpha ||w*||^2 for a nonnegative loss
+  (LossSpec.nonnegative; the Poisson loss, which can be negative, is refused), so S
+  holds the optimum.  For the hinge loss with unit weights (R_emp(0) = 1) this is
+  Pegasos' 1/sqrt(alpha); sample weights scale it by sqrt(mean c_i).
 * G (bound on ||g_t||, used by tau_t): alpha * radius + L * max_i c_i ||x_i||,
   which is Alg. 3's sqrt(lambda) + max ||x|| for the hinge loss; the rules
   that use G need a Lipschitz loss (L = Loss.lipschitz).
@@ -135,10 +137,9 @@ class PegasosState:
 
 
 def ball_radius(problem):
-    """Radius of the ball S that contains the minimizer (module docstring)."""
-    if problem.loss.name == "hinge":
-        return 1.0 / math.sqrt(problem.alpha)
-    return math.sqrt(2.0 * max(problem.risk(np.zeros(problem.n_weights)), 0.0) / problem.alpha)
+    """Radius sqrt(R_emp(0) / alpha) of the ball S that contains the minimizer (module
+    docstring)."""
+    return math.sqrt(max(problem.objective_at_zero(), 0.0) / problem.alpha)
 
 
 def gradient_bound(problem, radius):

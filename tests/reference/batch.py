@@ -71,10 +71,11 @@ def enet_smooth_optimum(X, y, loss, alpha, l1_ratio):
     return res.fun
 
 
-def hinge_l2_optimum(X, y, alpha):
+def hinge_l2_optimum(X, y, alpha, return_w=False):
     """Linear SVM through its dual box QP: max sum(a)/m - ||X^T (a y)||^2 / (2 alpha m^2), 0 <= a <= 1.
 
-    Returns the primal J at w = X^T (a y) / (alpha m) (an upper bound, equal to J* at the optimum).
+    Returns the primal J at w = X^T (a y) / (alpha m) (an upper bound, equal to J* at the optimum),
+    and w with ``return_w``.
     """
     m = X.shape[0]
     Z = X * y[:, None]
@@ -86,7 +87,8 @@ def hinge_l2_optimum(X, y, alpha):
     res = minimize(neg_dual, np.full(m, 0.5), jac=True, method="L-BFGS-B",
                    bounds=[(0, 1)] * m, options=TIGHT)
     w = Z.T @ res.x / (alpha * m)
-    return 0.5 * alpha * w @ w + np.maximum(0.0, 1.0 - Z @ w).mean()
+    J = 0.5 * alpha * w @ w + np.maximum(0.0, 1.0 - Z @ w).mean()
+    return (J, w) if return_w else J
 
 
 def hinge_l1_optimum(X, y, alpha):
