@@ -496,8 +496,9 @@ class LinearClassifier(ClassifierMixin, _LinearModelBase):
     n_threads : threads in total (None = all cores); with ``scheduler``, the OpenMP threads of
         each partition task on its Dask worker (None = 1).
     scheduler : None, a Dask scheduler address ("tcp://host:8786") or a ``distributed.Client``:
-        fit on the cluster (see the module docstring; solver "auto", "bmrm", "prox_bundle" or
-        "lbfgs", scalar losses; one-vs-rest problems are solved one after another).
+        fit on the cluster (see the module docstring; solver "auto" or one of
+        ``fastrisk.estimators.dask_solvers()``, the solvers that need only the risk oracle;
+        scalar losses; one-vs-rest problems are solved one after another).
     n_partitions : row partitions of the risk oracle (None: 1 locally, with ``scheduler`` the
         number of worker threads); the same count gives the same sums locally and on Dask.
     verbose, callback : passed to the solver (the callback gets each problem's Result so far).
