@@ -354,8 +354,12 @@ class DaskOracle:
         summaries = client.gather([client.submit(_chunk_summary, chunk, task, pure=False)
                                    for chunk in chunks])
         rows = [s[0] for s in summaries]
-        if min(rows) < 1:
-            raise ValueError(f"every partition needs at least one row, got sizes {rows}")
+        if max(rows) < 1:
+            raise ValueError(f"the data have no rows (partition sizes {rows})")
+        if min(rows) < 1:  # e.g. row blocks a filter emptied: they add nothing to the sums
+            keep = [k for k, r in enumerate(rows) if r > 0]
+            copies, chunks, summaries, rows = ([seq[k] for k in keep] for seq in
+                                               (copies, chunks, summaries, rows))
         width = max(s[1] for s in summaries)
         if n_features is not None:
             if n_features < width:

@@ -187,6 +187,22 @@ def test_from_dask_array(client, a9a_small):
     assert_same(oracle, oracle.local_equivalent(Xd, y[:900]))
 
 
+def test_from_dask_skips_empty_row_blocks(client):
+    """Row blocks without rows (left by a filter) add nothing: they are dropped, and the
+    oracle returns the local oracle's bits; data without any row are refused."""
+    X, y = small_problem()
+    sizes = (5, 0, 10, 0, 5)
+    dX = da.from_array(X, chunks=(sizes, X.shape[1]))
+    oracle = DaskOracle.from_dask(client, dX, da.from_array(y, chunks=(sizes,)),
+                                  loss="logistic")
+    assert oracle.partition_sizes == [5, 10, 5]
+    assert_same(oracle, oracle.local_equivalent(X, y))
+    oracle.close()
+    with pytest.raises(ValueError, match="no rows"):
+        DaskOracle.from_dask(client, dX[:0], da.from_array(y[:0], chunks=(0,)),
+                             loss="logistic")
+
+
 def test_from_dask_dataframe(client, a9a_small):
     dd = pytest.importorskip("dask.dataframe")  # needs pandas, not a fastrisk dependency
     import pandas as pd
