@@ -178,7 +178,8 @@ class Lp:
         self.q = self.p / (self.p - 1.0)
 
     def value(self, w):
-        return _conj.norm(_vec(w, "w"), self.p) ** 2 / (2.0 * (self.p - 1.0))
+        norm = _conj.norm(_vec(w, "w"), self.p)
+        return norm * norm / (2.0 * (self.p - 1.0))  # inf on overflow, as for l2
 
     def subgradient(self, w):
         w = _vec(w, "w")
@@ -187,7 +188,8 @@ class Lp:
         return out / (self.p - 1.0)
 
     def conjugate(self, u):
-        return _conj.norm(_vec(u, "u"), self.q) ** 2 / (2.0 * (self.q - 1.0))
+        norm = _conj.norm(_vec(u, "u"), self.q)
+        return norm * norm / (2.0 * (self.q - 1.0))
 
     def conjugate_grad(self, u):
         u = _vec(u, "u")

@@ -69,7 +69,7 @@ from fastrisk import _pegasos
 from fastrisk.regularizers import is_l2
 from fastrisk.solvers._certificates import lemma5_bound
 from fastrisk.solvers._checks import (StartMismatch, check_bool, check_int, check_number,
-                                      start_state)
+                                      finite_iterate, start_state)
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, run_epochs
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers._steps import stream_offset
@@ -201,7 +201,7 @@ class _Epochs:
         return self.state.output()
 
     def certify(self):
-        w = self.state.output()
+        w = finite_iterate(self.state.output(), self.state.solver, self.problem)
         return (w, *lemma5_bound(self.problem, w))
 
     def extra(self):

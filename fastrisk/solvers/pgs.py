@@ -37,7 +37,7 @@ from fastrisk import _pgs
 from fastrisk.regularizers import norm_exponent
 from fastrisk.solvers._certificates import fenchel_bound
 from fastrisk.solvers._checks import (StartMismatch, check_bool, check_int, check_number,
-                                      start_state)
+                                      finite_iterate, start_state)
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, other_solvers, run_epochs
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers._steps import stream_offset
@@ -92,7 +92,7 @@ class _Epochs:
         return self.state.weights()
 
     def certify(self):
-        w = self.state.weights()
+        w = finite_iterate(self.state.weights(), "pgs", self.problem)
         return (w, *fenchel_bound(self.problem, w))
 
     def extra(self):

@@ -83,6 +83,9 @@ from fastrisk.solvers.bmrm import SampleCuts, check_floor, make_bundle, risk_flo
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
 
+# below this s = lam t + tau_{1:t}, s^2 underflows: ||w||^2 is summed from w instead
+SMALLEST_S = 1e-150
+
 
 class _DenseCentre:
     """The phase's ``c = sum_i tau_i point_i`` as a vector of n_weights."""
@@ -266,9 +269,10 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             Q_beta, beta_Ac = Q @ beta, float(beta @ Ac[:k])
             Aw[:k] = (Ac[:k] - t_phase * Q_beta) / s
             # <c, w> and ||w||^2 from ||c||^2, A c and the Gram matrix, without a pass over w
+            # (with one where s^2 would underflow: alpha near the smallest floats)
             c_w = (c_sq - t_phase * beta_Ac) / s
             w_sq = max((c_sq - 2.0 * t_phase * beta_Ac + t_phase ** 2 * float(beta @ Q_beta))
-                       / (s * s), 0.0)
+                       / (s * s), 0.0) if s > SMALLEST_S else float(w @ w)
             inner_seconds += time.perf_counter() - start
 
             bundle.mark_active(t, beta_lb)

@@ -170,7 +170,9 @@ def _rda_gamma(problem):
     guarantee: tune gamma as the paper does.
     """
     lip = problem.loss.lipschitz or 1.0
-    return lip * lip * float(problem.data.row_sqnorms().max()) / 2000.0
+    G2 = lip * lip * float(problem.data.row_sqnorms().max())
+    # every row 0: no gradient of the loss moves w, and any gamma > 0 serves
+    return G2 / 2000.0 if G2 > 0.0 else 1.0
 
 
 def _adaptive_eta(problem):
