@@ -11,22 +11,40 @@ from scipy.special import logsumexp
 TIGHT = dict(ftol=1e-15, gtol=1e-12, maxiter=50_000, maxfun=100_000)
 
 
-def smooth_loss(name, f, y):
-    """(mean loss, d mean / d f) for the smooth losses used in the tests."""
+def smooth_loss(name, f, y, c=None, param=None):
+    """(mean loss, d mean / d f) for the smooth losses used in the tests: the mean is
+    (1/m) sum_i c_i l(f_i, y_i) (c: sample weights, default ones; not renormalized), the
+    losses as in docs/math.md section 2 (param: huber's delta, smoothed_hinge's gamma)."""
     m = len(y)
+    c = np.ones(m) if c is None else np.asarray(c, dtype=np.float64)
     if name == "logistic":
         z = y * f
-        return np.logaddexp(0.0, -z).mean(), -y * np.exp(-np.logaddexp(0.0, z)) / m
-    if name == "squared":
+        value, deriv = np.logaddexp(0.0, -z), -y * np.exp(-np.logaddexp(0.0, z))
+    elif name == "squared":
         r = f - y
-        return 0.5 * (r * r).mean(), r / m
-    if name == "squared_hinge":
+        value, deriv = 0.5 * r * r, r
+    elif name == "squared_hinge":
         s = np.maximum(0.0, 1.0 - y * f)
-        return 0.5 * (s * s).mean(), -y * s / m
-    if name == "poisson":
+        value, deriv = 0.5 * s * s, -y * s
+    elif name == "poisson":
         e = np.exp(f)
-        return (e - y * f).mean(), (e - y) / m
-    raise ValueError(name)
+        value, deriv = e - y * f, e - y
+    elif name == "exponential":
+        e = np.exp(-y * f)
+        value, deriv = e, -y * e
+    elif name == "huber":  # quadratic within delta of y, linear (slope delta) outside
+        r = f - y
+        a = np.abs(r)
+        value = np.where(a <= param, 0.5 * r * r, param * (a - 0.5 * param))
+        deriv = np.clip(r, -param, param)
+    elif name == "smoothed_hinge":  # 0 above margin 1, linear below 1 - gamma, quadratic between
+        s = 1.0 - y * f
+        value = np.where(s <= 0.0, 0.0,
+                         np.where(s >= param, s - 0.5 * param, s * s / (2.0 * param)))
+        deriv = -y * np.clip(s / param, 0.0, 1.0)
+    else:
+        raise ValueError(name)
+    return (c @ value) / m, c * deriv / m
 
 
 def l2_smooth_optimum(X, y, loss, alpha):
@@ -54,14 +72,15 @@ def lp_smooth_optimum(X, y, loss, alpha, p):
     return res.fun
 
 
-def enet_smooth_optimum(X, y, loss, alpha, l1_ratio):
-    """min alpha (r ||w||_1 + (1-r)/2 ||w||^2) + mean loss, split w = u - v, u, v >= 0, L-BFGS-B."""
+def enet_smooth_optimum(X, y, loss, alpha, l1_ratio, c=None, param=None):
+    """min alpha (r ||w||_1 + (1-r)/2 ||w||^2) + (1/m) sum_i c_i l_i, split w = u - v,
+    u, v >= 0, L-BFGS-B (an intercept is a column of X, penalized like the others)."""
     d = X.shape[1]
 
     def fun(z):
         u, v = z[:d], z[d:]
         w = u - v
-        val, g = smooth_loss(loss, X @ w, y)
+        val, g = smooth_loss(loss, X @ w, y, c, param)
         gw = X.T @ g + alpha * (1 - l1_ratio) * w
         reg = alpha * (l1_ratio * z.sum() + 0.5 * (1 - l1_ratio) * w @ w)
         return val + reg, np.concatenate([gw + alpha * l1_ratio, -gw + alpha * l1_ratio])
@@ -72,7 +91,8 @@ def enet_smooth_optimum(X, y, loss, alpha, l1_ratio):
 
 
 def hinge_l2_optimum(X, y, alpha, return_w=False):
-    """Linear SVM through its dual box QP: max sum(a)/m - ||X^T (a y)||^2 / (2 alpha m^2), 0 <= a <= 1.
+    """Linear SVM through its dual box QP:
+    max sum(a)/m - ||X^T (a y)||^2 / (2 alpha m^2), 0 <= a <= 1.
 
     Returns the primal J at w = X^T (a y) / (alpha m) (an upper bound, equal to J* at the optimum),
     and w with ``return_w``.
@@ -92,7 +112,8 @@ def hinge_l2_optimum(X, y, alpha, return_w=False):
 
 
 def hinge_l1_optimum(X, y, alpha):
-    """l1-regularized hinge as an LP: min alpha 1^T (u + v) + mean xi, xi >= 1 - y x^T (u - v), HiGHS."""
+    """l1-regularized hinge as an LP: min alpha 1^T (u + v) + mean xi,
+    xi >= 1 - y x^T (u - v), HiGHS."""
     m, d = X.shape
     Z = X * y[:, None]
     cost = np.concatenate([np.full(2 * d, alpha), np.full(m, 1.0 / m)])
