@@ -4,11 +4,26 @@ Nothing here calls fastrisk: losses come from plain NumPy, problems go to
 scipy's L-BFGS-B (smooth or box-constrained forms) or HiGHS (LPs).
 """
 
+import functools
+
 import numpy as np
 from scipy.optimize import linprog, minimize
 from scipy.special import logsumexp
+from threadpoolctl import threadpool_limits
 
 TIGHT = dict(ftol=1e-15, gtol=1e-12, maxiter=50_000, maxfun=100_000)
+
+
+def _one_blas_thread(solve):
+    """Run ``solve`` with one BLAS thread: on these small problems more threads only add
+    synchronization, and they contend with the OpenMP threads left by fastrisk's kernels."""
+
+    @functools.wraps(solve)
+    def wrapper(*args, **kwargs):
+        with threadpool_limits(1, user_api="blas"):
+            return solve(*args, **kwargs)
+
+    return wrapper
 
 
 def smooth_loss(name, f, y, c=None, param=None):
@@ -47,6 +62,7 @@ def smooth_loss(name, f, y, c=None, param=None):
     return (c @ value) / m, c * deriv / m
 
 
+@_one_blas_thread
 def l2_smooth_optimum(X, y, loss, alpha):
     """min alpha/2 ||w||^2 + mean loss by L-BFGS-B at tight tolerance."""
 
@@ -58,6 +74,7 @@ def l2_smooth_optimum(X, y, loss, alpha):
     return res.fun
 
 
+@_one_blas_thread
 def lp_smooth_optimum(X, y, loss, alpha, p):
     """min alpha ||w||_p^2 / (2(p-1)) + mean loss (p in (1, 2]: differentiable) by L-BFGS-B."""
 
@@ -72,6 +89,7 @@ def lp_smooth_optimum(X, y, loss, alpha, p):
     return res.fun
 
 
+@_one_blas_thread
 def enet_smooth_optimum(X, y, loss, alpha, l1_ratio, c=None, param=None):
     """min alpha (r ||w||_1 + (1-r)/2 ||w||^2) + (1/m) sum_i c_i l_i, split w = u - v,
     u, v >= 0, L-BFGS-B (an intercept is a column of X, penalized like the others)."""
@@ -90,6 +108,7 @@ def enet_smooth_optimum(X, y, loss, alpha, l1_ratio, c=None, param=None):
     return res.fun
 
 
+@_one_blas_thread
 def hinge_l2_optimum(X, y, alpha, return_w=False):
     """Linear SVM through its dual box QP:
     max sum(a)/m - ||X^T (a y)||^2 / (2 alpha m^2), 0 <= a <= 1.
@@ -111,6 +130,7 @@ def hinge_l2_optimum(X, y, alpha, return_w=False):
     return (J, w) if return_w else J
 
 
+@_one_blas_thread
 def hinge_l1_optimum(X, y, alpha):
     """l1-regularized hinge as an LP: min alpha 1^T (u + v) + mean xi,
     xi >= 1 - y x^T (u - v), HiGHS."""
@@ -123,6 +143,7 @@ def hinge_l1_optimum(X, y, alpha):
     return res.fun
 
 
+@_one_blas_thread
 def softmax_l2_optimum(X, y, n_classes, alpha):
     """Multiclass softmax with alpha/2 ||W||^2 by L-BFGS-B (W is n_classes x d, flattened)."""
     m, d = X.shape
