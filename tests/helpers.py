@@ -83,10 +83,12 @@ def sklearn_softmax(X, y, alpha, penalty="l2", l1_ratio=None):
     return model.coef_
 
 
-def liblinear_cs(X, y, alpha):
-    """LIBLINEAR's Crammer-Singer optimum of the same J (C = 1/(alpha m), no intercept)."""
+def liblinear_cs(X, y, alpha, sample_weight=None):
+    """LIBLINEAR's Crammer-Singer optimum of the same J (C = 1/(alpha m), no intercept);
+    sample weights c_i scale the rows' C as they scale the rows' losses in J."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = LinearSVC(multi_class="crammer_singer", C=1.0 / (alpha * X.shape[0]),
-                          fit_intercept=False, tol=1e-10, max_iter=1000000).fit(X, y)
+                          fit_intercept=False, tol=1e-10, max_iter=1000000).fit(
+                              X, y, sample_weight=sample_weight)
     return model.coef_

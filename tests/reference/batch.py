@@ -144,9 +144,11 @@ def hinge_l1_optimum(X, y, alpha):
 
 
 @_one_blas_thread
-def softmax_l2_optimum(X, y, n_classes, alpha):
-    """Multiclass softmax with alpha/2 ||W||^2 by L-BFGS-B (W is n_classes x d, flattened)."""
+def softmax_l2_optimum(X, y, n_classes, alpha, c=None):
+    """Multiclass softmax with alpha/2 ||W||^2 by L-BFGS-B (W is n_classes x d, flattened);
+    the risk is (1/m) sum_i c_i l_i (c: sample weights, default ones; not renormalized)."""
     m, d = X.shape
+    c = np.ones(m) if c is None else np.asarray(c, dtype=np.float64)
 
     def fun(wflat):
         W = wflat.reshape(n_classes, d)
@@ -154,8 +156,9 @@ def softmax_l2_optimum(X, y, n_classes, alpha):
         lse = logsumexp(F, axis=1)
         P = np.exp(F - lse[:, None])
         P[np.arange(m), y] -= 1.0
-        val = (lse - F[np.arange(m), y]).mean()
-        return val + 0.5 * alpha * wflat @ wflat, (P.T @ X / m).ravel() + alpha * wflat
+        val = c @ (lse - F[np.arange(m), y]) / m
+        grad = ((c[:, None] * P).T @ X / m).ravel()
+        return val + 0.5 * alpha * wflat @ wflat, grad + alpha * wflat
 
     res = minimize(fun, np.zeros(n_classes * d), jac=True, method="L-BFGS-B", options=TIGHT)
     return res.fun
