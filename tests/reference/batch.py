@@ -63,11 +63,12 @@ def smooth_loss(name, f, y, c=None, param=None):
 
 
 @_one_blas_thread
-def l2_smooth_optimum(X, y, loss, alpha):
-    """min alpha/2 ||w||^2 + mean loss by L-BFGS-B at tight tolerance."""
+def l2_smooth_optimum(X, y, loss, alpha, c=None, param=None):
+    """min alpha/2 ||w||^2 + (1/m) sum_i c_i l_i by L-BFGS-B at tight tolerance (an
+    intercept is a column of X, penalized like the others)."""
 
     def fun(w):
-        v, g = smooth_loss(loss, X @ w, y)
+        v, g = smooth_loss(loss, X @ w, y, c, param)
         return v + 0.5 * alpha * w @ w, X.T @ g + alpha * w
 
     res = minimize(fun, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B", options=TIGHT)
