@@ -36,16 +36,22 @@ def check_against(res, J_ref):
     assert res.objective - res.gap <= J_ref + 1e-12 * abs(J_ref)
 
 
-def wide_problem(penalty="l2", loss="hinge", **kw):
-    """Sparse data with more weights than rows (text-like), intercept and sample weights;
-    one thread (small problems)."""
+def wide_data():
+    """(X, y, c) of wide_problem: sparse X (60 x 400), -1/+1 labels, sample weights."""
     rng = np.random.default_rng(0)
     m, d = 60, 400
     X = sp.random(m, d, density=0.05, random_state=1, format="csr")
     y = np.where(rng.random(m) < 0.5, 1.0, -1.0)
+    return X, y, rng.uniform(0.5, 1.5, m)
+
+
+def wide_problem(penalty="l2", loss="hinge", **kw):
+    """Sparse data with more weights than rows (text-like), intercept and sample weights;
+    one thread (small problems); alpha 0.01."""
+    X, y, c = wide_data()
     kw.setdefault("n_threads", 1)
-    return Problem(X, y, loss=loss, penalty=penalty, alpha=0.01,
-                   sample_weight=rng.uniform(0.5, 1.5, m), fit_intercept=True, **kw)
+    return Problem(X, y, loss=loss, penalty=penalty, alpha=0.01, sample_weight=c,
+                   fit_intercept=True, **kw)
 
 
 def run_with_storage(monkeypatch, storage, solver, *args, **kw):
