@@ -8,6 +8,7 @@ import zipfile
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score, roc_auc_score
 
 import fastrisk as fr
 from fastrisk.cli import main
@@ -51,7 +52,11 @@ def test_train_predict_evaluate_info(small, capsys):
     code, out = run(["evaluate", model, test])
     acc = float(re.search(r"accuracy\s+([\d.]+)", out).group(1))
     assert acc == pytest.approx(ref.score(X_test, y[2000:3000]), abs=1e-6)
-    assert "AUC" in out
+    # the AUC of the model's scores, computed in NumPy from its weights, by scikit-learn
+    # (printed with 6 decimals: within half a unit of the last)
+    auc = float(re.search(r"^AUC\s+([\d.]+)$", out, re.M).group(1))
+    scores = X_test @ m.coef + m.intercept
+    assert abs(auc - roc_auc_score(y[2000:3000] == 1, scores)) <= 5e-7
     code, out = run(["info", model])
     assert code == 0 and "logistic" in out and "2000 x 123" in out and "sdca" in out
 
@@ -114,7 +119,19 @@ def test_regression_and_plot(small, tmp_path):
     assert code == 0, out
     assert open(plot, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     code, out = run(["evaluate", tmp_path / "r.frm", train])
-    assert code == 0 and "RMSE" in out and "R2" in out
+    assert code == 0
+    # the metrics of the model's predictions on the training rows, computed in NumPy from
+    # its weights, by scikit-learn (printed with 6 decimals: within half a unit of the last)
+    m = fr.load(tmp_path / "r.frm")
+    d = m.coef.shape[0]  # the file's width: its largest feature index
+    assert X[:2000, d:].nnz == 0
+    pred = X[:2000, :d] @ m.coef + m.intercept
+    printed = dict(re.findall(r"^(\w+)\s+(-?[\d.]+)$", out, re.M))
+    assert printed.keys() == {"RMSE", "MAE", "R2"}
+    for name, value in [("RMSE", np.sqrt(mean_squared_error(y[:2000], pred))),
+                        ("MAE", mean_absolute_error(y[:2000], pred)),
+                        ("R2", r2_score(y[:2000], pred))]:
+        assert abs(float(printed[name]) - value) <= 5e-7, name
 
 
 @pytest.mark.parametrize("argv,where", [
