@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification, make_regression
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -328,7 +329,12 @@ def test_a_used_up_generator_of_folds_is_refused_at_the_second_fit():
 
 def test_a_scorer_without_sample_weight_scores_unweighted():
     # a callable (estimator, X, y) with class weights: scored unweighted, as the same
-    # folds scored by hand
+    # folds scored by hand (cv=3 is StratifiedKFold(3) for a classifier; each fold's fit a
+    # LinearClassifier with the CV estimator's settings on one thread, as the folds run);
+    # the default scorer weights the held-out rows by the class weights of all of y
+    from sklearn.metrics import accuracy_score
+    from sklearn.utils.class_weight import compute_class_weight
+
     rng = np.random.default_rng(3)
     X = rng.normal(size=(60, 3))
     y = (X[:, 0] + 0.5 * rng.normal(size=60) > 0.3).astype(int)
@@ -338,10 +344,22 @@ def test_a_scorer_without_sample_weight_scores_unweighted():
 
     est = fr.LinearClassifierCV(n_alphas=2, cv=3, scoring=accuracy, class_weight="balanced",
                                 random_state=0).fit(X, y)
-    assert np.isfinite(est.scores_).all()
     weighted = fr.LinearClassifierCV(n_alphas=2, cv=3, class_weight="balanced",
                                      random_state=0).fit(X, y)
     assert weighted.alphas_.tolist() == est.alphas_.tolist()
+    cw = compute_class_weight("balanced", classes=np.unique(y), y=y)[y]
+    plain, balanced = np.empty((3, 2)), np.empty((3, 2))
+    for f, (train, test) in enumerate(StratifiedKFold(3).split(X, y)):
+        for k, alpha in enumerate(est.alphas_):
+            fit = fr.LinearClassifier(loss="logistic", penalty="l1", alpha=float(alpha),
+                                      class_weight="balanced", random_state=0,
+                                      n_threads=1).fit(X[train], y[train])
+            pred = fit.predict(X[test])
+            plain[f, k] = np.mean(pred == y[test])
+            balanced[f, k] = accuracy_score(y[test], pred, sample_weight=cw[test])
+    np.testing.assert_array_equal(est.scores_, plain)
+    np.testing.assert_array_equal(weighted.scores_, balanced)
+    assert not np.array_equal(plain, balanced)  # the class weights change the scores
 
 
 @pytest.mark.parametrize("alphas", [[[1.0, 2.0], [3.0, 4.0]], 1.0])
@@ -357,6 +375,8 @@ def test_alphas_must_be_a_1d_grid(alphas):
 def test_default_grid_starts_where_the_model_is_zero_for_every_loss(make, loss):
     # non-smooth and vector losses get alpha_max from the risk's subgradient at 0: the
     # fit at the grid's first alpha is the zero model, the smallest alpha's is not
+    from scipy.optimize import minimize_scalar
+
     rng = np.random.default_rng(5)
     X = rng.normal(size=(90, 4))
     y = X[:, 0] + 0.3 * rng.normal(size=90)
@@ -364,12 +384,47 @@ def test_default_grid_starts_where_the_model_is_zero_for_every_loss(make, loss):
         y = np.digitize(y, [-0.5, 0.5]) if loss == "softmax" else (y > 0).astype(int)
     est = make(loss=loss, n_alphas=4, eps=1e-3, cv=3, fit_intercept=False,
                solver="bmrm", tol=1e-6).fit(X, y)
-    base = {"loss": loss, "penalty": "l1", "fit_intercept": False, "solver": "bmrm",
-            "tol": 1e-6}
+    # alpha_max = ||X^T G||_inf / m with G the risk's gradient in the scores at w = 0 (unit
+    # weights, no intercept; every loss here is differentiable at 0): hinge -y (labels
+    # -1/+1, every margin 0 < 1), absolute sign(0 - y), softmax 1/k - [y = class] (k x d)
+    m = X.shape[0]
+    if loss == "softmax":
+        G = np.full((m, 3), 1.0 / 3)
+        G[np.arange(m), y] -= 1.0
+    else:
+        G = (-np.where(y == 1, 1.0, -1.0) if loss == "hinge" else -np.sign(y))[:, None]
+    grad = X.T @ G / m
+    assert est.alphas_[0] == pytest.approx(np.abs(grad).max(), rel=1e-12)
+
+    def risk(W):  # (d, k) weights, NumPy
+        F = X @ W
+        if loss == "hinge":
+            return np.maximum(0.0, 1.0 - np.where(y == 1, 1.0, -1.0) * F[:, 0]).mean()
+        if loss == "absolute":
+            return np.abs(F[:, 0] - y).mean()
+        return (np.logaddexp.reduce(F, axis=1) - F[np.arange(m), y]).mean()
+
+    # just below alpha_max, w = 0 is not optimal: J decreases by some `drop` along the
+    # weight of the largest |gradient| (a 1-D minimization in NumPy), so J* <= J(0) - drop,
+    # and a fit certified to tol < drop / J(0) cannot be w = 0 (whose J(0) - J* >= drop >
+    # tol J(0)); converged, without a ConvergenceWarning
+    alpha = est.alphas_[0] * 0.999
+    e = np.zeros_like(grad)
+    e[np.unravel_index(np.argmax(np.abs(grad)), grad.shape)] = 1.0
+    line = minimize_scalar(lambda t: risk(t * e) + alpha * abs(t), bounds=(-10.0, 10.0),
+                           method="bounded", options={"xatol": 1e-12})
+    J0 = risk(0 * e)
+    drop = J0 - line.fun
+    assert drop > 0
+    base = {"loss": loss, "penalty": "l1", "fit_intercept": False, "solver": "bmrm"}
     single = fr.LinearClassifier if make is fr.LinearClassifierCV else fr.LinearRegressor
-    top = single(alpha=est.alphas_[0] * 1.0001, **base).fit(X, y)
-    low = single(alpha=est.alphas_[-1], **base).fit(X, y)
+    top = single(alpha=est.alphas_[0] * 1.0001, tol=1e-6, **base).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        below = single(alpha=alpha, tol=min(1e-6, 0.5 * drop / J0), **base).fit(X, y)
+    low = single(alpha=est.alphas_[-1], tol=1e-6, **base).fit(X, y)
     assert np.abs(top.coef_).max() < 1e-8 < np.abs(low.coef_).max()
+    assert np.abs(below.coef_).max() > 0
 
 
 def test_a_class_weighted_zero_in_a_training_fold_is_refused_naming_the_fold():
