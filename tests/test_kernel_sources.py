@@ -18,20 +18,40 @@ ADDRESS = re.compile(r"&(\w+)\b(?![\[.])")
 
 
 def parallel_bodies(text):
-    """(line number, header line, body text) of every prange loop and parallel() block:
-    the lines after the header indented deeper than it."""
-    lines = text.split("\n")
-    for n, line in enumerate(lines):
-        code = line.split("#", 1)[0]
-        if not PARALLEL.search(code) or not code.rstrip().endswith(":"):
+    """(line number, header, body text) of every prange loop and parallel() block: the
+    header is the statement's lines joined up to its ':' (a header may continue over
+    several lines inside its parentheses), the body the lines after it indented deeper
+    than its first line."""
+    lines = [line.split("#", 1)[0] for line in text.split("\n")]
+    n = 0
+    while n < len(lines):
+        first = n
+        if not PARALLEL.search(lines[n]):
+            n += 1
             continue
-        indent = len(line) - len(line.lstrip())
+        header, depth = lines[n], 0
+        while True:  # join continuation lines until the parentheses close at the ':'
+            depth += lines[n].count("(") - lines[n].count(")")
+            if depth <= 0 or n + 1 == len(lines):
+                break
+            n += 1
+            header += " " + lines[n].strip()
+        n += 1
+        if not header.rstrip().endswith(":"):
+            continue
+        indent = len(lines[first]) - len(lines[first].lstrip())
         body = []
-        for later in lines[n + 1:]:
+        for later in lines[n:]:
             if later.strip() and len(later) - len(later.lstrip()) <= indent:
                 break
-            body.append(later.split("#", 1)[0])
-        yield n + 1, code, "\n".join(body)
+            body.append(later)
+        yield first + 1, header, "\n".join(body)
+
+
+def parallel_calls(text):
+    """The number of prange( and parallel( calls in the code of ``text`` (comments
+    excluded)."""
+    return sum(len(PARALLEL.findall(line.split("#", 1)[0])) for line in text.split("\n"))
 
 
 def shared_out_pointers(text):
@@ -63,6 +83,24 @@ def test_the_check_finds_a_shared_out_pointer():
     assert shared_out_pointers(moved) == []
 
 
+def test_the_check_reads_a_header_continued_over_lines():
+    """A prange header continued inside its parentheses (as in csrc/_cd.pyx), or a
+    parallel() one, is one header: its body (up to the first line indented no deeper
+    than the header) is checked, and it is one call in the count of prange( calls."""
+    racy = ("    for t in prange(n, nogil=True, num_threads=n_threads,\n"
+            "                    schedule=\"static\", chunksize=1):  # (comment)\n"
+            "        nnz = row_view(data, t, &val, &idx)\n"
+            "        out[t] = dot(val, idx, nnz)\n"
+            "    done = 1\n")
+    assert [line for line, _, _ in parallel_bodies(racy)] == [1]
+    assert shared_out_pointers(racy) == [(1, "idx"), (1, "val")]
+    assert parallel_calls(racy) == 1
+    block = ("    with nogil, parallel(\n"
+             "            num_threads=P):\n"
+             "        f(&val)\n")
+    assert shared_out_pointers(block) == [(1, "val")]
+
+
 def test_no_parallel_body_shares_an_out_pointer():
     """No prange loop or parallel() block of csrc/*.pyx passes the address of a local it
     does not assign (the race described in the module docstring)."""
@@ -71,3 +109,12 @@ def test_no_parallel_body_shares_an_out_pointer():
     found = [f"{path.name}:{line}: &{name}" for path in sources
              for line, name in shared_out_pointers(path.read_text(encoding="utf-8"))]
     assert not found, found
+
+
+def test_every_parallel_call_has_its_body_read():
+    """The check reads one body per prange( / parallel( call of csrc/*.pyx: a header
+    the reader does not recognize would leave its body unchecked."""
+    for path in sorted((ROOT / "csrc").glob("*.pyx")):
+        text = path.read_text(encoding="utf-8")
+        bodies = [line for line, _, _ in parallel_bodies(text)]
+        assert len(bodies) == parallel_calls(text), (path.name, bodies)
