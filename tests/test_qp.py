@@ -206,8 +206,13 @@ def test_cut_combination_matches_numpy():
     out = np.empty(5000)
     cut_combination(A, beta, -2.0, out)
     np.testing.assert_allclose(out, -2.0 * beta @ A[:5], rtol=1e-13, atol=1e-13)
-    with pytest.raises(ValueError):
+    wrong = "cut_combination: beta longer than A or out of the wrong length"
+    with pytest.raises(ValueError, match=wrong):
         cut_combination(A, beta, 1.0, np.empty(3))
+    with pytest.raises(ValueError, match=wrong):  # 8 coefficients for the 7 rows of A
+        cut_combination(A, np.full(8, 0.1), 1.0, out)
+    cut_combination(A, np.full(7, 0.1), 1.0, out)  # as many as A's rows: accepted
+    np.testing.assert_allclose(out, 0.1 * A.sum(axis=0), rtol=1e-13, atol=1e-13)
 
 
 @pytest.mark.parametrize("layout", ["csr32-f64", "csr64-f32", "dense"])
@@ -242,7 +247,7 @@ def test_sample_space_products_match_numpy(layout, bias):
     w, f = rng.normal(size=d.n_weights), np.empty(30)
     sample_products(d.data, d.indices, d.indptr, d.dense, d.bias, w, f)
     np.testing.assert_allclose(f, Z @ w, rtol=1e-12, atol=1e-12)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="sample_products: out must have one entry per row"):
         sample_products(d.data, d.indices, d.indptr, d.dense, d.bias, w, np.empty(3))
 
 
