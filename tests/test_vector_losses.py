@@ -6,13 +6,15 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import scipy.special
 
 import fastrisk as fr
 from fastrisk.losses import vector_loss
 
 
 def brute_force(name, F, y):
-    """Row by row in Python floats: softmax by log-sum-exp with max shift, hinge by max over classes."""
+    """Row by row in Python floats: softmax by log-sum-exp with max shift, hinge by max over
+    classes."""
     out = []
     for row, yi in zip(F.tolist(), y.tolist()):
         if name == "softmax":
@@ -58,12 +60,20 @@ def test_gradient_by_finite_differences(name):
 
 
 def test_softmax_is_stable_for_huge_scores():
-    F = np.array([[1000.0, 0.0, -1000.0], [-1e5, 1e5, 0.0]])
-    values, G = vector_loss("softmax", F, np.array([0, 0]))
+    """Scores far beyond exp's range: the loss by its closed form, the gradient as
+    softmax(F) - e_y with scipy's softmax (max-shifted, so finite where exp(F) overflows):
+    rows 0 and 1 are (1, 0, 0) - e_0 and (0, 1, 0) - e_0 in double (e^-1000 underflows);
+    row 2, scores 1e5 + (1, 0, -2) (exact in double, and so are their differences), has the
+    softmax of (1, 0, -2), to rounding (1e-14)."""
+    F = np.array([[1000.0, 0.0, -1000.0], [-1e5, 1e5, 0.0], [1e5 + 1.0, 1e5, 1e5 - 2.0]])
+    y = np.array([0, 0, 2])
+    values, G = vector_loss("softmax", F, y)
     assert values[0] == pytest.approx(np.log1p(np.exp(-1000.0) + np.exp(-2000.0)), abs=1e-300)
     assert values[1] == pytest.approx(2e5, rel=1e-15)
-    assert np.isfinite(G).all()
-    np.testing.assert_allclose(G.sum(axis=1), 0.0, atol=1e-15)
+    assert values[2] == pytest.approx(np.log(np.exp([3.0, 2.0, 0.0]).sum()), rel=1e-15)
+    expected = scipy.special.softmax(F, axis=1) - np.eye(3)[y]
+    np.testing.assert_array_equal(expected[:2], [[0.0, 0.0, 0.0], [-1.0, 1.0, 0.0]])
+    np.testing.assert_allclose(G, expected, rtol=1e-14, atol=1e-300)
 
 
 @pytest.mark.parametrize("top", [1e20, 1e300])
