@@ -649,11 +649,14 @@ def test_cli(cli_files, command, data, model, options):
 
 
 def test_degenerate_problems_found_by_the_fuzzer():
-    """Cases the fuzzer found, kept as plain regressions (each checked against a closed form)."""
-    # all-zero X: every loss derivative multiplies a zero row, so w stays 0
-    res = fr.solve(fr.Problem(np.zeros((1, 1)), [0.5], loss="squared", penalty="l1"),
-                   solver="truncated_gradient", max_iter=3)
-    assert np.array_equal(res.w, [0.0]) and np.isfinite(res.objective)
+    """Cases the fuzzer found, kept as plain regressions: each result checked against its
+    closed form, each refusal by its message."""
+    # all-zero X: every loss derivative multiplies a zero row, so w stays 0, and
+    # J(0) = 0.5 (0 - 0.5)^2 = 0.125 exactly (no penalty at 0)
+    prob = fr.Problem(np.zeros((1, 1)), [0.5], loss="squared", penalty="l1")
+    res = fr.solve(prob, solver="truncated_gradient", max_iter=3)
+    assert np.array_equal(res.w, [0.0])
+    assert res.objective == 0.125 and prob.objective(res.w) == 0.125
     # alpha so large that w* = 0 and J* = R(0) = 1 for the hinge loss
     res = fr.solve(fr.Problem(np.array([[1.0], [2.0]]), [1, -1], loss="hinge",
                               penalty="elasticnet", alpha=1e300), solver="bmrm")
