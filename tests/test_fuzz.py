@@ -126,8 +126,10 @@ def _corrupt_csr(X, how, rng):
     elif how == "uint_indices":
         indices = indices.astype(np.uint32)
         indptr = indptr.astype(np.uint64)
-    elif how == "explicit_zero" and X.nnz:
-        data[rng.integers(X.nnz)] = 0.0
+    elif how == "explicit_zero" and np.isfinite(data).any():
+        # a finite entry: zeroing a NaN or infinity would make valid the X drawn invalid
+        finite = np.flatnonzero(np.isfinite(data))
+        data[finite[rng.integers(finite.size)]] = 0.0
     else:
         return False
     X.indices, X.indptr, X.data = indices, indptr, data
@@ -389,13 +391,14 @@ def test_estimators(train, test, regressor, solver, y_kind, seed_, param, value)
     if fitted is None:
         return
     assert _finite(est.coef_) and _finite(est.intercept_)
-    # predictions on another matrix: invalid or of another width must fail naming X
+    # predictions on another matrix: invalid or of another width must fail naming X; an
+    # object array of numbers is converted by scikit-learn's validation, so is valid here
     width_ok = test.invalid in (None, "object") and test.dense.shape[1] == train.dense.shape[1]
     for method in ("decision_function", "predict"):
         if method == "decision_function" and regressor:
             continue
         out = outcome(lambda: getattr(est, method)(test.X),
-                      not width_ok and test.invalid != "object",
+                      not width_ok,
                       ["X", "features", "array", "complex"])
         if out is None:
             continue
@@ -408,9 +411,11 @@ def test_estimators(train, test, regressor, solver, y_kind, seed_, param, value)
             assert set(np.unique(out)) <= set(est.classes_)
     if solver in ONLINE and hasattr(est, "partial_fit"):
         args = {} if regressor else {"classes": est.classes_}
+        # labels of the kind fit took (strings: the classes 'a' and 'b' fit fixed)
         test_y = labels(np.shape(test.X)[0] if test.invalid != "empty" or
                         hasattr(test.X, "shape") else 0,
-                        "regression" if regressor else "binary", rng, "valid")
+                        "regression" if regressor else "binary", rng,
+                        "strings" if y_kind == "strings" else "valid")
         outcome(lambda: est.partial_fit(test.X, test_y, **args), not width_ok or len(test_y) == 0,
                 ["X", "features", "sample", "Found array with 0"], extreme=test.extreme)
 
@@ -435,12 +440,14 @@ def reference_svmlight(text, zero_based="auto"):
             parts = tok.split(b":")
             if len(parts) != 2 or b"_" in tok:
                 raise ValueError("token")
-            idx, val = float(parts[0]), float(parts[1])
-            if idx != math.floor(idx) or idx < 0 or idx > 2**31 - 1 or not math.isfinite(val):
+            if not parts[0].isdigit():  # LIBSVM's format: an index is digits alone
+                raise ValueError("index")
+            idx, val = int(parts[0]), float(parts[1])
+            if idx > 2**31 - 1 or not math.isfinite(val):
                 raise ValueError("index or value")
-            if int(idx) in row:
+            if idx in row:
                 raise ValueError("duplicate")
-            row[int(idx)] = val
+            row[idx] = val
         rows.append(row)
         labels_.append(label)
     if not rows:
