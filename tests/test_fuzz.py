@@ -3,7 +3,11 @@
 Each case must end in a clear error -- ``ValueError`` or ``TypeError`` whose
 message names the argument at fault -- or in a finite result that is checked
 against an independent NumPy computation on the same data (objective values,
-scores, predictions).  Never a crash, a hang or another exception type.
+scores, predictions).  Never a crash, a hang or another exception type.  Valid input
+must give a result: the only errors allowed on it are a documented refusal (a solver's
+own, for a loss or penalty it does not take) and, where values are huge or the loss
+(exponential, Poisson) genuinely overflows, a FloatingPointError telling what to change.
+Known library bugs are left out by name (``known_bug``) and kept as strict xfails.
 
 Entry points: ``Problem`` + ``fastrisk.solve`` with every solver of
 ``fastrisk.SOLVERS``; ``LinearClassifier`` / ``LinearRegressor`` ``fit``,
@@ -32,6 +36,7 @@ A crash of the interpreter is a failure of the whole run; run the module in a
 subprocess (as pytest does in CI) to see which test it was.
 """
 
+import collections
 import contextlib
 import io
 import json
@@ -246,12 +251,18 @@ def _finite(x):
     return np.all(np.isfinite(np.asarray(x, dtype=np.float64)))
 
 
-def outcome(call, must_fail, names=(), extreme=False):
-    """Run call(); a clear error is (ValueError, TypeError) naming one of ``names``.
+def outcome(call, must_fail, names=(), extreme=False, refusal=None):
+    """Run call() and judge how it ended.
 
-    Returns the call's value, or None when it raised such an error.  ``extreme``:
+    ``must_fail``: True for invalid input, which must end in a clear error -- a
+    ValueError or TypeError naming one of ``names``; False for valid input, which must
+    return a value, the only error allowed being one that ``refusal`` (a predicate on
+    the message, or None for no refusal) recognizes as documented; None where either
+    outcome is right (an edited file that may still be a valid model).  ``extreme``:
     huge values may legitimately overflow a loss, which the library reports as a
     FloatingPointError telling what to change.
+
+    Returns the call's value, or None when it raised an error allowed here.
     """
     try:
         with warnings.catch_warnings():
@@ -260,6 +271,8 @@ def outcome(call, must_fail, names=(), extreme=False):
     except (ValueError, TypeError) as exc:
         message = str(exc)
         assert message, "an error without a message"
+        if must_fail is False and not (refusal is not None and refusal(message)):
+            raise
         if names and must_fail:
             assert any(n in message for n in names), f"{message!r} names none of {names}"
         return None
@@ -273,7 +286,20 @@ def outcome(call, must_fail, names=(), extreme=False):
 
 # ---- Problem + solve ----------------------------------------------------------------------
 
-SOLVER_LOSSES = ["hinge", "logistic", "squared_hinge", "squared", "huber", "softmax"]
+def reference_penalty(regularizer, w):
+    """Omega(w) in NumPy from its definition (docs/math.md §1, fastrisk/regularizers.py)."""
+    name = regularizer.name
+    if name == "l2":
+        return 0.5 * np.dot(w, w)
+    if name == "l1":
+        return np.abs(w).sum()
+    if name == "elasticnet":
+        r = regularizer.l1_ratio
+        return r * np.abs(w).sum() + 0.5 * (1.0 - r) * np.dot(w, w)
+    if name == "lp":
+        p = regularizer.p
+        return np.sum(np.abs(w) ** p) ** (2.0 / p) / (2.0 * (p - 1.0))
+    raise AssertionError(f"no NumPy reference for penalty {name!r}: add one here")
 
 
 def reference_objective(problem, dense, y_encoded, w, loss, alpha, c):
@@ -281,31 +307,65 @@ def reference_objective(problem, dense, y_encoded, w, loss, alpha, c):
     m, d = dense.shape
     bias = problem.data.bias
     if LOSSES[loss].vector:
-        W = w.reshape(problem.n_classes, -1)
+        k = problem.n_classes
+        W = w.reshape(k, -1)
         F = dense @ W[:, :d].T + (bias * W[:, -1] if bias else 0.0)
+        rows = np.arange(m)
         if loss == "softmax":
-            values = np.logaddexp.reduce(F, axis=1) - F[np.arange(m), y_encoded]
+            values = np.logaddexp.reduce(F, axis=1) - F[rows, y_encoded]
+        elif loss == "multiclass_hinge":  # max_j F_j - F_y + [j != y]
+            values = (F - F[rows, y_encoded][:, None]
+                      + (np.arange(k) != y_encoded[:, None])).max(axis=1)
         else:
-            return None
+            raise AssertionError(f"no NumPy reference for loss {loss!r}: add one here")
     else:
         f = dense @ w[:d] + (bias * w[-1] if bias else 0.0)
         values = LOSSES[loss].reference(f, y_encoded, problem.loss.param)[0]
     c = np.ones(m) if c is None else c
-    return alpha * problem.regularizer.value(w) + np.sum(c * values) / m
+    return alpha * reference_penalty(problem.regularizer, w) + np.sum(c * values) / m
 
 
-@pytest.mark.parametrize("solver", sorted(fr.SOLVERS))
-@fuzz
-@given(fault=st.sampled_from(["none"] * 4 + ["X", "y", "weights", "alpha"]),
-       loss=st.sampled_from(SOLVER_LOSSES), penalty=st.sampled_from(["l2", "l1", "elasticnet"]),
-       intercept=st.booleans(), seed_=st.integers(0, 100), data=st.data())
-def test_problem_and_solve(solver, fault, loss, penalty, intercept, seed_, data):
+def known_bug(solver, penalty, alpha, dense, exc):
+    """The name of the known library bug that the error ``exc`` of fastrisk.solve on valid
+    input is, or None.  Each is left out of the fuzz here and kept as a strict xfail
+    (test_known_bug_* below)."""
+    # Lp.value squares ||w||_p in Python floats: OverflowError where the l2 penalty's value
+    # is inf and the solvers report the overflow as a FloatingPointError
+    # (test_known_bug_lp_value_overflows_with_a_python_error)
+    if isinstance(exc, OverflowError) and penalty == "lp":
+        return "Lp.value raises OverflowError"
+    # prox_bundle divides by s * s, s ~ alpha t, which underflows to 0 for a tiny alpha
+    # (test_known_bug_prox_bundle_divides_by_zero_for_a_tiny_alpha)
+    if isinstance(exc, ZeroDivisionError) and solver == "prox_bundle" and alpha == 1e-300:
+        return "prox_bundle divides by zero"
+    # the certify() of pegasos, pgs and rda hands an overflowed iterate to the oracle (not
+    # through finite_iterate, as bmrm and prox_bundle do), whose ValueError blames w, which
+    # the caller did not give, instead of a FloatingPointError that tells what to change
+    # (test_known_bug_overflowed_iterate_is_a_value_error_about_w)
+    if (isinstance(exc, ValueError) and solver in ("pegasos", "pgs", "rda")
+            and str(exc) == "w contains NaN or infinity"):
+        return f"{solver} overflow reported as a ValueError about w"
+    # rda's default gamma, G^2 / 2000, is 0 when every row of X is 0 or so small that its
+    # squared norm underflows, which its own check then refuses for a penalty that is not
+    # strongly convex (test_known_bug_rda_refuses_its_default_gamma_on_a_zero_x)
+    if (isinstance(exc, ValueError) and solver == "rda" and np.abs(dense).max() < 1e-150
+            and str(exc).startswith("gamma must be > 0 when Psi is not strongly convex")):
+        return "rda's default gamma is 0 on a zero X"
+    return None
+
+
+def solve_case(solver, fault, loss, penalty, intercept, seed_, data):
     """One input at fault at a time (or none): an error naming it, or a result whose
-    objective the NumPy reference on the dense matrix confirms."""
+    objective the NumPy reference on the dense matrix confirms.  Returns how the case
+    ended, "objective checked" when that reference was compared."""
     rng = np.random.default_rng(seed_)
-    case = data.draw(matrices("invalid" if fault == "X" else "valid"), label="case")
+    classes = LOSSES[loss].task in ("binary", "multiclass")
+    # one row holds one class, a fault of y that fault="y" draws
+    case = data.draw(matrices("invalid" if fault == "X" else "valid",
+                              min_rows=2 if classes and fault == "none" else 1), label="case")
     y_kind = data.draw(st.sampled_from(["nan", "one_class", "strings", "wrong_length", "two_d"]
-                                       if fault == "y" else ["valid", "strings"]), label="y")
+                                       if fault == "y" else ["valid", "strings"] if classes
+                                       else ["valid"]), label="y")
     weights = data.draw(st.sampled_from(["nan", "negative", "zeros", "short"] if fault ==
                                         "weights" else ["none", "ones", "random"]),
                         label="weights")
@@ -319,8 +379,9 @@ def test_problem_and_solve(solver, fault, loss, penalty, intercept, seed_, data)
          "nan": np.r_[np.nan, np.ones(max(m - 1, 0))], "negative": -np.ones(m),
          "zeros": np.zeros(m), "short": np.ones(m + 1)}[weights]
     bad_alpha = fault == "alpha"
+    # a classification task needs two classes: one row (or y_kind "one_class") has one
     bad_y = y_kind in ("nan", "wrong_length", "two_d") or (
-        y_kind == "one_class" and task in ("binary", "multiclass")) or (
+        task in ("binary", "multiclass") and len(np.unique(y)) < 2) or (
         y_kind == "strings" and task not in ("binary", "multiclass"))
     bad_c = weights in ("nan", "negative", "zeros", "short") and m > 0
     must_fail = case.invalid is not None or bad_alpha or bad_y or bad_c
@@ -333,20 +394,58 @@ def test_problem_and_solve(solver, fault, loss, penalty, intercept, seed_, data)
                                          sample_weight=c, fit_intercept=intercept),
                       must_fail, names, case.extreme)
     if problem is None:
-        return
-    result = outcome(lambda: fr.solve(problem, solver=solver, max_iter=3, time_limit=1.0,
-                                      tol=1e-3, random_state=0),
-                     False, extreme=case.extreme or alpha in (1e300, 1e-300))
+        return "error on invalid input" if must_fail else "overflow reported"
+    # the one refusal of valid input: the solver's own, for a loss or penalty it does not
+    # take (fastrisk.solve prefixes the solvers that would work)
+    reason = fr.SOLVERS[solver].why_not(problem)
+    extreme = case.extreme or alpha in (1e300, 1e-300)
+    # the exponential and Poisson losses genuinely overflow for large scores, which the
+    # solvers report as a FloatingPointError (docs/math.md §2)
+    may_overflow = extreme or loss in ("exponential", "poisson")
+    try:
+        result = outcome(lambda: fr.solve(problem, solver=solver, max_iter=3, tol=1e-3,
+                                          random_state=0),
+                         False, extreme=may_overflow,
+                         refusal=lambda message: reason is not None
+                         and message.startswith(f"{reason}; "))
+    except (OverflowError, ZeroDivisionError, ValueError) as exc:
+        bug = known_bug(solver, penalty, alpha, case.dense, exc)
+        if bug is None:
+            raise
+        return f"known bug: {bug}"
     if result is None:
-        return
+        return "refused or overflow reported"
     assert result.w.shape == (problem.n_weights,)
-    if case.extreme or alpha in (1e300, 1e-300):
-        return
+    if extreme:
+        return "extreme values: objective not compared"
     assert _finite(result.w), result.w
     expected = reference_objective(problem, case.dense, problem.y, result.w, loss,
                                    problem.alpha, problem.sample_weight)
-    if expected is not None:  # the kernels read exactly the matrix given
-        assert problem.objective(result.w) == pytest.approx(expected, rel=1e-6, abs=1e-9)
+    # the kernels read exactly the matrix given
+    assert problem.objective(result.w) == pytest.approx(expected, rel=1e-6, abs=1e-9)
+    return "objective checked"
+
+
+# examples of each solver's run that must reach the NumPy objective check
+MIN_CHECKED = max(1, FUZZ_EXAMPLES // 20)
+
+
+@pytest.mark.parametrize("solver", sorted(fr.SOLVERS))
+def test_problem_and_solve(solver):
+    """solve_case on every loss and penalty the solver takes; at least MIN_CHECKED of the
+    examples end in the NumPy objective check."""
+    info = fr.SOLVERS[solver]
+    endings = collections.Counter()
+
+    @fuzz
+    @given(fault=st.sampled_from(["none"] * 4 + ["X", "y", "weights", "alpha"]),
+           loss=st.sampled_from(info.losses()), penalty=st.sampled_from(info.penalties()),
+           intercept=st.booleans(), seed_=st.integers(0, 100), data=st.data())
+    def run(fault, loss, penalty, intercept, seed_, data):
+        endings[solve_case(solver, fault, loss, penalty, intercept, seed_, data)] += 1
+
+    run()
+    assert endings["objective checked"] >= MIN_CHECKED, dict(endings)
 
 
 # ---- estimators ---------------------------------------------------------------------------
@@ -581,7 +680,7 @@ def test_load_edited_model_files(tmp_path_factory, how, pos, byte, key, value):
         with zipfile.ZipFile(path, "w") as z:
             for n, b in members.items():
                 z.writestr(n, b)
-    loaded = outcome(lambda: fr.load(path), False)
+    loaded = outcome(lambda: fr.load(path), None)
     if loaded is None:
         return
     # what loads predicts like the original (arrays are checksummed) with valid settings
@@ -672,6 +771,62 @@ def test_degenerate_problems_found_by_the_fuzzer():
     with pytest.raises(FloatingPointError, match="outside HiGHS's range"):
         fr.solve(fr.Problem(np.array([[1.0], [1e30]]), [1, -1], loss="hinge", penalty="l1",
                             alpha=1e-3), solver="bmrm")
+
+
+# Library bugs the fuzzer found, left out of test_problem_and_solve by known_bug(): each
+# minimal case must end as the fuzz requires of valid input (a result, or a
+# FloatingPointError telling what to change); strict, so that a fix shows here.
+
+@pytest.mark.xfail(strict=True, raises=OverflowError,
+                   reason="Lp.value squares ||w||_p in Python floats")
+def test_known_bug_lp_value_overflows_with_a_python_error():
+    """pgs on penalty='lp' (p = 2, the l2 penalty) overflows where it does with
+    penalty='l2', which it reports as a FloatingPointError."""
+    X, y = np.array([[1.0], [2.0]]), [1, -1]
+    with pytest.raises(FloatingPointError, match="scale X"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy's overflow warning on the way
+        fr.solve(fr.Problem(X, y, loss="hinge", penalty="l2", alpha=1e-300), solver="pgs",
+                 max_iter=3, random_state=0)
+    outcome(lambda: fr.solve(fr.Problem(X, y, loss="hinge", penalty="lp", alpha=1e-300),
+                             solver="pgs", max_iter=3, random_state=0), False, extreme=True)
+
+
+@pytest.mark.xfail(strict=True, raises=ZeroDivisionError,
+                   reason="prox_bundle divides by s * s, which underflows to 0")
+def test_known_bug_prox_bundle_divides_by_zero_for_a_tiny_alpha():
+    prob = fr.Problem(np.array([[0.3], [-1.2]]), [1, -1], loss="hinge", alpha=1e-300)
+    outcome(lambda: fr.solve(prob, solver="prox_bundle", max_iter=3), False, extreme=True)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError,
+                   reason="certify() hands the overflowed iterate to the oracle")
+@pytest.mark.parametrize("solver, column, penalty, alpha", [
+    ("pegasos", [1e10, 1.0], "l2", 1e-300), ("pgs", [1e10, 1.0], "l2", 1e-300),
+    ("rda", [1e-160, 0.0], "l1", 1e-3)])
+def test_known_bug_overflowed_iterate_is_a_value_error_about_w(solver, column, penalty, alpha):
+    prob = fr.Problem(np.array(column)[:, None], [1, -1], loss="hinge", penalty=penalty,
+                      alpha=alpha)
+    outcome(lambda: fr.solve(prob, solver=solver, max_iter=3, random_state=0), False,
+            extreme=True)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError,
+                   reason="rda's default gamma G^2 / 2000 is 0 when every row of X is 0")
+def test_known_bug_rda_refuses_its_default_gamma_on_a_zero_x():
+    """As for truncated_gradient above: every loss derivative multiplies a zero row, so
+    w stays 0 and J(0) = R(0) = 1 for the hinge loss."""
+    prob = fr.Problem(np.zeros((2, 1)), [1, -1], loss="hinge", penalty="l1", alpha=1e-3)
+    res = outcome(lambda: fr.solve(prob, solver="rda", max_iter=3, random_state=0), False)
+    assert np.array_equal(res.w, [0.0]) and res.objective == 1.0
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError,
+                   reason="rda's default gamma G^2 / 2000 underflows to 0 for a tiny X")
+def test_known_bug_rda_refuses_its_default_gamma_on_a_tiny_x():
+    prob = fr.Problem(np.array([[1e-300], [0.0]]), [1, -1], loss="hinge", penalty="l1",
+                      alpha=1e-3)
+    outcome(lambda: fr.solve(prob, solver="rda", max_iter=3, random_state=0), False,
+            extreme=True)
 
 
 def test_random_state_and_start_are_checked_by_name_for_every_solver():
