@@ -7,7 +7,6 @@ scores, predictions).  Never a crash, a hang or another exception type.  Valid i
 must give a result: the only errors allowed on it are a documented refusal (a solver's
 own, for a loss or penalty it does not take) and, where values are huge or the loss
 (exponential, Poisson) genuinely overflows, a FloatingPointError telling what to change.
-Known library bugs are left out by name (``known_bug``) and kept as strict xfails.
 
 Entry points: ``Problem`` + ``fastrisk.solve`` with every solver of
 ``fastrisk.SOLVERS``; ``LinearClassifier`` / ``LinearRegressor`` ``fit``,
@@ -325,35 +324,6 @@ def reference_objective(problem, dense, y_encoded, w, loss, alpha, c):
     return alpha * reference_penalty(problem.regularizer, w) + np.sum(c * values) / m
 
 
-def known_bug(solver, penalty, alpha, dense, exc):
-    """The name of the known library bug that the error ``exc`` of fastrisk.solve on valid
-    input is, or None.  Each is left out of the fuzz here and kept as a strict xfail
-    (test_known_bug_* below)."""
-    # Lp.value squares ||w||_p in Python floats: OverflowError where the l2 penalty's value
-    # is inf and the solvers report the overflow as a FloatingPointError
-    # (test_known_bug_lp_value_overflows_with_a_python_error)
-    if isinstance(exc, OverflowError) and penalty == "lp":
-        return "Lp.value raises OverflowError"
-    # prox_bundle divides by s * s, s ~ alpha t, which underflows to 0 for a tiny alpha
-    # (test_known_bug_prox_bundle_divides_by_zero_for_a_tiny_alpha)
-    if isinstance(exc, ZeroDivisionError) and solver == "prox_bundle" and alpha == 1e-300:
-        return "prox_bundle divides by zero"
-    # the certify() of pegasos, pgs and rda hands an overflowed iterate to the oracle (not
-    # through finite_iterate, as bmrm and prox_bundle do), whose ValueError blames w, which
-    # the caller did not give, instead of a FloatingPointError that tells what to change
-    # (test_known_bug_overflowed_iterate_is_a_value_error_about_w)
-    if (isinstance(exc, ValueError) and solver in ("pegasos", "pgs", "rda")
-            and str(exc) == "w contains NaN or infinity"):
-        return f"{solver} overflow reported as a ValueError about w"
-    # rda's default gamma, G^2 / 2000, is 0 when every row of X is 0 or so small that its
-    # squared norm underflows, which its own check then refuses for a penalty that is not
-    # strongly convex (test_known_bug_rda_refuses_its_default_gamma_on_a_zero_x)
-    if (isinstance(exc, ValueError) and solver == "rda" and np.abs(dense).max() < 1e-150
-            and str(exc).startswith("gamma must be > 0 when Psi is not strongly convex")):
-        return "rda's default gamma is 0 on a zero X"
-    return None
-
-
 def solve_case(solver, fault, loss, penalty, intercept, seed_, data):
     """One input at fault at a time (or none): an error naming it, or a result whose
     objective the NumPy reference on the dense matrix confirms.  Returns how the case
@@ -402,17 +372,11 @@ def solve_case(solver, fault, loss, penalty, intercept, seed_, data):
     # the exponential and Poisson losses genuinely overflow for large scores, which the
     # solvers report as a FloatingPointError (docs/math.md §2)
     may_overflow = extreme or loss in ("exponential", "poisson")
-    try:
-        result = outcome(lambda: fr.solve(problem, solver=solver, max_iter=3, tol=1e-3,
-                                          random_state=0),
-                         False, extreme=may_overflow,
-                         refusal=lambda message: reason is not None
-                         and message.startswith(f"{reason}; "))
-    except (OverflowError, ZeroDivisionError, ValueError) as exc:
-        bug = known_bug(solver, penalty, alpha, case.dense, exc)
-        if bug is None:
-            raise
-        return f"known bug: {bug}"
+    result = outcome(lambda: fr.solve(problem, solver=solver, max_iter=3, tol=1e-3,
+                                      random_state=0),
+                     False, extreme=may_overflow,
+                     refusal=lambda message: reason is not None
+                     and message.startswith(f"{reason}; "))
     if result is None:
         return "refused or overflow reported"
     assert result.w.shape == (problem.n_weights,)
@@ -773,60 +737,60 @@ def test_degenerate_problems_found_by_the_fuzzer():
                             alpha=1e-3), solver="bmrm")
 
 
-# Library bugs the fuzzer found, left out of test_problem_and_solve by known_bug(): each
-# minimal case must end as the fuzz requires of valid input (a result, or a
-# FloatingPointError telling what to change); strict, so that a fix shows here.
+# Failures the fuzzer found on valid input, kept as plain regressions: each minimal case
+# ends as the fuzz requires of valid input (a result, or a FloatingPointError telling what
+# to change).
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="Lp.value squares ||w||_p in Python floats")
-def test_known_bug_lp_value_overflows_with_a_python_error():
+def test_lp_penalty_overflows_as_the_l2_penalty_does():
     """pgs on penalty='lp' (p = 2, the l2 penalty) overflows where it does with
-    penalty='l2', which it reports as a FloatingPointError."""
+    penalty='l2', and says so with the same FloatingPointError (Lp's value had raised
+    Python's OverflowError)."""
     X, y = np.array([[1.0], [2.0]]), [1, -1]
-    with pytest.raises(FloatingPointError, match="scale X"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # numpy's overflow warning on the way
-        fr.solve(fr.Problem(X, y, loss="hinge", penalty="l2", alpha=1e-300), solver="pgs",
-                 max_iter=3, random_state=0)
-    outcome(lambda: fr.solve(fr.Problem(X, y, loss="hinge", penalty="lp", alpha=1e-300),
-                             solver="pgs", max_iter=3, random_state=0), False, extreme=True)
+    for penalty in ("l2", "lp"):
+        with pytest.raises(FloatingPointError, match="scale X"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy's overflow warning on the way
+            fr.solve(fr.Problem(X, y, loss="hinge", penalty=penalty, alpha=1e-300),
+                     solver="pgs", max_iter=3, random_state=0)
 
 
-@pytest.mark.xfail(strict=True, raises=ZeroDivisionError,
-                   reason="prox_bundle divides by s * s, which underflows to 0")
-def test_known_bug_prox_bundle_divides_by_zero_for_a_tiny_alpha():
-    prob = fr.Problem(np.array([[0.3], [-1.2]]), [1, -1], loss="hinge", alpha=1e-300)
-    outcome(lambda: fr.solve(prob, solver="prox_bundle", max_iter=3), False, extreme=True)
+def test_prox_bundle_runs_at_a_tiny_alpha():
+    """s = alpha t + tau_{1:t} squared underflows near alpha 1e-300 (a ZeroDivisionError):
+    ||w||^2 is then summed from w, and J of the result is its NumPy value."""
+    X, y = np.array([[0.3], [-1.2]]), np.array([1.0, -1.0])
+    res = fr.solve(fr.Problem(X, y, loss="hinge", alpha=1e-300), solver="prox_bundle",
+                   max_iter=3)
+    J = 0.5e-300 * float(res.w @ res.w) + np.maximum(0.0, 1.0 - y * (X @ res.w)).mean()
+    assert res.objective == pytest.approx(J, rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="certify() hands the overflowed iterate to the oracle")
 @pytest.mark.parametrize("solver, column, penalty, alpha", [
     ("pegasos", [1e10, 1.0], "l2", 1e-300), ("pgs", [1e10, 1.0], "l2", 1e-300),
     ("rda", [1e-160, 0.0], "l1", 1e-3)])
-def test_known_bug_overflowed_iterate_is_a_value_error_about_w(solver, column, penalty, alpha):
+def test_an_overflowed_iterate_is_named_by_its_solver(solver, column, penalty, alpha):
+    """The certificate's oracle call on an overflowed iterate had raised the oracle's
+    'w contains NaN or infinity', which blames the caller; the solver names it instead
+    (or the run ends with a finite result)."""
     prob = fr.Problem(np.array(column)[:, None], [1, -1], loss="hinge", penalty=penalty,
                       alpha=alpha)
-    outcome(lambda: fr.solve(prob, solver=solver, max_iter=3, random_state=0), False,
-            extreme=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = fr.solve(prob, solver=solver, max_iter=3, random_state=0)
+    except FloatingPointError as exc:
+        assert str(exc).startswith(f"{solver}: "), exc
+    else:
+        assert _finite(res.w) and math.isfinite(res.objective)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="rda's default gamma G^2 / 2000 is 0 when every row of X is 0")
-def test_known_bug_rda_refuses_its_default_gamma_on_a_zero_x():
-    """As for truncated_gradient above: every loss derivative multiplies a zero row, so
-    w stays 0 and J(0) = R(0) = 1 for the hinge loss."""
-    prob = fr.Problem(np.zeros((2, 1)), [1, -1], loss="hinge", penalty="l1", alpha=1e-3)
-    res = outcome(lambda: fr.solve(prob, solver="rda", max_iter=3, random_state=0), False)
-    assert np.array_equal(res.w, [0.0]) and res.objective == 1.0
-
-
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="rda's default gamma G^2 / 2000 underflows to 0 for a tiny X")
-def test_known_bug_rda_refuses_its_default_gamma_on_a_tiny_x():
-    prob = fr.Problem(np.array([[1e-300], [0.0]]), [1, -1], loss="hinge", penalty="l1",
+@pytest.mark.parametrize("column", [[0.0, 0.0], [1e-300, 0.0]])
+def test_rda_default_gamma_on_a_zero_or_tiny_x(column):
+    """G^2 / 2000 is 0 (or underflows) when every row of X is 0 or tiny, and rda refused
+    its own default for the l1 penalty; any gamma > 0 serves there: the loss's gradients
+    (0 or below the threshold alpha t) leave w = 0, and J(0) = R(0) = 1 for the hinge."""
+    prob = fr.Problem(np.array(column)[:, None], [1, -1], loss="hinge", penalty="l1",
                       alpha=1e-3)
-    outcome(lambda: fr.solve(prob, solver="rda", max_iter=3, random_state=0), False,
-            extreme=True)
+    res = fr.solve(prob, solver="rda", max_iter=3, random_state=0)
+    assert np.array_equal(res.w, [0.0]) and res.objective == 1.0
 
 
 def test_random_state_and_start_are_checked_by_name_for_every_solver():

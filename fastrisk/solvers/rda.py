@@ -107,7 +107,7 @@ from fastrisk import _rda
 from fastrisk.regularizers import is_l1, soft_threshold
 from fastrisk.solvers._certificates import strong_convexity_bound
 from fastrisk.solvers._checks import (StartMismatch, check_bool, check_int, check_number,
-                                      start_state)
+                                      finite_iterate, start_state)
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, run_epochs
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers._steps import stream_offset
@@ -170,9 +170,10 @@ def _rda_gamma(problem):
     guarantee: tune gamma as the paper does.
     """
     lip = problem.loss.lipschitz or 1.0
-    G2 = lip * lip * float(problem.data.row_sqnorms().max())
-    # every row 0: no gradient of the loss moves w, and any gamma > 0 serves
-    return G2 / 2000.0 if G2 > 0.0 else 1.0
+    gamma = lip * lip * float(problem.data.row_sqnorms().max()) / 2000.0
+    # every row 0 (or so small that gamma underflows): the loss's gradients do not move
+    # w, and any gamma > 0 serves
+    return gamma if gamma > 0.0 else 1.0
 
 
 def _adaptive_eta(problem):
@@ -217,8 +218,9 @@ class _Epochs:
     (fastrisk/solvers/_epochs.py): ``step()`` runs one kernel epoch, ``output()`` forms
     the reported iterate, ``extra()`` the Result's extra entries."""
 
-    def __init__(self, problem, step, output, extra):
-        self.problem, self.step, self.output, self._extra = problem, step, output, extra
+    def __init__(self, solver, problem, step, output, extra):
+        self.solver, self.problem, self.step, self.output = solver, problem, step, output
+        self._extra = extra
         self.l1, self.l2 = _psi(problem)
 
     def run_epoch(self):
@@ -229,7 +231,7 @@ class _Epochs:
         return self.output()
 
     def certify(self):
-        w = self.output()
+        w = finite_iterate(self.output(), self.solver, self.problem)
         return (w, *strong_convexity_bound(self.problem, w, self.l1, self.l2))
 
     def extra(self):
@@ -471,7 +473,7 @@ def solve_rda(problem, *, tol=1e-4, abs_tol=0.0, max_iter=10, time_limit=None, c
             out["w_bar"] = output(True)
         return out
 
-    return run_epochs(problem, "rda", _Epochs(problem, step, output, extra), tol=tol,
+    return run_epochs(problem, "rda", _Epochs("rda", problem, step, output, extra), tol=tol,
                       abs_tol=abs_tol, max_iter=max_iter, time_limit=time_limit,
                       callback=callback, verbose=verbose, check_every=check_every)
 
@@ -520,7 +522,7 @@ def _solve_truncation(problem, solver, truncate, *, tol, abs_tol, max_iter, time
         return {"state": st, "n_steps": st["t"], "eta": eta, "loss_sum": loss_sum[0]}
 
     return run_epochs(problem, solver,
-                      _Epochs(problem, step, lambda: st["coords"][:, 0].copy(), extra),
+                      _Epochs(solver, problem, step, lambda: st["coords"][:, 0].copy(), extra),
                       tol=tol, abs_tol=abs_tol, max_iter=max_iter, time_limit=time_limit,
                       callback=callback, verbose=verbose, check_every=check_every)
 
