@@ -743,8 +743,8 @@ def test_degenerate_problems_found_by_the_fuzzer():
 
 def test_lp_penalty_overflows_as_the_l2_penalty_does():
     """pgs on penalty='lp' (p = 2, the l2 penalty) overflows where it does with
-    penalty='l2', and says so with the same FloatingPointError (Lp's value had raised
-    Python's OverflowError)."""
+    penalty='l2', and says so with the same FloatingPointError (Lp's value is inf there,
+    not Python's OverflowError)."""
     X, y = np.array([[1.0], [2.0]]), [1, -1]
     for penalty in ("l2", "lp"):
         with pytest.raises(FloatingPointError, match="scale X"), warnings.catch_warnings():
@@ -754,8 +754,8 @@ def test_lp_penalty_overflows_as_the_l2_penalty_does():
 
 
 def test_prox_bundle_runs_at_a_tiny_alpha():
-    """s = alpha t + tau_{1:t} squared underflows near alpha 1e-300 (a ZeroDivisionError):
-    ||w||^2 is then summed from w, and J of the result is its NumPy value."""
+    """s = alpha t + tau_{1:t} squared underflows near alpha 1e-300: ||w||^2 is then
+    summed from w, and J of the result is its NumPy value."""
     X, y = np.array([[0.3], [-1.2]]), np.array([1.0, -1.0])
     res = fr.solve(fr.Problem(X, y, loss="hinge", alpha=1e-300), solver="prox_bundle",
                    max_iter=3)
@@ -767,9 +767,8 @@ def test_prox_bundle_runs_at_a_tiny_alpha():
     ("pegasos", [1e10, 1.0], "l2", 1e-300), ("pgs", [1e10, 1.0], "l2", 1e-300),
     ("rda", [1e-160, 0.0], "l1", 1e-3)])
 def test_an_overflowed_iterate_is_named_by_its_solver(solver, column, penalty, alpha):
-    """The certificate's oracle call on an overflowed iterate had raised the oracle's
-    'w contains NaN or infinity', which blames the caller; the solver names it instead
-    (or the run ends with a finite result)."""
+    """An overflowed iterate is named by its solver (the oracle's 'w contains NaN or
+    infinity' would blame the caller), or the run ends with a finite result."""
     prob = fr.Problem(np.array(column)[:, None], [1, -1], loss="hinge", penalty=penalty,
                       alpha=alpha)
     try:
@@ -784,9 +783,9 @@ def test_an_overflowed_iterate_is_named_by_its_solver(solver, column, penalty, a
 
 @pytest.mark.parametrize("column", [[0.0, 0.0], [1e-300, 0.0]])
 def test_rda_default_gamma_on_a_zero_or_tiny_x(column):
-    """G^2 / 2000 is 0 (or underflows) when every row of X is 0 or tiny, and rda refused
-    its own default for the l1 penalty; any gamma > 0 serves there: the loss's gradients
-    (0 or below the threshold alpha t) leave w = 0, and J(0) = R(0) = 1 for the hinge."""
+    """G^2 / 2000 is 0 (or underflows) when every row of X is 0 or tiny, where any
+    gamma > 0 serves: the loss's gradients (0 or below the threshold alpha t) leave
+    w = 0, and J(0) = R(0) = 1 for the hinge."""
     prob = fr.Problem(np.array(column)[:, None], [1, -1], loss="hinge", penalty="l1",
                       alpha=1e-3)
     res = fr.solve(prob, solver="rda", max_iter=3, random_state=0)

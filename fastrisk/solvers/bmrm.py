@@ -459,8 +459,8 @@ class LinearProgram:
     primal simplex pivots restore optimality.  w is the multiplier of the ranged
     rows.  The ranged rows are divided by ``scale``, a power of two near the largest
     entry of the first cut (exact in floating point): HiGHS's tolerances and its range
-    of matrix entries are absolute, so that unscaled, X of scale 1e12 (entries near
-    1e12 against bounds ``lambda``) was out of its reach; scaled, the LP of (X s,
+    of matrix entries are absolute, and unscaled rows of X of scale 1e12 (entries near
+    1e12 against bounds ``lambda``) are out of their reach; scaled, the LP of (X s,
     alpha s) is that of (X, alpha) for every s.
 
     The model is built once (the rows) and then only changed: at each solve the
