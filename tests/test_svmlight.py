@@ -183,8 +183,8 @@ def test_reader_errors_name_the_line(tmp_path):
 
 def test_memory_is_about_the_size_of_the_result(tmp_path, monkeypatch):
     """Blocks of lines are parsed one at a time: the peak of traced allocations stays
-    within twice the arrays returned plus a few blocks (a whole-file token list took
-    ~12 times the result)."""
+    within twice the arrays returned plus a few blocks (a token list of the whole file
+    would hold several times the result)."""
     import tracemalloc
 
     import fastrisk.svmlight as svm
