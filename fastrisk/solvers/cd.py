@@ -187,7 +187,9 @@ def step_limits(problem, cols):
         top = float(np.abs(problem.y).max(initial=0.0))
         scale = top if top > 0.0 else 1.0
     top = cols.maxabs
-    return SCORE_STEP * scale / np.where(top > 0.0, top, 1.0)
+    with np.errstate(over="ignore"):  # kept finite: a limit of inf would zero every step
+        limits = SCORE_STEP * scale / np.where(top > 0.0, top, 1.0)
+    return np.minimum(limits, np.finfo(np.float64).max)
 
 
 def _below_zero(problem, w, f, lam1, lam2, n_threads):
