@@ -281,6 +281,8 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
             with np.errstate(over="ignore"):
                 J, g = cert.evaluate(w)
         except FloatingPointError:  # the loss overflows at the start
+            if start is None:
+                raise
             J = math.inf
         if not math.isfinite(J) and start is not None:  # from w = 0 instead
             w = np.zeros(problem.n_weights)
@@ -293,7 +295,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
         exact = problem.loss.spec.piecewise_quadratic
         f = cert.scores
         rows = _derivatives(problem, f)  # l', l'' of the rows at w
-        drift = 0.0  # bound on |f - X w| since the last pass (``_refresh``)
+        drift = 0.0  # bound on |f - X w| since the last pass (``_rounding``)
         while status is None:
             it += 1
             M = hess.preconditioner() if precondition else None
