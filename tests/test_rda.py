@@ -323,13 +323,14 @@ def test_streaming_defaults_come_from_the_first_chunk(solve):
     concatenation with the first chunk's eta, to rounding (the lazy catch-ups split at
     the chunk boundaries, as in test_streaming_equals_one_pass)."""
     X, y, _ = _toy("csr32-f64", m=48)
-    state = None
+    state, etas = None, []
     for lo, hi in [(0, 12), (12, 30), (30, 48)]:
         part = _problem(X[lo:hi], y[lo:hi], loss="logistic", penalty="l1", alpha=0.05)
         res = solve(part, max_iter=1, shuffle=False, start=state)
         state = res.extra["state"]
-        first_eta = state["eta"] if lo == 0 else first_eta
-    assert state["eta"] == first_eta
+        etas.append(state["eta"])
+    first_eta = etas[0]
+    assert etas == [first_eta] * 3
     one = solve(_problem(X, y, loss="logistic", penalty="l1", alpha=0.05), max_iter=1,
                 shuffle=False)
     assert one.extra["state"]["eta"] != first_eta  # T = 48 steps, not 12
