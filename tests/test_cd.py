@@ -469,16 +469,20 @@ def test_step_limits_stay_finite_and_the_run_converges():
 
 def test_a_start_worse_than_zero_starts_from_zero():
     """A refit after y was rescaled starts far from the optimum: the run takes no more
-    iterations than from w = 0, and a start whose J overflows is no error."""
+    iterations than from w = 0 and certifies scikit-learn Lasso's optimum (both at tol
+    1e-8 relative: 1e-7 leaves room for the two certificates), and a start whose J
+    overflows is no error."""
     X, y = _regression()
     prob = fr.Problem(X, y, loss="squared", penalty="l1", alpha=1e-2)
+    J_ref = prob.objective(Lasso(alpha=1e-2, fit_intercept=False, tol=1e-14,
+                                 max_iter=100_000).fit(X, y).coef_)
     cold = solve_cd(prob, tol=1e-8, random_state=0)
     far = solve_cd(fr.Problem(X, y * 1e6, loss="squared", penalty="l1", alpha=1e4),
                    tol=1e-8, random_state=0)
     for start in (far, far.w * 1e300):
         warm = solve_cd(prob, tol=1e-8, start=start, random_state=0)
         assert warm.status == "converged" and warm.n_iter <= cold.n_iter
-        assert warm.objective == pytest.approx(cold.objective, rel=1e-7)
+        assert warm.objective == pytest.approx(J_ref, rel=1e-7)
 
 
 def test_columns_of_another_matrix_are_refused():

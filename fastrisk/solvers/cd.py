@@ -192,18 +192,6 @@ def step_limits(problem, cols):
     return np.minimum(limits, np.finfo(np.float64).max)
 
 
-def _below_zero(problem, w, f, lam1, lam2, n_threads):
-    """Whether J(w) <= J(0) for w with scores f = X w (two O(m) passes over the rows)."""
-    loss, y, m = problem.loss, problem.y, problem.n_samples
-    c = np.empty(0) if problem.sample_weight is None else problem.sample_weight
-    kid, param, buffers = loss.spec.kernel_id, loss.param, [np.empty(m) for _ in range(3)]
-    J_w, _ = _cd.derivatives(kid, param, f, y, c, 1.0 / m, *buffers, n_threads)
-    J_0, _ = _cd.derivatives(kid, param, np.zeros(m), y, c, 1.0 / m, *buffers, n_threads)
-    with np.errstate(over="ignore"):  # a penalty that overflows is above J(0)
-        J_w += lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(w @ w)
-    return J_w <= J_0
-
-
 def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, callback=None,
              verbose=0, start=None, check_every=1, n_threads=None, random_state=None,
              screening=True, columns=None, inner="auto"):
@@ -258,10 +246,6 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     f = np.empty(m)  # X w, from the columns of the support only (warm starts on a path)
     support = np.flatnonzero(w)
     _cd.column_combination(*cols.arrays, support, w[support], f)
-    if start is not None and not _below_zero(problem, w, f, lam1, lam2, threads):
-        # a coordinate moves at most its step limit per step: from a start worse than
-        # w = 0 (a refit after y was rescaled) the run would creep back for many iterations
-        w[:], f[:], start = 0.0, 0.0, None
     kept = np.arange(n_weights, dtype=np.int64)  # columns not screened out
     # grad and hdiag are read on the kept columns after column_stats writes them, wpd on
     # the working set after it is set to w there
@@ -269,6 +253,14 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     dots = np.empty(n_weights)  # X^T (c u / m) of the model's dual point on the kept columns
     deriv, g, h, xtd, work = (np.empty(m) for _ in range(5))
     trial = tuple(np.empty(m) for _ in range(3))  # the line search's deriv, g, h
+    if start is not None:
+        # a coordinate moves at most its step limit per step: from a start worse than
+        # w = 0 (a refit after y was rescaled) the run would creep back for many iterations
+        risk, _ = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h, threads)
+        with np.errstate(over="ignore"):  # a penalty that overflows is above J(0)
+            J_start = risk + lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(w @ w)
+        if not J_start <= problem.objective_at_zero():
+            w[:], f[:], start = 0.0, 0.0, None
     buffer = np.empty(n_weights, dtype=np.int64)  # the working set, or the screened columns
     if screen:
         radius_scale = 2.0 * curv * (1.0 if c is None else float(c.max())) * inv_m
