@@ -141,6 +141,10 @@ class Monitor:
     callback receives the Result so far, its weights a copy (editing them changes neither
     the run nor what it returns), and stops the run by returning False (or numpy's
     False_); None or True go on, and any other value is refused as a likely mistake.
+
+    The clock (``History.seconds``, ``time_limit``) stops while the callback runs, the
+    copy of w it receives included: what a callback records (a trajectory of iterates,
+    say) does not count as the solver's time.
     """
 
     def __init__(self, problem, solver, *, tol, max_iter, time_limit=None, callback=None,
@@ -159,10 +163,12 @@ class Monitor:
             _log_to_stderr()
         self.history = History()
         self.start = time.perf_counter()
+        self.paused = 0.0  # seconds spent in the callback
         self.best_w, self.best_objective, self.best_bound = None, math.inf, math.nan
 
     def elapsed(self):
-        return time.perf_counter() - self.start
+        """Seconds since the start, without the callback's."""
+        return time.perf_counter() - self.start - self.paused
 
     def check(self, iteration, w, objective, bound=math.nan, keep_best=True, exact=True):
         """Record one iteration; return a stop status or None.
@@ -188,7 +194,11 @@ class Monitor:
         return None
 
     def _callback_stops(self, iteration):
-        answer = self.callback(self.result("running", iteration, w=np.array(self.best_w)))
+        entered = time.perf_counter()
+        try:
+            answer = self.callback(self.result("running", iteration, w=np.array(self.best_w)))
+        finally:
+            self.paused += time.perf_counter() - entered
         if answer is None or isinstance(answer, (bool, np.bool_)):
             return answer is not None and not answer
         raise TypeError(f"callback must return None, True or False (False stops the run), "

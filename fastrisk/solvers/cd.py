@@ -563,8 +563,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             if mon.met(P, P - D_best):
                 # a dual point met before (the model's, after a tight step) certifies w:
                 # no pass over the columns
-                status = mon.check(it, w.copy() if callback is not None else w, P,
-                                   max(P - D_best, 0.0), keep_best=False)
+                status = mon.check(it, w, P, max(P - D_best, 0.0), keep_best=False)
                 break
             full = force_full or (it % check_every == 0 and near)
             force_full = False
@@ -596,8 +595,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                             w[j] = 0.0
                         active, force_full = kept, True
                         continue
-            status = mon.check(it, w.copy() if callback is not None else w, P, bound,
-                               keep_best=False)
+            status = mon.check(it, w, P, bound, keep_best=False)
             if status is not None:
                 break
             if stuck >= STALL_ITERATIONS:
