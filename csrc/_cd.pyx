@@ -22,6 +22,7 @@ Every function runs without the GIL; status codes of fr_loss.h are returned.
 import numpy as np
 from cython cimport floating
 from cython.parallel cimport prange, threadid
+from libc.float cimport DBL_MAX
 from libc.math cimport INFINITY, fabs, sqrt
 from libc.stdint cimport int64_t, uint16_t, uint64_t
 from libc.string cimport memcpy
@@ -85,14 +86,19 @@ def derivatives(int loss, double loss_param, const double[::1] f, const double[:
     return value, status
 
 
-cdef inline double entries_norm(const floating* v, int64_t n) noexcept nogil:
-    """sqrt(sum_k v[k]^2) over a column's n entries, summed in double in their order (the
-    same bits wherever a column's norm is computed)."""
+cdef inline void entries_scales(const floating* v, int64_t n, double* norm,
+                                double* top) noexcept nogil:
+    """norm = sqrt(sum_k v[k]^2) over a column's n entries, summed in double in their order
+    (the same bits wherever a column's norm is computed), and top = max_k |v[k]| (0 for an
+    empty column)."""
     cdef int64_t k
-    cdef double s = 0.0
+    cdef double s = 0.0, t = 0.0, a
     for k in range(n):
-        s = s + <double>v[k] * v[k]
-    return sqrt(s)
+        a = fabs(<double>v[k])
+        s = s + a * a
+        t = a if a > t else t
+    norm[0] = sqrt(s)
+    top[0] = t
 
 
 cdef void count_rows(const index_t* indices, const index_t* indptr, int64_t lo, int64_t hi,
@@ -152,10 +158,10 @@ def csr_transpose(const floating[::1] data, const index_t[::1] indices,
                   int shift, int64_t[:, ::1] counts, uint16_t[::1] code,
                   floating[:, ::1] scratch_data, index_t[:, ::1] scratch_idx,
                   int64_t[:, ::1] local, floating[::1] out_data, index_t[::1] out_indices,
-                  int64_t[::1] out_indptr, double[::1] norms):
+                  int64_t[::1] out_indptr, double[::1] norms, double[::1] maxabs):
     """CSC arrays of a CSR matrix by a counting sort of its entries into buckets of 2^shift
-    consecutive columns, and then of each bucket by column; ``norms[j] = ||x_j||`` too
-    when ``norms`` is not empty.
+    consecutive columns, and then of each bucket by column; ``norms[j] = ||x_j||`` and
+    ``maxabs[j] = max_i |x_ij|`` too when ``norms`` is not empty.
 
     ``counts``: ``bucket_counts``'s, one row per row block (rows bounds[t]..bounds[t+1]-1,
     read by thread t); a serial prefix sum over (bucket, block) turns them into each
@@ -169,12 +175,12 @@ def csr_transpose(const floating[::1] data, const index_t[::1] indices,
     entry to a cache line of its own.  Within a column the entries come in row order
     whatever the number of blocks (row indices sorted; each norm summed in that order: the
     output is the same for any thread count and shift); the input rows need not be
-    sorted.  ``out_indptr`` has n_cols + 1 entries and ``norms`` (unless empty) n_cols or
-    more; the extra ones are left alone.
+    sorted.  ``out_indptr`` has n_cols + 1 entries and ``norms`` and ``maxabs`` (unless
+    empty) n_cols or more; the extra ones are left alone.
     """
     cdef Py_ssize_t t, b, n_blocks = counts.shape[0], n_buckets = counts.shape[1]
     cdef int64_t c, lo, hi, pos = 0, width = <int64_t>1 << shift
-    cdef bint with_norms = norms.shape[0] > 0
+    cdef bint with_scales = norms.shape[0] > 0
     with nogil:
         for b in range(n_buckets):
             if shift == 0:
@@ -189,28 +195,31 @@ def csr_transpose(const floating[::1] data, const index_t[::1] indices,
         scatter_rows(&data[0], &indices[0], &indptr[0], bounds[t], bounds[t + 1], shift,
                      &counts[t, 0], &out_data[0], &out_indices[0],
                      &code[0] if shift > 0 else NULL)
-    if shift == 0 and not with_norms:
+    if shift == 0 and not with_scales:
         return
     # the last block's next slot in bucket b is now the bucket's end
     for b in prange(n_buckets, nogil=True, num_threads=local.shape[0], schedule="guided"):
         lo = counts[n_blocks - 1, b - 1] if b > 0 else 0
         hi = counts[n_blocks - 1, b]
         if shift == 0:
-            norms[b] = entries_norm(&out_data[0] + lo, hi - lo)
+            entries_scales(&out_data[0] + lo, hi - lo, &norms[b], &maxabs[b])
         else:
             sort_bucket(&code[lo], hi - lo, min(n_cols - (b << shift), width),
                         &local[threadid(), 0], &scratch_data[threadid(), 0],
                         &scratch_idx[threadid(), 0], &out_data[lo], &out_indices[lo],
                         &out_indptr[b << shift], lo,
-                        &norms[b << shift] if with_norms else NULL)
+                        &norms[b << shift] if with_scales else NULL,
+                        &maxabs[b << shift] if with_scales else NULL)
 
 
 cdef void sort_bucket(const uint16_t* code, int64_t n, int64_t width, int64_t* count,
                       floating* tmp_data, index_t* tmp_idx, floating* data, index_t* idx,
-                      int64_t* indptr, int64_t offset, double* norms) noexcept nogil:
+                      int64_t* indptr, int64_t offset, double* norms,
+                      double* maxabs) noexcept nogil:
     """Counting sort of a bucket's n entries (data, idx) by their column offsets ``code``
     (stable: row order kept), through tmp_*; indptr[j] = offset + the first slot of its
-    j-th column, norms[j] its norm (when not NULL), for j < width."""
+    j-th column, norms[j] and maxabs[j] its norm and largest |entry| (when not NULL), for
+    j < width."""
     cdef int64_t q, j, s = 0, c
     for j in range(width + 1):
         count[j] = 0
@@ -231,35 +240,44 @@ cdef void sort_bucket(const uint16_t* code, int64_t n, int64_t width, int64_t* c
         # count[j] is now the end of column j (and the start of column j + 1)
         q = 0
         for j in range(width):
-            norms[j] = entries_norm(tmp_data + q, count[j] - q)
+            entries_scales(tmp_data + q, count[j] - q, &norms[j], &maxabs[j])
             q = count[j]
 
 
-def column_norms(const floating[::1] data, const int64_t[::1] indptr, double[::1] out,
-                 int n_threads):
-    """out[j] = ||x_j|| (the Gap Safe sphere test) from the column view's values.
+def column_scales(const floating[::1] data, const int64_t[::1] indptr, double[::1] norms,
+                  double[::1] maxabs, int n_threads):
+    """norms[j] = ||x_j|| (the Gap Safe sphere test) and maxabs[j] = max_i |x_ij| (the
+    largest change of a score per unit move of w_j: ``step_limit``) from the column
+    view's values.
 
     Each column summed in its own order: the bits do not depend on n_threads.
     """
     cdef Py_ssize_t j
-    for j in prange(out.shape[0], nogil=True, num_threads=n_threads, schedule="static"):
-        out[j] = entries_norm(&data[0] + indptr[j], indptr[j + 1] - indptr[j])
+    for j in prange(norms.shape[0], nogil=True, num_threads=n_threads, schedule="static"):
+        entries_scales(&data[0] + indptr[j], indptr[j + 1] - indptr[j], &norms[j], &maxabs[j])
 
 
-def column_maxabs(const floating[::1] data, const int64_t[::1] indptr, double[::1] out,
-                  int n_threads):
-    """out[j] = max_i |x_ij| (0 for an empty column) from the column view's values: the
-    largest change of a score per unit move of w_j, which sets the step limit of the
-    coordinate steps (fastrisk/solvers/cd.py ``step_limits``)."""
+cdef inline double step_limit(double score_step, double top) noexcept nogil:
+    """The largest move of a coordinate in one step: score_step / top, top = max_i |x_ij|,
+    so that no score moves by more than score_step (fastrisk/solvers/cd.py
+    ``score_step``); score_step for an empty column, and kept finite (a limit of inf
+    would zero every step: TINY_STEP * inf)."""
+    cdef double limit
+    if top <= 0.0:
+        return score_step
+    limit = score_step / top
+    return limit if limit < DBL_MAX else DBL_MAX
+
+
+def step_limits(double score_step, const double[::1] maxabs):
+    """``step_limit`` of each column of maxabs (the Gram inner solve and its Newton steps
+    on the support read them by position in the working set)."""
+    out = np.empty(maxabs.shape[0])
+    cdef double[::1] o = out
     cdef Py_ssize_t j
-    cdef int64_t k
-    cdef double a, top
-    for j in prange(out.shape[0], nogil=True, num_threads=n_threads, schedule="static"):
-        top = 0.0
-        for k in range(indptr[j], indptr[j + 1]):
-            a = fabs(<double>data[k])
-            top = a if a > top else top
-        out[j] = top
+    for j in range(maxabs.shape[0]):
+        o[j] = step_limit(score_step, maxabs[j])
+    return out
 
 
 cdef inline void column(const floating* data, const index_t* indices, const int64_t* indptr,
@@ -402,7 +420,7 @@ cdef inline bint coordinate_step(double G, double H, double wj, double lam1, dou
     minimum-norm subgradient of q along the coordinate) and the exact minimizer z
     of q along it (the soft-thresholded Newton step), clipped to [-limit, limit] and
     0 below TINY_STEP limit: LIBLINEAR's clip to [-10, 10] and its 1e-12, for limit 10,
-    in the units of the column's scale (fastrisk/solvers/cd.py ``step_limits``).  G is
+    in the units of the column's scale (``step_limit``).  G is
     the smooth part's derivative: G + lam1 and G - lam1 are the one-sided derivatives of
     q at w_j + d_j = 0.
     """
@@ -434,14 +452,16 @@ cdef inline bint coordinate_step(double G, double H, double wj, double lam1, dou
 def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t[::1] indptr,
              bint dense, const double[::1] h, int64_t[::1] active, Py_ssize_t n_active,
              const double[::1] grad, const double[::1] hdiag, const double[::1] w,
-             double[::1] wpd, double[::1] xtd, const double[::1] limit, double lam1,
+             double[::1] wpd, double[::1] xtd, const double[::1] maxabs, double score_step,
+             double lam1,
              double lam2, double nu, double stop, Py_ssize_t max_passes, double shrink_scale,
              uint64_t[::1] rng):
     """Coordinate descent on the quadratic model q (newGLMNET's inner loop).
 
     ``wpd`` = w + d on the working set ``active[:n_active]`` (read and updated),
     ``xtd`` = X d (updated); ``grad`` = G and ``hdiag`` = diag of the model's Hessian
-    without lam2 + nu; ``limit`` the largest move of each coordinate in one step.  Each
+    without lam2 + nu; ``maxabs`` and ``score_step`` set the largest move of each
+    coordinate in one step (``step_limit``).  Each
     pass visits the working columns in a shuffled order
     (splitmix64 stream ``rng``), takes the exact minimizer of q along the
     coordinate (``coordinate_step``), and skips for the following passes a zero
@@ -473,7 +493,8 @@ def inner_cd(const floating[::1] data, const index_t[::1] indices, const int64_t
                     G += val[k] * h[idx[k]] * xtd[idx[k]]
                 G += grad[j] + (wpd[j] - w[j]) * lam2nu
                 if not coordinate_step(G, hdiag[j] + lam2nu, wpd[j], lam1,
-                                       gmax_old * shrink_scale, limit[j], &viol, &z):
+                                       gmax_old * shrink_scale,
+                                       step_limit(score_step, maxabs[j]), &viol, &z):
                     n_qp -= 1
                     active[s] = active[n_qp]
                     active[n_qp] = j
@@ -673,7 +694,7 @@ def inner_cd_gram(const double[:, ::1] H, int64_t[::1] active, const double[::1]
 
     The same passes, order rule, steps, shrinking and stopping rule as ``inner_cd``,
     over positions 0..|W|-1 (``active``: a permutation of them; ``grad``, ``w``,
-    ``wpd``, ``limit`` indexed by position), keeping q = H d (zero on entry) instead of X d:
+    ``wpd``, ``limit`` (``step_limits``) indexed by position), keeping q = H d (zero on entry) instead of X d:
     a coordinate costs O(1) to read and O(|W|) to move, so a pass costs at most
     O(|W|^2) whatever nnz(X_W).  X d is left to the caller.  Returns (passes,
     whether the stopping rule was met).

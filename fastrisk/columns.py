@@ -11,7 +11,7 @@ Dataset, so that all of them share it.
 Memory: for CSR input a CSC copy, i.e. the values and row indices of X again
 (nnz (itemsize + index size) bytes) plus m entries for the intercept column and
 8 (n_weights + 1) bytes of column pointers: about the size of X; and 8 n_weights
-bytes each of column norms and column maxima once they are made.  While it is made,
+bytes each of column norms and column maxima once they are made (together).  While it is made,
 the sort (``transpose``) holds 2 nnz bytes of column offsets (none for copies up to
 DIRECT_BYTES) and, per thread, the entries of the largest bucket of columns again and
 8 (2^shift + 1) bytes of counters.  For dense input a column-major copy of X.  The copy lives as
@@ -30,35 +30,33 @@ DIRECT_BYTES = 32 << 20           # copies up to a last-level cache: one column 
 class Columns:
     """The column view of [X, intercept column]: ``values``, row ``indices`` and int64
     column pointers ``indptr`` (for dense X: the column-major values, ``indices =
-    arange(m)`` shared by every column), ``dense``, ``norms`` = ||x_j|| (made with
-    the copy when asked for, else when first read, by ``n_threads`` threads) and
-    ``maxabs`` = max_i |x_ij| (made when first read); only coordinate descent reads
-    the last two."""
+    arange(m)`` shared by every column), ``dense``, and the column scales ``norms`` =
+    ||x_j|| and ``maxabs`` = max_i |x_ij|, made together (with the copy when asked
+    for, else when either is first read, by ``n_threads`` threads); only coordinate
+    descent reads the scales."""
 
-    def __init__(self, values, indices, indptr, dense, n_threads=1, norms=None):
+    def __init__(self, values, indices, indptr, dense, n_threads=1, scales=None):
         self.values, self.indices, self.indptr, self.dense = values, indices, indptr, dense
         self.n_threads = n_threads
-        self._norms = norms
-        self._maxabs = None
+        self._scales = scales  # (norms, maxabs)
 
-    def _per_column(self, kernel):
-        out = np.empty(self.indptr.shape[0] - 1)
-        kernel(self.values, self.indptr, out,
-               max(1, min(int(self.n_threads), self.values.shape[0] // COPY_GRAIN)))
-        out.flags.writeable = False
-        return out
+    def _made_scales(self):
+        if self._scales is None:
+            n_cols = self.indptr.shape[0] - 1
+            norms, maxabs = np.empty(n_cols), np.empty(n_cols)
+            _cd.column_scales(self.values, self.indptr, norms, maxabs,
+                              max(1, min(int(self.n_threads), self.values.shape[0] // COPY_GRAIN)))
+            norms.flags.writeable = maxabs.flags.writeable = False
+            self._scales = norms, maxabs
+        return self._scales
 
     @property
     def norms(self):
-        if self._norms is None:
-            self._norms = self._per_column(_cd.column_norms)
-        return self._norms
+        return self._made_scales()[0]
 
     @property
     def maxabs(self):
-        if self._maxabs is None:
-            self._maxabs = self._per_column(_cd.column_maxabs)
-        return self._maxabs
+        return self._made_scales()[1]
 
     @property
     def arrays(self):
@@ -67,9 +65,9 @@ class Columns:
 
     @property
     def nbytes(self):
-        """Bytes held by the copy (and the per-column values once made)."""
-        held = [self.values, self.indices, self.indptr, self._norms, self._maxabs]
-        return sum(a.nbytes for a in held if a is not None)
+        """Bytes held by the copy (and the column scales once made)."""
+        held = [self.values, self.indices, self.indptr, *(self._scales or ())]
+        return sum(a.nbytes for a in held)
 
 
 def copy_nbytes(data):
@@ -90,10 +88,11 @@ def bucket_shift(n_cols, nbytes):
 
 
 def transpose(data, indices, indptr, n_cols, n_blocks, shift, values, row_indices,
-              col_indptr, norms):
+              col_indptr, norms, maxabs):
     """Write the CSC arrays of the CSR matrix (data, indices, indptr) with ``n_cols``
     columns into values[:nnz], row_indices[:nnz] and col_indptr[:n_cols + 1], and its
-    column norms into norms[:n_cols] unless ``norms`` is empty (``_cd.csr_transpose``:
+    column scales into norms[:n_cols] and maxabs[:n_cols] unless they are empty
+    (``_cd.csr_transpose``:
     ``n_blocks`` row blocks of about nnz / n_blocks entries, one per thread; buckets of
     2^shift columns).  The output does not depend on ``n_blocks`` or ``shift``."""
     m, nnz = indptr.shape[0] - 1, int(indptr[-1])
@@ -108,18 +107,18 @@ def transpose(data, indices, indptr, n_cols, n_blocks, shift, values, row_indice
                       np.empty((n_blocks, biggest), dtype=data.dtype),
                       np.empty((n_blocks, biggest), dtype=indices.dtype),
                       np.empty((n_blocks, (1 << shift) + 1 if shift else 0), np.int64),
-                      values, row_indices, col_indptr, norms)
+                      values, row_indices, col_indptr, norms, maxabs)
 
 
-def column_view(data, n_threads=1, norms=False):
+def column_view(data, n_threads=1, scales=False):
     """:class:`Columns` of a Dataset (the copy of the module docstring), made on the
     first call and kept on the Dataset for the later ones.
 
     float32 values and int32 indices stay as they are.  A CSR matrix is transposed by
     ``_cd.csr_transpose`` (a counting sort by buckets of columns, then within each bucket
     while it is in the cache; row blocks and buckets split over the threads); the output
-    is the same for any ``n_threads``.  ``norms=True``: the CSR copy computes the column
-    norms as it sorts each bucket (otherwise they are computed when first read).
+    is the same for any ``n_threads``.  ``scales=True``: the CSR copy computes the column
+    scales as it sorts each bucket (otherwise they are computed when first read).
     """
     cached = getattr(data, "_columns", None)
     if cached is not None:
@@ -138,21 +137,21 @@ def column_view(data, n_threads=1, norms=False):
         values = np.empty(nnz + extra, dtype=data.dtype)
         indices = np.empty(nnz + extra, dtype=data.indices.dtype)
         indptr = np.empty(n_weights + 1, dtype=np.int64)
-        col_norms = np.empty(n_weights if norms else 0)
+        norms, maxabs = (np.empty(n_weights if scales else 0) for _ in range(2))
         transpose(data.data, data.indices, data.indptr, n,
                   max(1, min(int(n_threads), nnz // COPY_GRAIN)),
                   bucket_shift(n, copy_nbytes(data)),
-                  values, indices, indptr, col_norms)
+                  values, indices, indptr, norms, maxabs)
         if bias:
             values[nnz:] = bias
             indices[nnz:] = np.arange(m, dtype=indices.dtype)
             indptr[n + 1] = nnz + m
-            if norms:
-                _cd.column_norms(values, indptr[n:], col_norms[n:], 1)
-    made = (values, indices, indptr) + ((col_norms,) if norms and not data.dense else ())
+            if scales:
+                _cd.column_scales(values, indptr[n:], norms[n:], maxabs[n:], 1)
+    made = (values, indices, indptr) + ((norms, maxabs) if scales and not data.dense else ())
     for a in made:
         a.flags.writeable = False
-    data._columns = Columns(*made[:3], bool(data.dense), n_threads, *made[3:])
+    data._columns = Columns(*made[:3], bool(data.dense), n_threads, made[3:] or None)
     return data._columns
 
 

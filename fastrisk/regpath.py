@@ -24,7 +24,7 @@ from fastrisk.problem import Problem
 from fastrisk.regularizers import has_l1_term
 from fastrisk.columns import check_columns, column_view
 from fastrisk.solvers._checks import real_array
-from fastrisk.solvers.cd import SOLVER_INFO as CD_INFO, screens, solve_cd
+from fastrisk.solvers.cd import SOLVER_INFO as CD_INFO, solve_cd
 
 
 # solve_cd's keyword arguments (the options a path passes on)
@@ -131,8 +131,7 @@ def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_al
     reason = CD_INFO.why_not(first)  # every alpha is solved by cd
     if reason is not None:
         raise ValueError(f"path: {reason}")
-    cols = column_view(first.data, solver_threads(first, n_threads),
-                       norms=screens(first, options.get("screening", True)))
+    cols = column_view(first.data, solver_threads(first, n_threads), scales=True)
     if alphas is None:
         if not has_l1_term(first.regularizer):
             reg = first.regularizer

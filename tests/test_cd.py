@@ -451,7 +451,8 @@ def test_step_limits_stay_finite_and_the_run_converges():
     """A column of 1e-305 against targets of 1e4: its limit 10 max|y| / max|x_j| overflows
     and is kept finite (a limit of inf would zero every step of the column); the run
     certifies the lasso's optimum, which scikit-learn's Lasso confirms."""
-    from fastrisk.solvers.cd import step_limits
+    from fastrisk import _cd
+    from fastrisk.solvers.cd import score_step
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((50, 3))
@@ -460,7 +461,7 @@ def test_step_limits_stay_finite_and_the_run_converges():
     prob = fr.Problem(X, y, loss="squared", penalty="l1", alpha=1e-2)
     with np.errstate(over="ignore"):  # the unclamped limit
         assert 10.0 * np.abs(y).max() / np.abs(X[:, 2]).max() == np.inf
-    assert np.isfinite(step_limits(prob, column_view(prob.data))).all()
+    assert np.isfinite(_cd.step_limits(score_step(prob), column_view(prob.data).maxabs)).all()
     res = solve_cd(prob, tol=1e-8)
     w_ref = Lasso(alpha=1e-2, fit_intercept=False, tol=1e-14, max_iter=100_000).fit(X, y).coef_
     assert res.status == "converged"
@@ -510,9 +511,9 @@ def test_columns_of_another_matrix_are_refused():
 @pytest.mark.parametrize("bias", [0.0, 2.5])
 @pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("direct_bytes", [0, DIRECT_BYTES])
-def test_column_view_of_wide_data_with_norms(bias, n_threads, direct_bytes, monkeypatch):
+def test_column_view_of_wide_data_with_scales(bias, n_threads, direct_bytes, monkeypatch):
     # 3000 columns (buckets of 16 with DIRECT_BYTES = 0, else of 1) and enough entries for
-    # two row blocks: scipy's CSC, and the norms made by the copy equal to those computed
+    # two row blocks: scipy's CSC, and the scales made by the copy equal to those computed
     # when first read (the same order)
     monkeypatch.setattr(columns, "DIRECT_BYTES", direct_bytes)
     X = sp.random(2000, 3000, density=0.2, format="csr", random_state=5)
@@ -522,17 +523,19 @@ def test_column_view_of_wide_data_with_norms(bias, n_threads, direct_bytes, monk
     C = A.tocsc()
     C.sort_indices()
     data = Dataset(X, intercept_scaling=bias)
-    with_norms = column_view(data, n_threads, norms=True)
+    with_norms = column_view(data, n_threads, scales=True)
     lazy = column_view(Dataset(X, intercept_scaling=bias), n_threads)
     for cols in (with_norms, lazy):
         np.testing.assert_array_equal(cols.indptr, C.indptr)
         np.testing.assert_array_equal(cols.indices, C.indices)
         np.testing.assert_array_equal(cols.values, C.data)
-    assert with_norms._norms is not None and lazy._norms is None
+    assert with_norms._scales is not None and lazy._scales is None
     np.testing.assert_array_equal(with_norms.norms, lazy.norms)
+    np.testing.assert_array_equal(with_norms.maxabs, lazy.maxabs)
     np.testing.assert_allclose(with_norms.norms, np.linalg.norm(A.toarray(), axis=0),
                                rtol=1e-13, atol=0)
-    assert with_norms.nbytes == lazy.nbytes == copy_nbytes(data) + 8 * A.shape[1]
+    np.testing.assert_array_equal(with_norms.maxabs, np.abs(A.toarray()).max(axis=0))
+    assert with_norms.nbytes == lazy.nbytes == copy_nbytes(data) + 16 * A.shape[1]
 
 
 @pytest.mark.parametrize("itype", [np.int32, np.int64])
@@ -542,7 +545,7 @@ def test_csr_transpose_any_row_blocks_buckets_and_unsorted_rows(itype, blocks, s
     # rows with their column indices in random order (no duplicates): the kernel's output
     # is still scipy's sorted CSC, the same for every split of the rows into thread blocks
     # and of the 30 columns into buckets (1, 2, 8, 32 and 65536 columns: one bucket for
-    # all); the norms against NumPy's, to round-off
+    # all); the norms against NumPy's, to round-off, and the maxima exactly
     X = _sparse_with_empty_rows_and_columns(np.float64, itype, seed=1)
     rng = np.random.default_rng(2)
     indices, data = X.indices.copy(), X.data.copy()
@@ -554,15 +557,18 @@ def test_csr_transpose_any_row_blocks_buckets_and_unsorted_rows(itype, blocks, s
     C.sort_indices()
     values, rows = np.empty(X.nnz), np.empty(X.nnz, dtype=itype)
     indptr = np.empty(X.shape[1] + 1, dtype=np.int64)
-    norms = np.empty(X.shape[1])
-    transpose(data, indices, X.indptr, X.shape[1], blocks, shift, values, rows, indptr, norms)
+    norms, maxabs = np.empty(X.shape[1]), np.empty(X.shape[1])
+    transpose(data, indices, X.indptr, X.shape[1], blocks, shift, values, rows, indptr, norms,
+              maxabs)
     np.testing.assert_array_equal(indptr, C.indptr)
     np.testing.assert_array_equal(rows, C.indices)
     np.testing.assert_array_equal(values, C.data)
     np.testing.assert_allclose(norms, np.linalg.norm(X.toarray(), axis=0), rtol=1e-13, atol=0)
-    # without norms: the same arrays
+    np.testing.assert_array_equal(maxabs, np.abs(X.toarray()).max(axis=0))
+    # without scales: the same arrays
     again = np.empty(X.nnz), np.empty(X.nnz, dtype=itype), np.empty(X.shape[1] + 1, np.int64)
-    transpose(data, indices, X.indptr, X.shape[1], blocks, shift, *again, np.empty(0))
+    transpose(data, indices, X.indptr, X.shape[1], blocks, shift, *again, np.empty(0),
+              np.empty(0))
     for got, want in zip(again, (values, rows, indptr)):
         np.testing.assert_array_equal(got, want)
 
@@ -570,7 +576,8 @@ def test_csr_transpose_any_row_blocks_buckets_and_unsorted_rows(itype, blocks, s
 def test_csr_transpose_random_shapes():
     # reference: scipy's sorted CSC, on random shapes and densities (empty matrices,
     # single rows, column counts that are not multiples of the bucket width, more row
-    # blocks than rows), every bucket width and a few block counts; norms against scipy's
+    # blocks than rows), every bucket width and a few block counts; norms against scipy's,
+    # maxima against NumPy's
     rng = np.random.default_rng(7)
     for trial in range(60):
         m, n = int(rng.integers(1, 60)), int(rng.integers(1, 300))
@@ -579,18 +586,21 @@ def test_csr_transpose_random_shapes():
         C = X.tocsc()
         C.sort_indices()
         ref_norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=0))).ravel()
+        ref_max = np.abs(X.toarray()).max(axis=0)
         itype = (np.int32, np.int64)[trial % 2]
         indices, indptr = X.indices.astype(itype), X.indptr.astype(itype)
         for shift in (0, 1, 2, 5, 9, 16):
             for blocks in (1, 2, 3):
                 values, rows = np.empty(X.nnz), np.empty(X.nnz, dtype=itype)
-                col_indptr, norms = np.empty(n + 1, dtype=np.int64), np.empty(n)
+                col_indptr = np.empty(n + 1, dtype=np.int64)
+                norms, maxabs = np.empty(n), np.empty(n)
                 transpose(X.data, indices, indptr, n, blocks, shift, values, rows, col_indptr,
-                          norms)
+                          norms, maxabs)
                 np.testing.assert_array_equal(col_indptr, C.indptr)
                 np.testing.assert_array_equal(rows, C.indices)
                 np.testing.assert_array_equal(values, C.data)
                 np.testing.assert_allclose(norms, ref_norms, rtol=1e-13, atol=0)
+                np.testing.assert_array_equal(maxabs, ref_max)
 
 
 def test_bucket_shift():

@@ -80,8 +80,9 @@ certificates.
 Columns: X is copied once into column order (``column_view``): for CSR input a
 CSC copy, i.e. the values and row indices of X again (nnz * (itemsize + index
 size) bytes) plus m entries for the intercept column, 8 (n_weights + 1) bytes of
-column pointers and 8 n_weights bytes of column norms (made with the copy when the
-solver screens; fastrisk/columns.py for the memory held while the copy is made).
+column pointers and 16 n_weights bytes of column scales (norms for the screening and
+maxima for the step limits, made with the copy; fastrisk/columns.py for the memory
+held while the copy is made).
 For dense input a column-major copy of X.  The Gram matrix of a working set is built
 from the rows of X or, when cheaper (W's columns hold few of X's entries), from W's
 columns sorted into rows: 16 nnz(X_W) + 8 (m + 1) bytes while it is built.  Pass
@@ -107,7 +108,7 @@ GAP_DECREASE = 0.01               # relative decrease of J below which the gap i
 RESTRICT = 0.5                    # largest fraction of the kept columns of a restricted step 1
 SIGMA, MAX_LINE_STEPS = 0.01, 30  # Armijo constant and backtracking steps (newGLMNET)
 NU = 1e-12                        # added to the model's Hessian diagonal (newGLMNET), times
-                                  # the largest x_ij^2 (``step_limits``)
+                                  # the largest x_ij^2 (``score_step``)
 MAX_INNER_PASSES = 1000
 FORCING = 0.1                     # inner stop: violations <= FORCING x the outer ones
 FORCING_FAR = 0.5                 # the same before the steps are certificate iterations
@@ -116,7 +117,7 @@ ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line sea
 SCREEN_MARGIN = 1e-9              # relative slack of the sphere test against rounding
 STALL_ITERATIONS = 3              # certificate iterations without progress: "stalled"
 SCORE_STEP = 10.0                 # largest change of a score in one coordinate step
-                                  # (``step_limits``; LIBLINEAR's clip)
+                                  # (``score_step``; LIBLINEAR's clip)
 POLISH_EVERY = 4                  # Gram inner passes between Newton steps on the support
 POLISH_MAX_SUPPORT = 1000         # largest support of those steps (an |S|^3 solve)
 CERT_TIGHT = 1e-3                 # inner stop on certificate iterations, x the usual one
@@ -174,22 +175,19 @@ def _raise_on(status, problem):
                                  "weights; check the scale of X and alpha")
 
 
-def step_limits(problem, cols):
-    """The largest move of each coordinate in one step: SCORE_STEP / max_i |x_ij| in
-    units of the scores' scale, so that no score changes by more than SCORE_STEP of it.
-    The scale is 1 for the binary and count losses (scores are log-odds, margins or
-    log-means) and max |y| for the regression losses (scores in the units of y).  For
-    features in [-1, 1] and labels -1/+1 this is LIBLINEAR's clip of every coordinate
-    step to [-10, 10]; here the limits follow the scale of X and y, so that a rescaled
+def score_step(problem):
+    """The largest change of a score in one coordinate step: SCORE_STEP in units of the
+    scores' scale, 1 for the binary and count losses (scores are log-odds, margins or
+    log-means) and max |y| for the regression losses (scores in the units of y).  A
+    coordinate then moves by at most score_step / max_i |x_ij| (``_cd.step_limit``):
+    for features in [-1, 1] and labels -1/+1 LIBLINEAR's clip of every coordinate step
+    to [-10, 10]; here the limits follow the scale of X and y, so that a rescaled
     problem takes rescaled steps (the optimum of X / s is s times that of X)."""
     scale = 1.0
     if problem.loss.spec.task == "regression":
         top = float(np.abs(problem.y).max(initial=0.0))
         scale = top if top > 0.0 else 1.0
-    top = cols.maxabs
-    with np.errstate(over="ignore"):  # kept finite: a limit of inf would zero every step
-        limits = SCORE_STEP * scale / np.where(top > 0.0, top, 1.0)
-    return np.minimum(limits, np.finfo(np.float64).max)
+    return SCORE_STEP * scale
 
 
 def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, callback=None,
@@ -229,17 +227,17 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     threads = max(1, min(solver_threads(problem, n_threads), data.nnz // PASS_GRAIN))
     curv = problem.loss.curvature  # sup l'', None when unbounded
     screen = screens(problem, screening)
-    cols = column_view(data, threads, norms=screen) if columns is None else \
+    cols = column_view(data, threads, scales=True) if columns is None else \
         check_columns(columns, data)
     kid, p, y = loss.spec.kernel_id, loss.param, problem.y
     c = problem.sample_weight
     c_arg = np.empty(0) if c is None else c
     inv_m = 1.0 / m
     rng = np.array([check_rng(random_state).integers(2**63)], dtype=np.uint64)
-    limits = step_limits(problem, cols)
+    step, maxabs = score_step(problem), cols.maxabs
     # newGLMNET's nu for features in [-1, 1], in the units of the model's Hessian (x^2;
     # its square kept finite)
-    top = min(float(cols.maxabs.max(initial=0.0)), 1e150)
+    top = min(float(maxabs.max(initial=0.0)), 1e150)
     nu = NU * (top * top if top > 0.0 else 1.0)
 
     w = start_weights(problem, start)
@@ -342,14 +340,14 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             return gram_inner(working, stop, tight), True
         xtd[:] = 0.0
         p_, done = _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w,
-                                wpd, xtd, limits, lam1, lam2, nu, stop, cap, inv_m, rng)
+                                wpd, xtd, maxabs, step, lam1, lam2, nu, stop, cap, inv_m, rng)
         if done and tight < stop:
             # toward ``tight``: on the Gram matrix if its build costs at most twice the
             # passes made, else for as many column passes again
             if gram_ok and build <= 2 * p_ * column_pass:
                 return p_ + gram_inner(working, tight, tight), True
             p_ += _cd.inner_cd(*cols.arrays, h, working, working.shape[0], grad, hdiag, w,
-                               wpd, xtd, limits, lam1, lam2, nu, tight, p_, inv_m,
+                               wpd, xtd, maxabs, step, lam1, lam2, nu, tight, p_, inv_m,
                                rng)[0]
         if done or not gram_ok:
             return p_, False
@@ -418,7 +416,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         nonlocal last_gram
         n_w = working.shape[0]
         H = last_gram = gram(working) if H is None else H
-        w_w, grad_w, limit_w = w[working], grad[working], limits[working]
+        w_w, grad_w = w[working], grad[working]
+        limit_w = _cd.step_limits(step, maxabs[working])
         wpd_w = wpd[working]  # w + d on entry: d = 0, or where the column passes stopped
         q = H @ (wpd_w - w_w)
         order = np.arange(n_w, dtype=np.int64)
@@ -481,8 +480,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             H = gram_extended(last_gram, working, add)
             return n_working, gram_inner(buffer[:n_working], tight, tight, H)
         more, _ = _cd.inner_cd(*cols.arrays, h, buffer[:n_working], n_working, grad, hdiag, w,
-                               wpd, xtd, limits, lam1, lam2, nu, tight, max(passes, 2), inv_m,
-                               rng)
+                               wpd, xtd, maxabs, step, lam1, lam2, nu, tight, max(passes, 2),
+                               inv_m, rng)
         return n_working, more
 
     def polish(H, grad_w, w_w, wpd_w, limit_w):
