@@ -566,8 +566,11 @@ def project_simplex(v):
     """Euclidean projection onto {x >= 0, sum x = 1} (sort-based).
 
     Entries of +inf (a dual step that overflowed) share the mass equally: the limit of the
-    projection as those entries grow.  With huge finite entries rounding can leave no index
-    with a positive margin; the largest entry then takes the mass (rho = 0).
+    projection as those entries grow.  The result is divided by its sum: v - theta cancels
+    with an error of about eps max |v|, which on huge entries (a dual step 1 / L with a
+    tiny L) leaves a sum off 1 by far more than rounding, and the lower bound b^T x -
+    lambda Omega*(-A x / lambda) is one only on the simplex.  When rounding leaves no
+    positive entry, the largest entry takes the mass.
     """
     top = np.isposinf(v)
     if top.any():
@@ -580,7 +583,11 @@ def project_simplex(v):
     ind = np.arange(1, len(v) + 1)
     positive = np.flatnonzero(u - css / ind > 0)
     rho = positive[-1] if positive.size else 0
-    return np.maximum(v - css[rho] / (rho + 1.0), 0.0)
+    x = np.maximum(v - css[rho] / (rho + 1.0), 0.0)
+    total = x.sum()
+    if not total > 0.0:
+        x[np.argmax(v)], total = 1.0, 1.0
+    return x / total
 
 
 def _inner_generic(bundle, lam, regularizer, best, max_steps=5000):
