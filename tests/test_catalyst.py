@@ -103,6 +103,46 @@ def test_certified_gap_bounds_the_true_gap_along_the_run(solver, loss):
     assert gaps[-1] < 1e-2 * gaps[0]
 
 
+def _numpy_dual(X, y, alpha, loss, U):
+    """D of the dual variables U (binary logistic: u_i in [0, 1] with y_i u_i the weight of
+    row i, softmax: the rows' probabilities p_i), with an intercept column of ones:
+    (1/m) sum of the conjugate terms - alpha/2 ||w(U)||^2."""
+    m = X.shape[0]
+    A = np.hstack([X, np.ones((m, 1))])
+    if loss == "logistic":
+        a = np.abs(U)  # the weight y_i u_i lies in [0, 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ent = np.where(a > 0, a * np.log(a), 0.0) + np.where(a < 1, (1 - a) * np.log1p(-a), 0.0)
+        W = A.T @ U / (alpha * m)
+    else:
+        E = np.zeros_like(U)
+        E[np.arange(m), y] = 1.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ent = np.where(U > 0, U * np.log(U), 0.0)
+        W = A.T @ (E - U) / (alpha * m)
+    return -ent.sum() / m - alpha / 2 * float((W * W).sum())
+
+
+@pytest.mark.parametrize("solver,loss", [("sdca", "logistic"), ("msdca", "softmax")])
+def test_certificate_is_the_dual_value_of_its_dual_point(solver, loss):
+    """After many centre moves (tol 1e-11, columns of scales 0.1 to 10, an intercept),
+    the reported D equals NumPy's dual objective of the reported dual point to rounding:
+    v and z both move with every centre, and D read from their difference drifted
+    above the dual value (and J*) by the rounding of z."""
+    scales = np.array([0.1, 1, 10, 1, 0.1, 10, 1, 1])
+    if solver == "sdca":
+        X, y = random_problem(3, m=200, d=8)
+    else:
+        X, y = multiclass_data(m=200, d=8, k=3, seed=1)
+    X = X * scales
+    prob = Problem(X, y, loss=loss, alpha=ALPHA, fit_intercept=True)
+    r = solve(prob, solver, tol=1e-11, max_iter=100_000, random_state=0, accelerated=True)
+    assert r.status == "converged" and r.extra["outer_iterations"] > 10
+    D = _numpy_dual(X, y, ALPHA, loss, r.extra["dual"])
+    assert r.extra["dual_objective"] == pytest.approx(D, rel=1e-14, abs=0)
+    assert r.objective - r.gap <= D + 1e-15 * abs(D)
+
+
 @pytest.mark.parametrize("solver", ["sdca", "msdca"])
 def test_same_bits_and_warm_start(solver):
     if solver == "sdca":

@@ -31,10 +31,14 @@ the data), is below
 Certificate of the original problem: the same u is feasible for J's dual,
 whose primal point is ``(1/(alpha n)) sum c_i x_i u_i^T = (lambda/alpha)(v - z)``, so
 
-    D(u) = (1/n) sum_i c_i h_i(u_i) - (lambda^2 / (2 alpha)) ||v - z||^2
+    D(u) = (1/n) sum_i c_i h_i(u_i) - (lambda^2 / (2 alpha)) ||v - z||^2.
 
-costs O(d) once the dual terms are summed; J(v) needs an exact pass, which
-runs when the same estimate of J(v) - D(u) reaches the target and at least
+The estimates between checks read v - z, O(d) once the dual terms are summed; the
+exact check computes ``(1/(lambda n)) sum_i c_i x_i u_i^T`` anew from u (one pass)
+instead: v and z both move with every centre, and the rounding of those moves (of
+the size of z, not of v - z) would leave D above the dual value of u, and the
+certificate above J*, near tight tolerances.  J(v) needs an exact pass too; the
+exact check runs when the estimate of J(v) - D(u) reaches the target and at least
 every FORCED_CHECK epochs (it then also gives the exact inner gap).  The run
 reports the best J(v) of the exact checks against the best D(u) (weak duality:
 any feasible u bounds J*), with that u as ``extra["dual"]``.
@@ -49,9 +53,10 @@ provides: ``v`` (its dual sum, updated in place), ``n``, ``problem``,
 ``set_l2(lam)``, ``run_epoch()``, ``sums`` ([loss at the visited scores, dual
 terms, ||v||^2, ||v||_1], kept by the kernels), ``exact_sums()`` (one pass:
 the exact loss sum at v and the dual-term sum, re-synchronizing ``sums``),
+``exact_dual_sum()`` (one pass: v - z computed anew from the dual variables),
 ``unshrink()``, ``tighten_steps(gap)`` (inexact coordinate steps follow the
-inner gap), ``output(v)`` (v as the Result's w), ``dual()`` and ``extra()``.  This module is the method :func:`fastrisk.solvers._epochs.run_epochs`
-drives.
+inner gap), ``output(v)`` (v as the Result's w), ``dual()`` and ``extra()``.  This
+module is the method :func:`fastrisk.solvers._epochs.run_epochs` drives.
 """
 
 import math
@@ -159,14 +164,15 @@ class Accelerated:
         self.inner_gap = np.inf
 
     def _exact(self):
-        """One pass: J(v), the original D(u), the inner gap; the best pair kept.
-        Returns the original gap J(v) - D(u) at this point."""
+        """Two passes: J(v), the original D(u) (from v - z computed anew: module
+        docstring), the inner gap; the best pair kept.  Returns the original gap
+        J(v) - D(u) at this point."""
         inner, n, v, z, lam = self.inner, self.n, self.inner.v, self.z, self.lam
         loss_sum, dual_sum = inner.exact_sums()
         vv, vz = float(np.vdot(v, v)), float(np.vdot(v, z))
         J = loss_sum / n + 0.5 * self.alpha * vv
-        a_sq = vv - 2.0 * vz + float(np.vdot(z, z))  # ||v - z||^2
-        D = dual_sum / n - lam * lam / (2.0 * self.alpha) * a_sq
+        a = inner.exact_dual_sum()
+        D = dual_sum / n - lam * lam / (2.0 * self.alpha) * float(np.vdot(a, a))
         self.inner_gap = (loss_sum - dual_sum) / n + lam * (vv - vz)
         if J <= self.best_J:
             self.best_w, self.best_J = inner.output(v), J

@@ -348,6 +348,11 @@ class _MSDCA:
         self.sums[1] = _msdca.dual_terms(self.P, self.y, self.c_arg, self.loss, self.row_dual)
         return self.sums[0], self.sums[1]
 
+    def exact_dual_sum(self):
+        """V computed anew from the dual variables (one pass), in V's layout."""
+        V = _dual_sum(self.problem, self.P, self.lam_n)
+        return V if self.order is None else V[self.order]
+
     def certify(self, best):
         """Exact P(W_now), D(A); the best of (W_now, P(W_now)), the mean of the accumulated
         W (when there are two or more) and ``best``, kept in ``best_W`` in the epochs' layout

@@ -249,12 +249,18 @@ def _initial_dual(problem, start, lam_n):
             u = None  # labels or rows changed: the previous dual is not feasible here
     if u is None:
         u = _dual_from_weights(problem, start_weights(problem, start))
+    return u, _dual_sum(problem, u, lam_n)
+
+
+def _dual_sum(problem, u, lam_n):
+    """v = (1/(lambda n)) sum_i c_i u_i x_i, computed anew from u (one pass over X)."""
+    data = problem.data
     cu = u if problem.sample_weight is None else u * problem.sample_weight
     v = np.empty(data.n_weights)
     v[: data.n_features] = data.X.T @ cu
     if data.bias:
         v[-1] = data.bias * cu.sum()
-    return u, v / lam_n
+    return v / lam_n
 
 
 class _SDCA:
@@ -414,6 +420,10 @@ class _SDCA:
         """(sum c_i l(<v, x_i>), sum of the dual terms) in one pass; ``sums`` resynchronised."""
         self._resync(self.v)
         return self.sums[0], self.sums[1]
+
+    def exact_dual_sum(self):
+        """(1/(lambda n)) sum_i c_i u_i x_i from u (one pass), not from the running v."""
+        return _dual_sum(self.problem, self.u, self.lam_n)
 
     def output(self, v):
         return v.copy()
