@@ -331,6 +331,35 @@ def test_generic_inner_lower_bound_stays_below_the_optimum(penalty, kw):
     assert res.objective == pytest.approx(J_ref, rel=1e-8)
 
 
+def test_l1_lp_at_its_precision_stalls():
+    """A tol below HiGHS's precision: once the LP returns the iterate whose cut it holds,
+    the run ends as "stalled" (not after max_iter repeats of it), with a lower bound below
+    the L-BFGS-B optimum and J at it to 1e-6; the estimator warns that tol was not met."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    import fastrisk as fr
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 20))
+    y = np.sign(X[:, 0] + 0.5 * rng.standard_normal(300))
+    alpha = 1e-2
+    res = solve_bmrm(Problem(X, y, loss="logistic", penalty="l1", alpha=alpha), tol=1e-12,
+                     max_iter=3000)
+    J_ref = ref.enet_smooth_optimum(X, y, "logistic", alpha, 1.0)
+    assert res.status == "stalled" and res.n_iter < 1000
+    assert res.extra["lower_bound"] <= J_ref
+    assert res.objective == pytest.approx(J_ref, rel=1e-6)
+    est = fr.LinearClassifier("logistic", penalty="l1", alpha=alpha, solver="bmrm", tol=1e-12,
+                              max_iter=3000, fit_intercept=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    assert any(issubclass(c.category, ConvergenceWarning) and "stalled" in str(c.message)
+               for c in caught)
+
+
 def test_l1_bmrm_writes_nothing_to_stdout():
     # HiGHS's constructor prints a banner once per process; BMRM-l1 must not let it through
     import subprocess

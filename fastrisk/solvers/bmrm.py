@@ -46,6 +46,12 @@ Any feasible alpha gives a lower bound on J* (weak duality), so the
 certificate never depends on how exactly the inner problem was solved:
 ``gamma_t = min_{j<t} J(w_j) - max_{i<=t} J_i^-`` bounds ``J(w_best) - J*``
 (Lemma 1) and the run stops when ``gamma_t <= max(tol J(w_best), abs_tol)``.
+In exact arithmetic the new cut lifts the model at w_t unless gamma_t = 0, so
+w_{t+1} != w_t; at the precision of HiGHS's feasibility tolerances the l1 LP can
+return w_t itself, whose cut the bundle already holds: the LP, solved exactly, no
+longer changes and every later iterate repeats, so the run ends as "stalled".  (The
+l2 QP and the generic inner solver are solved to a tolerance relative to the gap and
+warm-started: a repeated w_t can move again at the next solve.)
 
 Cut storage (``make_bundle``): a cut on data X is ``a = X^T g / m`` with one
 multiplier per row, so on wide data (m << n_weights, text) it is kept as g
@@ -698,6 +704,8 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
             lower = max(lower, lower_t)
             gamma = min(mon.best_objective, objective) - lower
             status = mon.check(t, w, objective, gamma)
+            if status is None and l1 and np.array_equal(w_next, w):
+                status = "stalled"
             w = w_next
     if mon.interrupted:
         status = "interrupted"
