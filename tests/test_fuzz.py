@@ -380,6 +380,7 @@ def solve_case(solver, fault, loss, penalty, intercept, seed_, data):
     if result is None:
         return "refused or overflow reported"
     assert result.w.shape == (problem.n_weights,)
+    assert math.isnan(result.gap) or result.gap >= 0.0, result.gap  # J(w) - J* >= 0
     if extreme:
         return "extreme values: objective not compared"
     assert _finite(result.w), result.w

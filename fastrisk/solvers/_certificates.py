@@ -32,7 +32,8 @@ def fenchel_bound(problem, w):
     risk, a = problem.oracle(w)
     reg, alpha = problem.regularizer, problem.alpha
     objective = alpha * reg.value(w) + risk
-    return objective, alpha * reg.value(w) + float(a @ w) + alpha * reg.conjugate(-a / alpha)
+    bound = alpha * reg.value(w) + float(a @ w) + alpha * reg.conjugate(-a / alpha)
+    return objective, max(bound, 0.0)  # >= 0 by Fenchel-Young: a negative value is rounding
 
 
 def strong_convexity_bound(problem, w, l1, l2):

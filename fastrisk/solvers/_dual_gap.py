@@ -151,7 +151,9 @@ class GapCertificate:
         # bring their combination closer to the target
         if target is not None and grad_bound > REACH * target:
             return bound
-        return min(bound, value - self._best_dual(value, 0.0 if target is None else target))
+        # J(w) - D >= 0 by weak duality: a negative difference is rounding
+        return min(bound, max(value - self._best_dual(value, 0.0 if target is None else target),
+                              0.0))
 
     def step_gap(self, value, f_old, t, g_old, r, derivatives=None):
         """Certified bound on J(w_new) - J* from the dual point of a Newton step (module
@@ -182,7 +184,7 @@ class GapCertificate:
             # u_i = -a_i moves by -shift_i on the replaced rows: v moves by X^T of that
             v -= self._transpose(shift if c is None else shift * c) / (self.lam * m)
         total = conj.sum() if c is None else float(conj @ c)
-        return value - (-total / m - 0.5 * self.lam * float(v @ v))
+        return max(value - (-total / m - 0.5 * self.lam * float(v @ v)), 0.0)  # as ``gap``
 
     def _transpose(self, coef):
         """X^T coef (with the intercept feature) by the compiled scatter, which skips the

@@ -702,7 +702,8 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
             inner_seconds += time.perf_counter() - start
             bundle.mark_active(t)
             lower = max(lower, lower_t)
-            gamma = min(mon.best_objective, objective) - lower
+            # >= 0 but for rounding (lower bounds J*)
+            gamma = max(min(mon.best_objective, objective) - lower, 0.0)
             status = mon.check(t, w, objective, gamma)
             if status is None and l1 and np.array_equal(w_next, w):
                 status = "stalled"

@@ -241,7 +241,8 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
             if objective <= mon.best_objective:
                 best_A, best_sq = A_t, w_sq
                 centre.keep_best()
-            gamma = min(mon.best_objective, objective) - lower
+            # >= 0 but for rounding (lower bounds J*)
+            gamma = max(min(mon.best_objective, objective) - lower, 0.0)
             status = mon.check(t, w, objective, gamma)
 
             start = time.perf_counter()
