@@ -178,6 +178,25 @@ def _small_problem(loss, n=25, d=3, seed=0):
     return X, y
 
 
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge", "squared_hinge"])
+@pytest.mark.parametrize("options", [dict(), dict(blocks=2), dict(batch_size=4)])
+def test_certified_dual_objective_is_the_conjugate_sum_at_the_returned_dual(loss, options):
+    # the exact checks take the dual terms' sum from the epochs' per-row terms (single
+    # coordinate, CoCoA+) or recompute them (mini-batch): either is D(u) at the returned u
+    X, y = _small_problem(loss, n=80, d=5, seed=4)
+    c = np.random.default_rng(5).uniform(0.5, 2.0, size=len(y))
+    alpha = 1e-2
+    prob = fr.Problem(X, y, loss=loss, alpha=alpha, sample_weight=c)
+    res = fr.solve(prob, solver="sdca", tol=1e-8, max_iter=2000, random_state=0,
+                   accelerated=False, **options)
+    assert res.status == "converged"
+    u, n = res.extra["dual"], len(y)
+    v = X.T @ (c * u) / (alpha * n)
+    D = -np.sum(c * prob.loss.conjugate(-u, prob.y)) / n - 0.5 * alpha * v @ v
+    assert res.extra["dual_objective"] == pytest.approx(D, rel=1e-12, abs=1e-15)
+    assert res.gap == pytest.approx(res.objective - D, rel=1e-9, abs=1e-15)
+
 PIECEWISE = {  # piecewise-linear losses: (slopes, values) of their affine pieces at f
     "hinge": lambda f, y, p: ([0.0, -y], [0.0 * f, 1 - y * f]),
     "absolute": lambda f, y, p: ([1.0, -1.0], [f - y, y - f]),

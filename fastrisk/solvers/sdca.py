@@ -396,6 +396,14 @@ class _SDCA:
         return _sdca.dual_terms(self.problem.y, self.c_arg, self.u, self.kid, self.p,
                                 self.row_dual)
 
+    def _dual_terms_sum(self):
+        """sum_i c_i (-l*(-u_i)): single-coordinate epochs (CoCoA+'s too) store each visited
+        row's term in ``row_dual`` with its new u_i (the logistic's from the root t of its
+        step, H(sigma(t)), fr_sdca.h), so their sum is current without a pass of the
+        conjugate (two logarithms a row for the logistic); mini-batch epochs keep only the
+        running sum, and the terms are recomputed."""
+        return float(self.row_dual.sum()) if self.b == 1 else self._dual_terms()
+
     def weights(self):
         return self.v.copy() if self.kappa == 0.0 else soft_threshold(self.v, self.kappa)
 
@@ -511,7 +519,7 @@ class _SDCA:
                                               self.p, self.row_loss, self.pass_threads)
         self._check_status(status)
         # ||w||_1 enters the estimate only with kappa > 0 (no temporary array for l2)
-        self.sums[:] = (total, self._dual_terms(), float(w @ w),
+        self.sums[:] = (total, self._dual_terms_sum(), float(w @ w),
                         float(np.abs(w).sum()) if self.kappa else 0.0)
         P = total / n + problem.alpha * problem.regularizer.value(w)
         return P, self._estimated_objectives()[1]
