@@ -178,7 +178,6 @@ def _small_problem(loss, n=25, d=3, seed=0):
     return X, y
 
 
-
 @pytest.mark.parametrize("loss", ["logistic", "hinge", "squared_hinge"])
 @pytest.mark.parametrize("options", [dict(), dict(blocks=2), dict(batch_size=4)])
 def test_certified_dual_objective_is_the_conjugate_sum_at_the_returned_dual(loss, options):
@@ -196,6 +195,7 @@ def test_certified_dual_objective_is_the_conjugate_sum_at_the_returned_dual(loss
     D = -np.sum(c * prob.loss.conjugate(-u, prob.y)) / n - 0.5 * alpha * v @ v
     assert res.extra["dual_objective"] == pytest.approx(D, rel=1e-12, abs=1e-15)
     assert res.gap == pytest.approx(res.objective - D, rel=1e-9, abs=1e-15)
+
 
 PIECEWISE = {  # piecewise-linear losses: (slopes, values) of their affine pieces at f
     "hinge": lambda f, y, p: ([0.0, -y], [0.0 * f, 1 - y * f]),
