@@ -159,6 +159,15 @@ static inline double fr_absolute_sdca_step(double u0, double f, double y, double
     return fr_clip(u0 + (y - f) / q, -1.0, 1.0);
 }
 
+/* quantile (tau = p): -l*(-u) = u y on -tau <= u <= 1 - tau (the absolute loss's step
+ * in the box of the pinball's slopes) */
+static inline double fr_quantile_sdca_step(double u0, double f, double y, double p, double q,
+                                           double tol)
+{
+    (void)tol;
+    return fr_clip(u0 + (y - f) / q, -p, 1.0 - p);
+}
+
 /* epsilon-insensitive (eps = p): -l*(-u) = u y - eps |u| on |u| <= 1 */
 static inline double fr_epsilon_insensitive_sdca_step(double u0, double f, double y, double p,
                                                       double q, double tol)
@@ -208,6 +217,12 @@ static inline double fr_absolute_sdca_grad(double u, double f, double y, double 
     return y - f;
 }
 
+static inline double fr_quantile_sdca_grad(double u, double f, double y, double p, int *bound)
+{
+    *bound = fr_box_end(u, -p, 1.0 - p);
+    return y - f;
+}
+
 static inline double fr_epsilon_insensitive_sdca_grad(double u, double f, double y, double p,
                                                       int *bound)
 {
@@ -222,6 +237,7 @@ static inline double fr_epsilon_insensitive_sdca_grad(double u, double f, double
     X(FR_SQUARED_HINGE, fr_squared_hinge) \
     X(FR_SMOOTHED_HINGE, fr_smoothed_hinge) \
     X(FR_ABSOLUTE, fr_absolute) \
+    X(FR_QUANTILE, fr_quantile) \
     X(FR_EPSILON_INSENSITIVE, fr_epsilon_insensitive)
 
 /* The shrinking gradient of a loss, or NULL when its dual has no box (logistic, squared). */

@@ -24,7 +24,7 @@ from reference.batch import hinge_l2_optimum
 
 # every loss with an SDCA dual step (read from the kernel): a new one is tested here
 DUAL_LOSSES = [name for name, spec in LOSSES.items() if spec.dual_step]
-PARAMS = {"smoothed_hinge": 0.5, "epsilon_insensitive": 0.1}
+PARAMS = {"smoothed_hinge": 0.5, "epsilon_insensitive": 0.1, "quantile": 0.3}
 BINARY = {name for name in DUAL_LOSSES if LOSSES[name].task == "binary"}
 
 
@@ -37,6 +37,8 @@ def _dual_interval(loss, y, u0, f, q):
         return (0.0, M) if y > 0 else (-M, 0.0)
     if loss == "squared":
         return -M, M
+    if loss == "quantile":  # the pinball's slopes tau - 1 and tau, in -u
+        return -PARAMS[loss], 1.0 - PARAMS[loss]
     return -1.0, 1.0
 
 
@@ -200,6 +202,7 @@ def test_certified_dual_objective_is_the_conjugate_sum_at_the_returned_dual(loss
 PIECEWISE = {  # piecewise-linear losses: (slopes, values) of their affine pieces at f
     "hinge": lambda f, y, p: ([0.0, -y], [0.0 * f, 1 - y * f]),
     "absolute": lambda f, y, p: ([1.0, -1.0], [f - y, y - f]),
+    "quantile": lambda f, y, p: ([p, p - 1.0], [p * (f - y), (p - 1.0) * (f - y)]),
     "epsilon_insensitive": lambda f, y, p: ([0.0, 1.0, -1.0], [0.0 * f, f - y - p, y - f - p]),
 }
 
