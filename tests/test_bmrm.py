@@ -360,6 +360,33 @@ def test_l1_lp_at_its_precision_stalls():
                for c in caught)
 
 
+def test_l1_lp_recovers_from_a_lost_warm_start():
+    """Poisson counts on sparse columns of scales 0.1 to 10 with sample weights at alpha
+    1e-4: the LP's rows (bounds +-lambda, cuts with entries up to ~50) make HiGHS's primal
+    simplex lose its way from the previous basis ("Unknown"); the solve is repeated from
+    no basis, and the run certifies the L-BFGS-B optimum."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    m, n = 200, 15
+    X = rng.standard_normal((m, n)) * rng.choice([0.1, 1, 10], size=n)
+    X = sp.csr_matrix(X * (rng.random((m, n)) < 0.4))
+    score = X @ rng.standard_normal(n)
+    rng.standard_normal(m)  # the draws of the sweep that found the case
+    rng.standard_normal(m)
+    y = rng.poisson(np.exp(np.clip(score / (np.abs(score).max() + 1e-12), -2, 2))).astype(float)
+    c = rng.uniform(0.1, 3, m)
+    alpha = 1e-4
+    # two threads: the oracle's sums in the order that gave the case
+    res = solve_bmrm(Problem(X, y, loss="poisson", penalty="l1", alpha=alpha, sample_weight=c,
+                             n_threads=2), tol=1e-6, max_iter=3000)
+    J_ref = ref.enet_smooth_optimum(X.toarray(), y, "poisson", alpha, 1.0, c)
+    assert res.status == "converged"
+    assert res.extra["lp_cold_starts"] >= 2  # the first solve, and at least one repeat
+    assert res.extra["lower_bound"] <= J_ref
+    assert res.objective == pytest.approx(J_ref, rel=1e-6)
+
+
 def test_l1_bmrm_writes_nothing_to_stdout():
     # HiGHS's constructor prints a banner once per process; BMRM-l1 must not let it through
     import subprocess

@@ -536,10 +536,18 @@ class LinearProgram:
             bundle.beta[:k] = 0.0
             bundle.beta[0] = 1.0
             return np.zeros(n), float(bundle.b[0])
-        if not self.highs.getBasis().valid:
-            self.n_cold += 1
+        warm = self.highs.getBasis().valid
+        self.n_cold += not warm
         self.highs.run()
         status = self.highs.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal and warm:
+            # the primal simplex can lose its way from the previous basis on a badly scaled
+            # LP (HiGHS's "Unknown": rows with bounds lambda far below the cuts' entries);
+            # from no basis it solves the same LP
+            self.highs.clearSolver()
+            self.n_cold += 1
+            self.highs.run()
+            status = self.highs.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
             raise RuntimeError("HiGHS failed on the BMRM LP (11): "
                                + self.highs.modelStatusToString(status))
