@@ -30,10 +30,14 @@ def fenchel_bound(problem, w):
     penalty this is ||a + alpha w||^2 / (2 alpha).
     """
     risk, a = problem.oracle(w)
+    return problem.alpha * problem.regularizer.value(w) + risk, fenchel_gap(problem, w, a)
+
+
+def fenchel_gap(problem, w, a):
+    """``fenchel_bound``'s bound from a = dR_emp(w) already at hand (no oracle call)."""
     reg, alpha = problem.regularizer, problem.alpha
-    objective = alpha * reg.value(w) + risk
     bound = alpha * reg.value(w) + float(a @ w) + alpha * reg.conjugate(-a / alpha)
-    return objective, max(bound, 0.0)  # >= 0 by Fenchel-Young: a negative value is rounding
+    return max(bound, 0.0)  # >= 0 by Fenchel-Young: a negative value is rounding
 
 
 def strong_convexity_bound(problem, w, l1, l2):

@@ -29,8 +29,10 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    cyanure; BMRM's LP stays for the non-smooth losses);
 5. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
    "elasticnet" with l1_ratio < 1): ``sdca``;
-6. penalty "lp" with a Lipschitz loss: ``pgs`` (its steps assume bounded
-   loss derivatives);
+6. penalty "lp" with a smooth Lipschitz loss: ``pgs`` (its steps assume bounded
+   loss derivatives, and its certificate, the Fenchel bound at the oracle's
+   gradient, goes to 0 only where the loss is differentiable: at a kink of the
+   hinge the oracle's subgradient is not the one of the optimality conditions);
 7. smooth losses with a differentiable penalty (no l1 term): ``lbfgs``;
 8. everything else (an l1 term, non-smooth losses without a dual step, ...):
    ``bmrm``, which handles every loss and penalty with a certificate.
@@ -156,7 +158,8 @@ def _preferences(problem):
         order.append("cd")
     if spec.dual_step and reg.strongly_convex:
         order.append("sdca")
-    if reg.l1_l2() is None and norm_exponent(reg) is not None and spec.lipschitz is not None:
+    if spec.smooth and reg.l1_l2() is None and norm_exponent(reg) is not None \
+            and spec.lipschitz is not None:
         order.append("pgs")
     if spec.smooth and reg.differentiable:
         order.append("lbfgs")

@@ -13,9 +13,11 @@ gradient of J, ``J_-(w) = J(w) - ||g||^2 / (2 lambda) <= J*``; for l2 and a
 smooth loss this is exactly the duality gap of the dual point u = -l'(Xw)
 (fastrisk/solvers/_dual_gap.py).  The extrapolated dual point is not used
 here: the iterates it would save were measured to cost as much as it does,
-and the bound stays the same on a Dask oracle, which gives no scores.  Other
-penalties have no certificate (bound NaN): the run
-stops on its budget or when L-BFGS-B stalls.  scipy's own stopping tests are switched off
+and the bound stays the same on a Dask oracle, which gives no scores.  The lp
+penalty (not strongly convex in ||.||_2) takes the Fenchel bound of the same
+gradient instead, ``alpha Omega(w) + <a, w> + alpha Omega*(-a / alpha)`` with
+``a = grad J - alpha grad Omega(w)`` the risk's gradient (fastrisk/solvers/
+_certificates.py): 0 at the optimum of a smooth loss.  scipy's own stopping tests are switched off
 (``ftol = gtol = 0``); a line search that fails at the precision limit ends
 the run with status "stalled" (or "converged" if the bound is met).
 
@@ -54,6 +56,7 @@ from scipy.optimize import minimize
 
 from fastrisk.config import single_threaded_blas
 from fastrisk.oracle import VectorOracle
+from fastrisk.solvers._certificates import fenchel_gap
 from fastrisk.solvers._checks import check_choice, check_int, start_weights
 from fastrisk.solvers._diagonal import has_diagonal, hessian_diagonal
 from fastrisk.solvers._dual_gap import GapCertificate
@@ -114,8 +117,9 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
             value, grad = last["value"], last["grad"]
         else:
             value, grad = fun(w)
-        return mon.check(iteration, to_w(w), value,
-                         cert.gap(w, value, grad, max(tol * abs(value), abs_tol)))
+        bound = cert.gap(w, value, grad, max(tol * abs(value), abs_tol)) if cert.certified \
+            else fenchel_gap(runs_on, w, grad - runs_on.alpha * runs_on.regularizer.subgradient(w))
+        return mon.check(iteration, to_w(w), value, bound)
 
     state = {"status": None, "it": 0, "until": 0, "scale": None}
 
@@ -158,5 +162,6 @@ SOLVER_INFO = SolverInfo(
     "lbfgs", solve_lbfgs, accepts_penalty=lambda reg: reg.differentiable,
     penalty_rule="differentiable penalties (l2, lp; no l1 term)", accepts_loss=lambda spec: True,
     loss_rule="every loss (no guarantee for nonsmooth ones)", start="w",
-    certificate="||dJ(w)||^2 / (2 sigma) (Teo et al. 2007, Lemma 5; strongly convex penalties)",
+    certificate="||dJ(w)||^2 / (2 sigma) (Teo et al. 2007, Lemma 5; strongly convex "
+    "penalties); the Fenchel bound at the same gradient for lp",
     oracle_only=True)
