@@ -55,13 +55,15 @@ def _log_to_stderr():
 class History:
     """Per-iteration record: iteration, seconds since start, objective J(w), certified bound,
     and ``exact``: whether ``objective`` is J(w) computed exactly (False: an estimate, e.g.
-    SDCA's running sums between its exact checks, or NaN; plot only the exact entries)."""
+    SDCA's running sums between its exact checks, or NaN; plot only the exact entries).
+    ``callback_seconds``: the time spent in the callback, which ``seconds`` leaves out."""
 
     iteration: list = field(default_factory=list)
     seconds: list = field(default_factory=list)
     objective: list = field(default_factory=list)
     bound: list = field(default_factory=list)
     exact: list = field(default_factory=list)
+    callback_seconds: float = 0.0
 
     def append(self, iteration, seconds, objective, bound, exact=True):
         self.iteration.append(int(iteration))
@@ -163,12 +165,11 @@ class Monitor:
             _log_to_stderr()
         self.history = History()
         self.start = time.perf_counter()
-        self.paused = 0.0  # seconds spent in the callback
         self.best_w, self.best_objective, self.best_bound = None, math.inf, math.nan
 
     def elapsed(self):
         """Seconds since the start, without the callback's."""
-        return time.perf_counter() - self.start - self.paused
+        return time.perf_counter() - self.start - self.history.callback_seconds
 
     def check(self, iteration, w, objective, bound=math.nan, keep_best=True, exact=True):
         """Record one iteration; return a stop status or None.
@@ -198,7 +199,7 @@ class Monitor:
         try:
             answer = self.callback(self.result("running", iteration, w=np.array(self.best_w)))
         finally:
-            self.paused += time.perf_counter() - entered
+            self.history.callback_seconds += time.perf_counter() - entered
         if answer is None or isinstance(answer, (bool, np.bool_)):
             return answer is not None and not answer
         raise TypeError(f"callback must return None, True or False (False stops the run), "

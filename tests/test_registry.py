@@ -255,7 +255,8 @@ def test_callback_gets_a_copy_and_returns_a_bool():
 def test_callback_time_is_not_the_solvers(monkeypatch):
     """Every solver that takes the problem: the clock of History.seconds and time_limit
     stops while the callback runs (a clock that only the callback advances, by 100 s per
-    call, leaves every recorded second at 0 and a time_limit of 50 s never reached)."""
+    call, leaves every recorded second at 0 and a time_limit of 50 s never reached), and
+    History.callback_seconds holds the callback's time."""
     rng = np.random.default_rng(2)
     X = rng.normal(size=(60, 5))
     y = np.where(X[:, 0] + 0.3 * rng.normal(size=60) > 0, 1.0, -1.0)
@@ -267,11 +268,13 @@ def test_callback_time_is_not_the_solvers(monkeypatch):
         clock[0] += 100.0
 
     for info in fr.solvers.solvers_for(problem):
+        clock[0] = 0.0
         res = fr.solve(problem, info.name, max_iter=5, tol=0.0, time_limit=50.0,
                        random_state=0, callback=slow)
         assert res.status in ("max_iter", "stalled"), (info.name, res.status)
         assert max(res.history.seconds) == 0.0, info.name
         assert clock[0] >= 100.0 * (res.n_iter - 1), info.name
+        assert res.history.callback_seconds == clock[0], info.name
 
 
 def test_time_limit_inf_means_no_limit():
