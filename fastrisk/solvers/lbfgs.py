@@ -16,10 +16,11 @@ here: the iterates it would save were measured to cost as much as it does,
 and the bound stays the same on a Dask oracle, which gives no scores.  The lp
 penalty (not strongly convex in ||.||_2) takes the Fenchel bound of the same
 gradient instead, ``alpha Omega(w) + <a, w> + alpha Omega*(-a / alpha)`` with
-``a = grad J - alpha grad Omega(w)`` the risk's gradient (fastrisk/solvers/
-_certificates.py): 0 at the optimum of a smooth loss.  scipy's own stopping tests are switched off
-(``ftol = gtol = 0``); a line search that fails at the precision limit ends
-the run with status "stalled" (or "converged" if the bound is met).
+``a = grad J - alpha grad Omega(w)`` the risk's gradient
+(fastrisk/solvers/_certificates.py): 0 at the optimum of a smooth loss.
+scipy's own stopping tests are switched off (``ftol = gtol = 0``); a line
+search that fails at the precision limit ends the run with status "stalled"
+(or "converged" if the bound is met).
 
 Diagonal scaling (Nocedal & Wright 2006, section 7.2; Liu & Nocedal
 1989 on scaling the initial matrix): L-BFGS-B runs on ``v = S w`` with S a
