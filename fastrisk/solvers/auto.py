@@ -224,7 +224,9 @@ def run(problem, name, options):
     if probe.status != "max_iter" or (max_iter is not None and max_iter <= epochs):
         choice, result = "sdca", probe
     else:
-        rest = _remaining(options, probe, time.perf_counter() - started)
+        # the probe's seconds without its callback's (time_limit leaves them out)
+        rest = _remaining(options, probe,
+                          time.perf_counter() - started - probe.history.callback_seconds)
         if rate <= PROBE_RATE:
             choice = "sdca"
             result = solve(problem, **dict(rest, start=probe, accelerated=False))
