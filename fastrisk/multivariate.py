@@ -129,11 +129,16 @@ class OrdinalRegression:
             hi = np.flatnonzero(y == u)
             lower = y_sorted < u
             s = f_sorted[lower]  # scores of all lower items, ascending
-            cum = np.concatenate([[0.0], np.cumsum(s)])
+            # top[c] = sum of the c largest lower scores: the active j of an item are a
+            # suffix of s, summed from the top so that the inactive scores' rounding
+            # (prefix sums differenced) does not enter its hinge terms
+            top = np.concatenate([[0.0], np.cumsum(s[::-1])])
             t = f[hi] - 1.0
             first = np.searchsorted(s, t, side="right")  # lower j with f_j > t_i start here
             count = s.shape[0] - first
-            value += float(np.sum(count * (1.0 - f[hi]) + (cum[-1] - cum[first])))
+            # item i's sum over its active pairs of f_j - t_i > 0, each term positive: kept
+            # >= 0 where rounding leaves it below (R_emp >= 0 is the oracle's risk_floor)
+            value += float(np.sum(np.maximum(top[count] - count * t, 0.0)))
             g[hi] -= count
             # each lower j is active with the hi items whose t_i < f_j
             g[order[lower]] += np.searchsorted(np.sort(t), s, side="left")

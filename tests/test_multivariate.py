@@ -68,6 +68,31 @@ def test_ordinal_subgradient_at_ties():
     assert_subgradient(loss, f, y, rng)
 
 
+def test_pairwise_hinge_of_active_pairs_is_not_lost_to_inactive_scores():
+    """The positive's one active pair has hinge 2^-54 (f_j one ulp above f_i - 1); the
+    inactive score -1000.3 must not enter its sum: a prefix sum differenced across it
+    gave -2.3e-14, an R_emp below the loss's floor 0 that BMRM refuses.  Reference: the
+    mean of the two hinges in exact rational arithmetic."""
+    from fractions import Fraction
+
+    f = np.array([1.3, np.nextafter(1.3 - 1.0, 2.0), -1000.3])
+    y = np.array([1.0, -1.0, -1.0])
+    exact = sum(max(Fraction(0), 1 - (Fraction(f[0]) - Fraction(fj))) for fj in f[1:]) / 2
+    assert exact == Fraction(2) ** -55
+    for loss in (ROCArea(), OrdinalRegression()):
+        assert loss.risk(f, y)[0] == exact
+    # BMRM on an l1 problem whose iterates separate the pairs with margins near 1
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 15)) * rng.choice([0.1, 1, 10], size=15)
+    labels = np.where(X @ rng.standard_normal(15) + rng.standard_normal(200) > 0, 1.0, -1.0)
+    problem = make_problem(X, labels, ROCArea(), penalty="l1", alpha=1e-4, fit_intercept=True)
+    res = fr.solve(problem, solver="bmrm", tol=1e-3, max_iter=3000)
+    assert res.status == "converged"
+    f = X @ res.coef_ + res.intercept_
+    assert res.objective == pytest.approx(
+        ref.pairwise_hinge(f, labels) + 1e-4 * np.abs(res.w).sum(), rel=1e-12)
+
+
 def test_roc_area_bounds_auc_and_labels():
     rng = np.random.default_rng(1)
     labels = rng.choice([3, 7], size=50)  # any two values; the larger is positive
