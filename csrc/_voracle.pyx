@@ -178,7 +178,7 @@ cdef LossArgs loss_args(int loss, Py_ssize_t k, Py_ssize_t start, Py_ssize_t sto
                         const double[:, ::1] S, const double[::1] sample_weight) except *:
     """The loss arguments of both entry points checked for rows [start, stop) and k
     classes, as pointers (NULL for an empty array): y's class indices (multivariate
-    regression: Y (m, k) and M instead), the cost matrix and its power, the weights."""
+    regression: Y (m, k) and M's factor L instead), the cost matrix and its power, the weights."""
     cdef LossArgs a
     cdef Py_ssize_t j
     a.c = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
@@ -192,7 +192,7 @@ cdef LossArgs loss_args(int loss, Py_ssize_t k, Py_ssize_t start, Py_ssize_t sto
         raise ValueError("sample_weight must cover the rows")
     if loss == FR_VEC_MULTIVARIATE_REGRESSION:
         if a.Y == NULL or Y.shape[0] < stop or Y.shape[1] != k or a.P == NULL:
-            raise ValueError("multivariate_regression needs Y (m, k) and M (k, k)")
+            raise ValueError("multivariate_regression needs Y (m, k) and the factor L (k, k) of M")
     elif a.y == NULL or y.shape[0] < stop:
         raise ValueError("y must hold a class index for every row")
     if loss == FR_VEC_SCALED_SOFT_MARGIN and (a.P == NULL or a.S == NULL):
@@ -222,7 +222,7 @@ def vector_risk_gradient(const floating[::1] data, const index_t[::1] indices,
     feature-major (``w[j k + c]``).  ``y`` holds
     class indices (empty for multivariate_regression), ``Y`` the (m, k)
     targets of multivariate_regression (else empty); ``P`` is the cost matrix
-    (scaled_soft_margin) or M (multivariate_regression), ``S = P^beta``
+    (scaled_soft_margin) or L with L^T L = M (multivariate_regression), ``S = P^beta``
     (scaled_soft_margin), both (k, k) or empty.  ``sample_weight`` is empty
     for unit weights.  ``grad`` (not overlapping ``w``) receives scale sum_i x_i g_i^T.
     ``workspace`` (at least ``workspace_shape(n_threads, D, k)``, any content) holds

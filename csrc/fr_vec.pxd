@@ -150,7 +150,8 @@ cdef inline double vector_loss_row(int loss, const double* s, Py_ssize_t k, int6
     multiclass_hinge: max_c (s_c - s_y + [c != y]), g = e_{c*} - e_y;
     scaled_soft_margin: max_c S_yc (s_c - s_y + P_yc) with P the cost matrix and
     S = P^beta, g = S_{y c*} (e_{c*} - e_y) (BMRM Table 2);
-    multivariate_regression: 0.5 r^T P r with r = s - Y_i, g = P r (P symmetric).
+    multivariate_regression: 0.5 r^T M r with r = s - Y_i, g = M r, from P = L with
+    L^T L = M (``losses.psd_factor``) as 0.5 ||L r||^2 and L^T (L r).
     c* is the first maximizer, the y term counting as 0.  ``active`` receives
     the classes with a nonzero g (all k for softmax and regression).  Softmax takes
     g = NULL for the loss alone.
@@ -176,16 +177,20 @@ cdef inline double vector_loss_row(int loss, const double* s, Py_ssize_t k, int6
             g[yi] -= ci
         return ci * (log(z) + (mx - s[yi]))
     if loss == FR_VEC_MULTIVARIATE_REGRESSION:
+        # P is L with L^T L = M: value = ||L r||^2, a sum of squares (>= 0, accurate for
+        # r near M's null space), g = L^T (L r)
         value = 0.0
         for c in range(k):
             g[c] = 0.0
             active[c] = <int>c
+        for star in range(k):
+            z = 0.0
+            for c in range(k):
+                z += P[star * k + c] * (s[c] - Yi[c])
+            value += z * z
+            for c in range(k):
+                g[c] += z * P[star * k + c]
         for c in range(k):
-            z = s[c] - Yi[c]
-            for star in range(k):
-                g[star] += z * P[c * k + star]
-        for c in range(k):
-            value += g[c] * (s[c] - Yi[c])
             g[c] *= ci
         n_active[0] = k
         return ci * 0.5 * value

@@ -252,6 +252,22 @@ class Loss:
         return _oracle.loss_conjugates(self.spec.kernel_id, self.param, a, y)
 
 
+def psd_factor(M):
+    """L with L^T L = M for a symmetric positive semidefinite M (k x k), from M's
+    eigendecomposition V diag(lambda) V^T as diag(sqrt(lambda)) V^T; eigenvalues above
+    -1e-12 max(1, max |M|) (rounding's) count as 0, lower ones are refused.
+
+    The multivariate regression loss 0.5 r^T M r is computed as 0.5 ||L r||^2, a sum of
+    squares: >= 0, and accurate for r near M's null space (a singular M), where
+    r^T (M r) cancels to rounding errors of eps |M| |r|^2 of either sign."""
+    lam, V = np.linalg.eigh(M)
+    # an indefinite M makes the loss, and J, unbounded below
+    if lam.min() < -1e-12 * max(1.0, float(np.abs(M).max())):
+        raise ValueError("M must be positive semidefinite (an indefinite M makes the "
+                         "risk unbounded below)")
+    return np.ascontiguousarray(np.sqrt(np.maximum(lam, 0.0))[:, None] * V.T)
+
+
 def vector_loss(name, F, y, *, cost=None, beta=1.0, M=None):
     """Vector losses on scores F (n x k) (docs/math.md §2; Teo et al. 2007, Table 2).
 
@@ -262,7 +278,8 @@ def vector_loss(name, F, y, *, cost=None, beta=1.0, M=None):
     G = Delta(y,y*)^beta (e_{y*} - e_y), with ``cost`` the k x k matrix Delta
     (zero diagonal; default 0/1);
     multivariate_regression: 0.5 (F_i - Y_i)^T M (F_i - Y_i), G = (F - Y) M
-    for a target matrix y = Y (n x k) and a symmetric PSD M (k x k).
+    for a target matrix y = Y (n x k) and a symmetric PSD M (k x k), summed as
+    0.5 ||L (F_i - Y_i)||^2 with M = L^T L (``psd_factor``).
     y holds class indices for the other losses.
     """
     n = F.shape[0]
@@ -288,13 +305,9 @@ def vector_loss(name, F, y, *, cost=None, beta=1.0, M=None):
             raise ValueError(f"y must be a target matrix of shape {F.shape}, got {Y.shape}")
         if M.shape != (F.shape[1],) * 2 or not np.allclose(M, M.T):
             raise ValueError(f"M must be a symmetric ({F.shape[1]}, {F.shape[1]}) matrix")
-        # an indefinite M makes the loss, and J, unbounded below
-        if np.linalg.eigvalsh(M).min() < -1e-12 * max(1.0, float(np.abs(M).max())):
-            raise ValueError("M must be positive semidefinite (an indefinite M makes the "
-                             "risk unbounded below)")
-        R = F - Y
-        G = R @ M
-        return 0.5 * np.einsum("ij,ij->i", G, R), G
+        L = psd_factor(M)
+        T = (F - Y) @ L.T
+        return 0.5 * np.einsum("ij,ij->i", T, T), T @ L
     if name == "softmax":
         # log sum exp(F - M) + (M - F_y), M the row's largest score: the log term (in
         # [0, log k]) is kept when |M| dwarfs it, which M + log(...) - F_y would round away

@@ -42,6 +42,7 @@ import numpy as np
 from fastrisk import _oracle, _voracle
 from fastrisk.columns import column_view, copy_nbytes, nnz_chunks
 from fastrisk.config import resolve_n_threads
+from fastrisk.losses import psd_factor
 
 COLUMN_BYTES = 4 << 20  # a thread's gradient buffer above this: the column path
 CHUNK_NNZ = 1 << 16     # stored entries per chunk of the column path's two passes
@@ -314,7 +315,8 @@ class VectorOracle(_Multiplexer):
     its NumPy statement).  ``y_index`` holds class indices, or the (m, k)
     target matrix for ``multivariate_regression``.  ``cost`` and ``beta``
     (scaled_soft_margin: Delta, default 0/1, and its exponent) and ``M``
-    (multivariate_regression) are the losses' parameters.  The kernel
+    (multivariate_regression, PSD; the kernel takes its factor ``psd_factor(M)``) are the
+    losses' parameters.  The kernel
     (csrc/_voracle.pyx) reads W feature-major and runs ``n_threads`` OpenMP
     threads with fixed-order sums.
 
@@ -342,9 +344,10 @@ class VectorOracle(_Multiplexer):
             if self._Y.shape != (data.n_samples, k):
                 raise ValueError(f"y must be a target matrix of shape {(data.n_samples, k)}, "
                                  f"got {self._Y.shape}")
-            self._P = np.ascontiguousarray(M, dtype=np.float64)
-            if self._P.shape != (k, k) or not np.allclose(self._P, self._P.T):
+            M = np.asarray(M, dtype=np.float64)
+            if M.shape != (k, k) or not np.allclose(M, M.T):
                 raise ValueError(f"M must be a symmetric ({k}, {k}) matrix")
+            self._P = psd_factor(M)  # the kernel sums 0.5 ||L r||^2, L^T L = M
             self.y = np.empty(0, dtype=np.int64)
         else:
             _check_rows(data, y_index, sample_weight, classes=k)

@@ -203,6 +203,41 @@ def test_multivariate_regression_closed_form():
         vector_loss("multivariate_regression", F, Y, M=A)
 
 
+def test_multivariate_regression_with_a_singular_M():
+    """M = a a^T (PSD, rank 1): the loss is 0.5 (a^T r)^2, and with targets far along M's
+    null space r^T (M r) cancels to rounding errors of either sign, R_emp < 0 near the
+    optimum (BMRM and the proximal bundle method refused it as below the floor 0).
+    Both oracles (NumPy's ScoreOracle, the kernel's VectorOracle) against 0.5 mean
+    (R a)^2, and the certified runs against the optimum of the linear system
+    (alpha I + (M kron X^T X) / m) vec(W) = vec(M Y^T X) / m."""
+    from fastrisk.data import Dataset
+    from fastrisk.oracle import VectorOracle
+
+    rng = np.random.default_rng(0)
+    m, d, k, alpha = 100, 5, 2, 1e-8
+    X = rng.standard_normal((m, d))
+    a = np.array([0.6, 0.7])
+    M = np.outer(a, a)
+    Y = X @ rng.standard_normal((k, d)).T + 1e3 * np.outer(rng.standard_normal(m), [0.7, -0.6])
+    A = alpha * np.eye(k * d) + np.kron(M, X.T @ X) / m
+    w_star = np.linalg.solve(A, (M @ Y.T @ X).ravel() / m)
+
+    def reference(w):
+        R = X @ w.reshape(k, d).T - Y
+        return 0.5 * np.mean((R @ a) ** 2) + 0.5 * alpha * w @ w
+
+    vector = fr.Problem.from_oracle(VectorOracle(Dataset(X), "multivariate_regression", Y, k,
+                                                 M=M), alpha=alpha, n_features=d, n_classes=k)
+    for prob in (make_problem(X, Y, MultivariateRegression(M), alpha=alpha), vector):
+        for w in (w_star, w_star + 1e-6 * rng.standard_normal(k * d)):
+            assert prob.risk(w) >= 0
+            assert prob.objective(w) == pytest.approx(reference(w), rel=1e-6)
+        for solver in ("bmrm", "prox_bundle"):
+            res = fr.solve(prob, solver=solver, tol=1e-4, max_iter=500)
+            assert res.status == "converged"
+            assert res.objective - res.gap <= reference(w_star) <= res.objective
+
+
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_score_oracle_gradient(fit_intercept, sparse):
