@@ -279,10 +279,16 @@ class RankingLoss:
             return None
         c = 1.0 / np.log2(np.arange(2, n + 2))
         S = np.outer(c, f) - np.outer(a, b) / Z  # S[position, document]
-        positions, docs = linear_sum_assignment(S, maximize=True)
-        value = float(S[positions, docs].sum() - c @ f[sigma] + 1.0)
+        positions, docs = linear_sum_assignment(S, maximize=True)  # positions = 0..n-1
+        # the maximizer's value as differences from sigma's, position by position: exactly
+        # 0 where pi agrees with sigma (and its gains with sigma's), where the sums of S
+        # and of c f[sigma] cancel to rounding errors of either sign
+        value = float(c @ (f[docs] - f[sigma]) + (1.0 - (a @ b[docs]) / Z))
+        if not value > 0.0:
+            # sigma, of value 0 (and subgradient 0), is a maximizer up to rounding
+            return 0.0, np.zeros(n)
         g = np.empty(n)
-        g[docs] = c[positions]
+        g[docs] = c
         g[sigma] -= c
         return value, g
 

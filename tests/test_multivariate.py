@@ -165,6 +165,28 @@ def test_ranking_loss_zero_for_a_good_ranking():
     assert RankingLoss(query).risk(100 * rel, rel)[0] == pytest.approx(0.0, abs=1e-12)
 
 
+@pytest.mark.parametrize("measure,k", [("ndcg", None), ("ndcg", 3), ("precision", 2)])
+def test_ranking_loss_of_the_ideal_order_is_exactly_zero(measure, k):
+    """Scores strictly in the ideal order (ties by index): sigma's value is 0 in exact
+    arithmetic, and where no other permutation is above it (the enumeration's max is 0)
+    the loss is exactly 0, never below.  Summing S over the assignment and subtracting
+    c f[sigma] left -4.4e-16 (precision@2, first case), an R_emp below the loss's floor 0
+    that BMRM refuses."""
+    rng = np.random.default_rng(0)
+    cases = [(np.array([2.0, 3, 2, 2, 1, 3, 0, 2]), 0.37)]
+    cases += [(rng.integers(0, 4, size=7).astype(float), step) for step in (1.0, 0.37, 1e3)]
+    for rel, step in cases:
+        n = len(rel)
+        sigma = sorted(range(n), key=lambda j: (-rel[j], j))
+        f = np.empty(n)
+        f[sigma] = -step * np.arange(n)
+        value, g = RankingLoss(np.zeros(n), measure=measure, k=k).risk(f, rel)
+        best = ref.ranking_query_max(f, rel, measure, k)
+        assert best >= 0.0 and value == pytest.approx(best, rel=1e-12, abs=0.0)
+        if best == 0.0:
+            np.testing.assert_array_equal(g, 0.0)
+
+
 @pytest.mark.parametrize("beta", [0.0, 1.0, 2.0])
 def test_scaled_soft_margin_matches_loop(beta):
     rng = np.random.default_rng(3)
