@@ -254,9 +254,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     if start is not None:
         # a coordinate moves at most its step limit per step: from a start worse than
         # w = 0 (a refit after y was rescaled) the run would creep back for many iterations
-        risk, _ = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h, threads)
+        loss_value, _ = _cd.derivatives(kid, p, f, y, c_arg, inv_m, deriv, g, h, threads)
         with np.errstate(over="ignore"):  # a penalty that overflows is above J(0)
-            J_start = risk + lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(w @ w)
+            J_start = loss_value + lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(w @ w)
         if not J_start <= problem.objective_at_zero():
             w[:], f[:], start = 0.0, 0.0, None
     buffer = np.empty(n_weights, dtype=np.int64)  # the working set, or the screened columns
@@ -545,7 +545,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
     n_restricted, n_tight = 0, 0
     stuck, D_seen = 0, -math.inf  # certificate iterations without progress, the last D
-    fresh = False  # whether deriv, g, h and loss_value are those of the current f
+    # whether deriv, g, h and loss_value are those of the current f (a kept start's are)
+    fresh = start is not None
     active, force_full = kept, True  # the columns of step 1 on restricted iterations
     with mon.interruptible():
         while status is None:
