@@ -33,18 +33,9 @@ from fastrisk.solvers.pegasos import PegasosState
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from reference.pegasos import pegasos_steps  # noqa: E402
-from reference.stochastic import dloss  # noqa: E402
+from reference.stochastic import dloss, replay_prefix  # noqa: E402
 
 REFERENCE_STEPS = 1000  # rows of the epoch replayed by the NumPy reference (O(d) per step)
-REFERENCE_CELLS = 2**24  # at most this many entries in the reference's dense block (IMDB)
-
-
-def reference_prefix(X, order, steps):
-    """The first rows of ``order``, at most ``steps`` of them, halved until the dense block
-    of the columns they touch holds at most REFERENCE_CELLS entries (wide data: IMDB)."""
-    while steps > 1 and steps * len(np.unique(X[order[:steps]].indices)) > REFERENCE_CELLS:
-        steps //= 2
-    return order[:steps]
 
 
 def one_epoch_ours(problem, order):
@@ -62,12 +53,12 @@ def one_epoch_ours(problem, order):
 
 
 def assert_epoch_matches_reference(problem, X, y, order):
-    """The kernel's weights after the first rows of ``order`` (reference_prefix) equal
+    """The kernel's weights after the first rows of ``order`` (``replay_prefix``) equal
     pegasos_steps' (same rows, same order, rule "pegasos", same radius), on the dense
     columns those rows touch (every other weight stays 0 from w = 0).  Tolerance 1e-10
     times max |w|: the two differ only by the rounding of at most 10^3 float64 steps (the
     kernel keeps w = scale * v), as in tests/test_pegasos.py."""
-    prefix = reference_prefix(X, order, REFERENCE_STEPS)
+    prefix = replay_prefix(X, order, REFERENCE_STEPS)
     _, w, status, done, steps = one_epoch_ours(problem, prefix)
     assert status == _pegasos.STATUS_OK and done == steps == len(prefix)
     rows = X[prefix]

@@ -37,6 +37,7 @@ from fastrisk.solvers.rda import solve_rda, solve_sgd_l1, solve_truncated_gradie
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from reference import rda as ref  # noqa: E402
+from reference.stochastic import replay_prefix  # noqa: E402
 
 LAMBDAS = {"reuters": (1e-4, 1e-5), "imdb": (1e-5, 1e-6)}
 # rows of the epoch replayed against the NumPy reference: O(d) per step there.  RDA's
@@ -44,7 +45,6 @@ LAMBDAS = {"reuters": (1e-4, 1e-5), "imdb": (1e-5, 1e-6)}
 # difference from one step to the next: two correct implementations drift apart within
 # an epoch, hence a short prefix for it (the baselines take a much shorter constant step).
 PREFIX = {"rda": 100, "sgd_l1": 1000, "tg K=1": 1000}
-REFERENCE_CELLS = 2**24  # at most this many entries in the reference's dense block (IMDB)
 
 
 def load(name, imdb=None):
@@ -100,17 +100,15 @@ def _logistic(f, y):
 
 def assert_prefix_matches_reference(method, Xtr, ytr, lam, res):
     """The first PREFIX[method] rows of the epoch's order (random_state=0: the first
-    permutation of default_rng(0); halved until the dense block of the columns they touch
-    holds at most REFERENCE_CELLS entries), run through the same solver in that order with the
-    step parameters ``res`` used (gamma, beta; eta: defaults that depend on the whole data),
+    permutation of default_rng(0); fewer on wide data: ``replay_prefix``), run through
+    the same solver in that order with the step parameters ``res`` used (gamma, beta;
+    eta: defaults that depend on the whole data),
     against tests/reference/rda.py: its dense iterate on the columns those rows touch plus
     the intercept column (intercept_scaling 1), to 1e-10 times max |w| (float64 rounding
     of the two step sequences, as in tests/test_rda.py), the same exact zeros (the l1
     sparsity), every other weight 0, and the summed loss at the query points to 1e-10."""
-    order, n = np.random.default_rng(0).permutation(Xtr.shape[0]), PREFIX[method]
-    while n > 1 and n * len(np.unique(Xtr[order[:n]].indices)) > REFERENCE_CELLS:
-        n //= 2
-    rows = order[:n]
+    rows = replay_prefix(Xtr, np.random.default_rng(0).permutation(Xtr.shape[0]),
+                         PREFIX[method])
     X, y = Xtr[rows], ytr[rows]
     cols = np.unique(X.indices)
     dense = np.c_[X[:, cols].toarray(), np.ones(len(rows))]

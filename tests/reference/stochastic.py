@@ -29,3 +29,15 @@ def dense_with_bias(problem):
     if problem.data.bias:
         X = np.hstack([X, np.full((X.shape[0], 1), problem.data.bias)])
     return X
+
+
+DENSE_CELLS = 2**24  # at most this many entries in a replay's dense block (wide data: IMDB)
+
+
+def replay_prefix(X, order, steps):
+    """The first rows of ``order`` (CSR X), at most ``steps`` of them, halved until the
+    dense block of the columns they touch holds at most DENSE_CELLS entries: the rows a
+    benchmark replays through a NumPy reference on those columns."""
+    while steps > 1 and steps * len(np.unique(X[order[:steps]].indices)) > DENSE_CELLS:
+        steps //= 2
+    return order[:steps]
