@@ -138,6 +138,8 @@ class LossSpec:
         certificates' dual extrapolation (fastrisk/solvers/_dual_gap.py) needs it.
     inverse_link: the prediction from a score, for the losses whose score is not the
         prediction (poisson: the mean exp(f)); None: the score itself.
+    exponential: l grows exponentially in the score (its value and derivatives overflow
+        at scores of a few hundred; BMRM keeps its cuts at points where they do not).
     """
 
     name: str
@@ -154,6 +156,7 @@ class LossSpec:
     piecewise_quadratic: bool = False
     conjugate_derivatives: Optional[Callable] = field(default=None, repr=False, compare=False)
     inverse_link: Optional[Callable] = field(default=None, repr=False, compare=False)
+    exponential: bool = False
     reference: Optional[Callable] = field(default=None, repr=False, compare=False)
     conjugate_reference: Optional[Callable] = field(default=None, repr=False, compare=False)
 
@@ -183,7 +186,7 @@ LOSSES = {
               conjugate_derivatives=lambda a, y, p: (a, np.ones_like(a))),
         _spec("logistic", "binary", True, 1.0, curvature=0.25, probabilistic=True,
               conjugate_derivatives=_logistic_conj_derivatives),
-        _spec("exponential", "binary", True, None),
+        _spec("exponential", "binary", True, None, exponential=True),
         _spec("novelty", "novelty", False, 1.0),
         _spec("squared", "regression", True, None, curvature=1.0, piecewise_quadratic=True,
               conjugate_derivatives=_shifted_quadratic_derivatives),
@@ -194,7 +197,8 @@ LOSSES = {
         _spec("huber", "regression", True, _param, curvature=1.0, piecewise_quadratic=True,
               param=("delta", 1.0, 0.0, np.inf, True, True),
               conjugate_derivatives=_shifted_quadratic_derivatives),
-        _spec("poisson", "counts", True, None, nonnegative=False, inverse_link=np.exp),
+        _spec("poisson", "counts", True, None, nonnegative=False, inverse_link=np.exp,
+              exponential=True),
         _spec("smoothed_hinge", "binary", True, 1.0, curvature=_inverse_param,
               piecewise_quadratic=True, param=("gamma", 1.0, 0.0, np.inf, True, True),
               conjugate_derivatives=lambda a, y, p: (y + p * a, np.full_like(a, p))),

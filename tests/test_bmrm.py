@@ -362,12 +362,12 @@ def test_l1_lp_at_its_precision_stalls():
 
 def test_l1_lp_recovers_from_a_lost_warm_start():
     """Poisson counts on sparse columns of scales 0.1 to 10 with sample weights at alpha
-    1e-4: the LP's rows (bounds +-lambda, cuts with entries up to ~50) make HiGHS's primal
+    1e-4: the LP's rows (bounds +-lambda, cuts with entries far above them) make HiGHS's primal
     simplex lose its way from the previous basis ("Unknown"); the solve is repeated from
     no basis, and the run certifies the L-BFGS-B optimum."""
     import scipy.sparse as sp
 
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(33)
     m, n = 200, 15
     X = rng.standard_normal((m, n)) * rng.choice([0.1, 1, 10], size=n)
     X = sp.csr_matrix(X * (rng.random((m, n)) < 0.4))
@@ -509,3 +509,27 @@ def test_an_infinite_objective_is_not_converged():
     mon = Monitor(prob, "test", tol=1e-3, max_iter=10)
     assert mon.check(1, np.zeros(3), math.inf, math.inf) is None
     assert mon.check(2, np.zeros(3), 1.0, 1e-4) == "converged"
+
+
+@pytest.mark.parametrize("loss", ["exponential", "poisson"])
+def test_l1_warm_start_near_the_optimum_of_an_exponential_loss(loss):
+    """Warm-started at the optimum, the first LP step of an exponential loss goes where
+    the nearly flat cut predicts the risk's infimum: scores of hundreds, a risk that
+    overflows or a cut with entries of 1e200.  The cut is taken on the way there
+    (``cut_point``) and the run certifies L-BFGS-B's optimum."""
+    rng = np.random.default_rng(0)
+    m, n = 200, 15
+    X = rng.standard_normal((m, n)) * rng.choice([0.1, 1, 10], size=n)
+    score = X @ rng.standard_normal(n)
+    if loss == "exponential":
+        y = np.where(score + rng.standard_normal(m) > 0, 1.0, -1.0)
+    else:
+        y = rng.poisson(np.exp(np.clip(score / np.abs(score).max(), -2, 2))).astype(float)
+    alpha = 1e-3
+    problem = Problem(X, y, loss=loss, penalty="l1", alpha=alpha)
+    J_ref = ref.enet_smooth_optimum(X, y, loss, alpha, 1.0)
+    cold = solve_bmrm(problem, tol=1e-8, max_iter=3000)
+    warm = solve_bmrm(problem, tol=1e-6, max_iter=3000, start=cold.w)
+    assert warm.status == "converged"
+    assert warm.extra["lower_bound"] <= J_ref
+    assert warm.objective == pytest.approx(J_ref, rel=1e-6)

@@ -85,6 +85,8 @@ from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
 
 QP_RTOL = 1e-2  # QP gap allowed, relative to the current bound gap (see _inner_l2)
+OVERFLOW_HALVINGS = 60  # halvings toward the best iterate of an exponential loss's step
+OVERFLOW_GROWTH = 1e3  # largest R_emp - b_0 of a cut, relative to the first iterate's
 CUT_MEMORY = 2 ** 28  # bytes of cut storage the default bundle bound allows
 INF = highspy.kHighsInf
 MATRIX_COLWISE, MAXIMIZE = int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize)
@@ -660,6 +662,36 @@ def _inner_generic(bundle, lam, regularizer, best, max_steps=5000):
     return w, value
 
 
+def cut_point(problem, w, best_w, floor, scale):
+    """(w', R_emp(w'), dR_emp(w')) at w' = w, or, for a loss that grows exponentially in
+    the score (``LossSpec.exponential``) whose risk at w overflows or exceeds the floor
+    b_0 by more than OVERFLOW_GROWTH times ``scale`` (that excess at the first iterate),
+    at the first point of the segment from the best iterate toward w, halved from w,
+    whose risk does not.
+
+    The cutting-plane model of such a loss predicts a risk near its infimum far from the
+    data (the first LP step from a warm start near the optimum, whose cut is nearly
+    flat); a cut at a point where the risk is finite but huge has entries (of the order
+    of R_emp - b_0 times those of X) beyond the inner solver's numerical reach.  Any point
+    gives a valid cut (R_emp is convex), so the lower bounds stay certified; by convexity
+    along the segment the new cut's value at w is at least R_emp(w'), far above the
+    model's value there: the model is lifted where it was wrong.
+    """
+    spec = getattr(problem.loss, "spec", None)
+    if best_w is None or spec is None or not spec.exponential:
+        return (w, *problem.oracle(w))
+    for _ in range(OVERFLOW_HALVINGS):
+        try:
+            risk, a = problem.oracle(w)
+        except FloatingPointError:
+            pass
+        else:
+            if risk - floor <= OVERFLOW_GROWTH * scale:
+                return w, risk, a
+        w = best_w + 0.5 * (w - best_w)
+    return (best_w, *problem.oracle(best_w))
+
+
 def inner_solver(problem):
     """The inner solver for ``problem.penalty`` (see the module docstring)."""
     split = problem.regularizer.l1_l2()
@@ -693,13 +725,15 @@ def solve_bmrm(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     floor = risk_floor(problem)
     bundle = make_bundle(problem, max_bundle, floor, gram=not l1)
     w = start_weights(problem, start)
-    lower = -np.inf
+    lower, first_excess = -np.inf, None
     inner_seconds = gram_seconds = 0.0
     status, t = None, 0
     with mon.interruptible():
         while status is None:
             t += 1
-            risk, a = problem.oracle(finite_iterate(w, "bmrm", problem))
+            w, risk, a = cut_point(problem, finite_iterate(w, "bmrm", problem), mon.best_w,
+                                   floor, first_excess)
+            first_excess = risk - floor if t == 1 else first_excess
             check_floor(problem, risk, floor, "bmrm")
             objective = lam * reg.value(w) + risk
             start = time.perf_counter()
