@@ -150,6 +150,15 @@ static inline double fr_squared_sdca_step(double u0, double f, double y, double 
     return (y - f + q * u0) / (1.0 + q);
 }
 
+/* huber (delta = p): -l*(-u) = u y - u^2 / 2 on |u| <= delta (the squared loss's step in
+ * the box of the derivatives the loss takes) */
+static inline double fr_huber_sdca_step(double u0, double f, double y, double p, double q,
+                                        double tol)
+{
+    (void)tol;
+    return fr_clip((y - f + q * u0) / (1.0 + q), -p, p);
+}
+
 /* absolute: -l*(-u) = u y on |u| <= 1 */
 static inline double fr_absolute_sdca_step(double u0, double f, double y, double p, double q,
                                            double tol)
@@ -210,6 +219,12 @@ static inline double fr_squared_hinge_sdca_grad(double u, double f, double y, do
     return 1.0 - y * u - y * f;
 }
 
+static inline double fr_huber_sdca_grad(double u, double f, double y, double p, int *bound)
+{
+    *bound = fr_box_end(u, -p, p);
+    return y - u - f;
+}
+
 static inline double fr_absolute_sdca_grad(double u, double f, double y, double p, int *bound)
 {
     (void)p;
@@ -236,6 +251,7 @@ static inline double fr_epsilon_insensitive_sdca_grad(double u, double f, double
     X(FR_HINGE, fr_hinge) \
     X(FR_SQUARED_HINGE, fr_squared_hinge) \
     X(FR_SMOOTHED_HINGE, fr_smoothed_hinge) \
+    X(FR_HUBER, fr_huber) \
     X(FR_ABSOLUTE, fr_absolute) \
     X(FR_QUANTILE, fr_quantile) \
     X(FR_EPSILON_INSENSITIVE, fr_epsilon_insensitive)

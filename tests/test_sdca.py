@@ -24,7 +24,7 @@ from reference.batch import hinge_l2_optimum
 
 # every loss with an SDCA dual step (read from the kernel): a new one is tested here
 DUAL_LOSSES = [name for name, spec in LOSSES.items() if spec.dual_step]
-PARAMS = {"smoothed_hinge": 0.5, "epsilon_insensitive": 0.1, "quantile": 0.3}
+PARAMS = {"smoothed_hinge": 0.5, "epsilon_insensitive": 0.1, "quantile": 0.3, "huber": 0.7}
 BINARY = {name for name in DUAL_LOSSES if LOSSES[name].task == "binary"}
 
 
@@ -39,6 +39,8 @@ def _dual_interval(loss, y, u0, f, q):
         return -M, M
     if loss == "quantile":  # the pinball's slopes tau - 1 and tau, in -u
         return -PARAMS[loss], 1.0 - PARAMS[loss]
+    if loss == "huber":  # the derivatives r clipped to [-delta, delta]
+        return -PARAMS[loss], PARAMS[loss]
     return -1.0, 1.0
 
 

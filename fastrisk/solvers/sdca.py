@@ -593,7 +593,7 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
         at the epoch the last two certified gaps predict, and at the end).
     shrinking: skip rows whose dual sits at a bound of its box and is pushed
         outward (LIBLINEAR's rule; b = 1 and box-constrained duals only: hinge,
-        squared/smoothed hinge, absolute, quantile, epsilon-insensitive); all rows come
+        squared/smoothed hinge, Huber, absolute, quantile, epsilon-insensitive); all rows come
         back when the active rows' projected-gradient range is below a
         threshold (0.1 of the first epoch's range, divided by 10 each time)
         and when the estimated gap says converged but the exact one does not.
