@@ -138,6 +138,8 @@ class LossSpec:
         certificates' dual extrapolation (fastrisk/solvers/_dual_gap.py) needs it.
     inverse_link: the prediction from a score, for the losses whose score is not the
         prediction (poisson: the mean exp(f)); None: the score itself.
+    quadratic: l is one quadratic in f (l'' constant): J with the l2 penalty is its own
+        Newton model, whose conjugate gradient then runs on to the certificate's residual.
     exponential: l grows exponentially in the score (its value and derivatives overflow
         at scores of a few hundred; BMRM keeps its cuts at points where they do not).
     """
@@ -156,6 +158,7 @@ class LossSpec:
     piecewise_quadratic: bool = False
     conjugate_derivatives: Optional[Callable] = field(default=None, repr=False, compare=False)
     inverse_link: Optional[Callable] = field(default=None, repr=False, compare=False)
+    quadratic: bool = False
     exponential: bool = False
     reference: Optional[Callable] = field(default=None, repr=False, compare=False)
     conjugate_reference: Optional[Callable] = field(default=None, repr=False, compare=False)
@@ -189,7 +192,7 @@ LOSSES = {
         _spec("exponential", "binary", True, None, exponential=True),
         _spec("novelty", "novelty", False, 1.0),
         _spec("squared", "regression", True, None, curvature=1.0, piecewise_quadratic=True,
-              conjugate_derivatives=_shifted_quadratic_derivatives),
+              quadratic=True, conjugate_derivatives=_shifted_quadratic_derivatives),
         _spec("absolute", "regression", False, 1.0),
         _spec("quantile", "regression", False, 1.0, param=("tau", 0.5, 0.0, 1.0, True, True)),
         _spec("epsilon_insensitive", "regression", False, 1.0,

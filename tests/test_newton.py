@@ -729,6 +729,27 @@ def test_finishing_cg_reaches_the_residual_of_a_direct_solve(loss):
     assert n_plain == n0
 
 
+@pytest.mark.parametrize("tol", [1e-3, 1e-8])
+def test_squared_loss_is_one_conjugate_gradient_solve(tol):
+    """For the squared loss J is its own Newton model (LossSpec.quadratic): the first
+    step's conjugate gradient runs on to the certificate's residual, so the run ends after
+    at most two steps (the second when J fell so far that tol J needs a smaller residual),
+    on the ridge solution of the normal equations (NumPy) within the certified gap, on an
+    ill-conditioned 400 x 60 problem (columns scaled over 3 decades, alpha 1e-6) where
+    steps stopped by cg_tol, as for the other losses, take 5 and 11."""
+    rng = np.random.default_rng(5)
+    m, d, alpha = 400, 60, 1e-6
+    X = rng.normal(size=(m, d)) * np.logspace(0, -3, d)
+    y = X @ rng.normal(size=d) + 0.1 * rng.normal(size=m)
+    problem = Problem(X, y, loss="squared", alpha=alpha, n_threads=1)
+    w_star = np.linalg.solve(X.T @ X / m + alpha * np.eye(d), X.T @ y / m)
+    J_star = problem.objective(w_star)
+    res = solve_newton(problem, tol=tol, max_iter=100)
+    assert res.status == "converged" and res.n_iter <= 2
+    assert 0.0 <= res.objective - J_star <= res.gap + 1e-12 * J_star
+    assert res.gap <= tol * res.objective
+
+
 def test_step_certificate_of_a_shortened_step_against_numpy():
     """The dual point of the full step at a shortened step (t = 0.3), squared loss: the
     gap from _step_certificate equals J(w + t s) - D(u) computed in NumPy for

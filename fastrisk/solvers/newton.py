@@ -59,7 +59,11 @@ misses the shortened one by (1 - t) s instead of (1 - t) g / alpha
 (``_step_certificate``).  The step
 predicted to be the last (its decrement within FINISH times the target) runs CG
 on towards the residual that makes this certificate meet ``tol``, so the run
-stops at the first iterate that meets it instead of one step later.
+stops at the first iterate that meets it instead of one step later.  For the
+squared loss (``LossSpec.quadratic``) J is its own quadratic model and every step is
+taken to be the last: one conjugate-gradient solve of the normal equations, run to
+that residual (a second step only where J fell so far that ``tol`` J asks for a
+smaller one), instead of Newton steps that each restart CG from s = 0.
 """
 
 import math
@@ -173,7 +177,8 @@ class _Hessian:
         return diag
 
 
-def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
+def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0),
+                 finish_cg=FINISH_CG):
     """Approximate argmin_s g.s + 0.5 s.H s over ||s|| <= delta (the paper's Algorithm 2),
     preconditioned by the diagonal M when given (only without a trust region, delta = inf).
 
@@ -185,9 +190,9 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     finish = (decrease, residual): a step whose model decrease -Q (the Newton decrement,
     about J(w) - J* near w*) is at most ``decrease`` is taken to be the last one, and CG
     goes on until ||r|| <= ``residual`` (the step certificate's ||r||^2 / (2 alpha) term,
-    ``GapCertificate.step_gap``), for at most FINISH_CG times the cost of the cg_tol stop
-    (in passes over the rows: products by the Gram matrix cost a fraction of one).  The
-    whole loop runs in one kernel call (csrc/_hessian.pyx ``cg``).
+    ``GapCertificate.step_gap``), for at most ``finish_cg`` times the cost of the cg_tol
+    stop (in passes over the rows: products by the Gram matrix cost a fraction of one).
+    The whole loop runs in one kernel call (csrc/_hessian.pyx ``cg``).
     Returns (s, r, n_cg, xs) with r = -g - H s the final residual and xs = X s on the rows
     with curvature (the sum of the products X d the kernel computes anyway).
     """
@@ -195,7 +200,7 @@ def _steihaug_cg(hess, g, delta, cg_tol, max_cg, M=None, finish=(0.0, 0.0)):
     xs = np.empty(hess.problem.n_samples)
     n_cg = _hessian.cg(*hess.rows, hess.D, hess.problem.alpha, g,
                        np.empty(0) if M is None else M, delta, cg_tol, max_cg,
-                       finish[0], finish[1], FINISH_CG, s, r, xs, hess.workspace,
+                       finish[0], finish[1], finish_cg, s, r, xs, hess.workspace,
                        hess.n_threads, hess.gram_cost, hess.last_products)
     hess.n_products += n_cg
     hess.last_products = n_cg
@@ -293,6 +298,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
         delta = math.sqrt(float(g @ g)) if globalization == "trust_region" else math.inf
         precondition = check_bool(precondition, "precondition") and globalization == "line_search"
         exact = problem.loss.spec.piecewise_quadratic
+        quadratic = problem.loss.spec.quadratic
         f = cert.scores
         rows = _derivatives(problem, f)  # l', l'' of the rows at w
         drift = 0.0  # bound on |f - X w| since the last pass (``_rounding``)
@@ -300,9 +306,13 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
             it += 1
             M = hess.preconditioner() if precondition else None
             target = _target(mon, J)
-            s, r, _, xs = _steihaug_cg(hess, g, delta, cg_tol, int(max_cg), M,
-                                       finish=(FINISH * target,
-                                               math.sqrt(problem.alpha * target)))
+            residual = math.sqrt(problem.alpha * target)
+            if quadratic:  # every step is the last: J is its own quadratic model
+                s, r, _, xs = _steihaug_cg(hess, g, delta, cg_tol, int(max_cg), M,
+                                           finish=(math.inf, residual), finish_cg=int(max_cg))
+            else:
+                s, r, _, xs = _steihaug_cg(hess, g, delta, cg_tol, int(max_cg), M,
+                                           finish=(FINISH * target, residual))
             line = _Line(problem, w, s, f, hess.directional(s, xs))
             if globalization == "trust_region":
                 step, delta = _trust_region_step(line, J, g, s, r, delta, first=it == 1)
