@@ -1,11 +1,17 @@
-"""Binary l2 grid: time to a certified 1e-3 for fastrisk against the best peer (issue 16).
+"""The l2 grid: time to a certified 1e-3 for fastrisk against the best peer (issue 16).
 
-Grid: data sets x {hinge, logistic, squared_hinge} x alpha {1e-4, 1e-6}, l2,
-no intercept; every method minimizes
-``J(w) = alpha/2 ||w||^2 + (1/m) sum_i loss(<w, x_i>, y_i)`` (squared hinge
-with the 1/2: LIBLINEAR's L2-loss SVM gets C = 1/(2 alpha m), its other
-problems C = 1/(alpha m); snapml's regularizer = alpha m; cyanure's
-lambda_1 = alpha).  J is always computed by fastrisk on the method's weights.
+Grid: data sets x losses x alpha {1e-4, 1e-6}, l2, no intercept; every method minimizes
+``J(w) = alpha/2 ||w||^2 + (1/m) sum_i loss(<w, x_i>, y_i)``.  Binary losses {hinge,
+logistic, squared_hinge} (the default): squared hinge with the 1/2, so LIBLINEAR's
+L2-loss SVM gets C = 1/(2 alpha m), its other problems C = 1/(alpha m); snapml's
+regularizer = alpha m; cyanure's lambda_1 = alpha.  Regression losses {squared, huber}
+(delta 1), on abalone and housing with their targets and on the binary sets with the
+labels as targets: scikit-learn's Ridge gets alpha m, LIBLINEAR's L2-loss SVR with
+epsilon 0 (``-s 11`` primal, ``-s 12`` dual) C = 1/(2 alpha m), snapml's
+LinearRegression regularizer = alpha m, cyanure's lambda_1 = alpha; for Huber,
+scikit-learn's SGDRegressor (its ``huber`` loss is this one; HuberRegressor fits a
+scale too, another objective).  J is always computed by fastrisk on the method's
+weights, and a peer whose objective differs in scale never reaches the target.
 
 Per row, in one process, one method after another:
 
@@ -18,7 +24,7 @@ Per row, in one process, one method after another:
   (their own certificate stops them); the time is the run's wall time, and the
   true relative suboptimality it returned is reported next to it;
 * peers (scikit-learn LinearSVC / LogisticRegression with liblinear, lbfgs,
-  newton-cg, saga; snapml; cyanure; liblinear-official): each run from
+  newton-cg, saga, Ridge, SGDRegressor; snapml; cyanure; liblinear-official): each run from
   scratch with a tightening tolerance (or growing iteration count) until its
   J reaches the target, then with the quarter steps before that budget
   (compare_peers.tighten); its time is the wall time of the first budget that
@@ -42,6 +48,7 @@ own so that each run stays within its time):
     python benchmarks/compare_binary.py --threads 2
     python benchmarks/compare_binary.py --datasets imdb --threads 1 --out benchmarks/results/compare_binary_imdb_1thread.md
     python benchmarks/compare_binary.py --datasets imdb --threads 2 --out benchmarks/results/compare_binary_imdb_2threads.md
+    python benchmarks/compare_binary.py --datasets abalone,housing,reuters,a9a,w8a,ijcnn1 --losses squared,huber --out benchmarks/results/compare_regression.md
 """
 
 import argparse
@@ -72,18 +79,21 @@ EPS = 1e-3
 ITERS = iteration_grid(2, 14)
 
 
+REGRESSION_SETS = ("abalone", "housing")  # real targets, kept as they are
+
+
 def load(name):
     from conftest import load_dataset
 
     X, y = load_dataset(name)
-    return X, np.where(y == np.max(y), 1.0, -1.0)
+    return X, (y if name in REGRESSION_SETS else np.where(y == np.max(y), 1.0, -1.0))
 
 
 # ---- peers: name -> (fit(budget index) -> w, number of budgets) ------------------------------
 
 
 def peers(loss, alpha, m, threads):
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression, Ridge, SGDRegressor
     from sklearn.svm import LinearSVC
 
     C = 1.0 / (alpha * m)
@@ -107,6 +117,19 @@ def peers(loss, alpha, m, threads):
         s = {"hinge": [3], "squared_hinge": [1, 2]}[loss]
         for solver in s:
             out[f"liblinear -s {solver}"] = (_liblinear(solver, Csvm), len(TOLS))
+    elif loss == "squared":
+        for solver in ("cholesky", "sparse_cg", "lsqr", "sag"):
+            out[f"Ridge {solver}"] = (sk(lambda i, s=solver: Ridge(
+                alpha=alpha * m, solver=s, tol=TOLS[i], fit_intercept=False,
+                random_state=0)), 1 if solver == "cholesky" else len(TOLS))
+        out["snapml LinReg"] = (_snapml_linreg(alpha * m, threads), len(TOLS))
+        out["cyanure"] = (_cyanure_regression(alpha, threads), len(TOLS))
+        for solver in (11, 12):
+            out[f"liblinear -s {solver}"] = (_liblinear(f"{solver} -p 0", C / 2), len(TOLS))
+    elif loss == "huber":
+        out["SGDRegressor"] = (sk(lambda i: SGDRegressor(
+            loss="huber", epsilon=1.0, alpha=alpha, penalty="l2", fit_intercept=False,
+            max_iter=ITERS[i], tol=None, random_state=0)), len(ITERS))
     else:
         for solver in ("liblinear", "newton-cg"):
             out[f"LogReg {solver}"] = (sk(lambda i, s=solver: LogisticRegression(
@@ -139,6 +162,22 @@ def _snapml_svm(reg, threads):
                                                 ).fit(X, y).coef_.ravel()
 
 
+def _snapml_linreg(reg, threads):
+    from snapml import LinearRegression
+
+    return lambda X, y, i: LinearRegression(regularizer=reg, tol=TOLS[i], max_iter=100_000,
+                                            fit_intercept=False, n_jobs=threads
+                                            ).fit(X, y).coef_.ravel()
+
+
+def _cyanure_regression(alpha, threads):
+    from cyanure.estimators import Regression
+
+    return lambda X, y, i: np.asarray(Regression(
+        penalty="l2", lambda_1=alpha, fit_intercept=False, tol=TOLS[i], max_iter=100_000,
+        verbose=False, n_threads=threads).fit(X, y).coef_).ravel()
+
+
 def _cyanure(loss, alpha, threads):
     from cyanure.estimators import Classifier
 
@@ -154,7 +193,7 @@ def _liblinear(solver, C):
         model = lu.train(lu.problem(y, X), lu.parameter(f"-s {solver} -c {C} -e {TOLS[i]} "
                                                         "-B -1 -q"))
         w = np.array(model.get_decfun()[0])
-        return w if model.get_labels()[0] == 1 else -w
+        return w if model.is_regression_model() or model.get_labels()[0] == 1 else -w
 
     return fit
 

@@ -172,9 +172,9 @@ def test_auto_choice_is_visible():
 
 
 def test_auto_rule_for_smooth_l2_depends_on_shape():
-    # rule 2 of fastrisk/solvers/auto.py: newton when its vectors (13 of n_weights) fit
+    # rule 2 of fastrisk/solvers/auto.py: newton when its vectors (18 of n_weights) fit
     # in half the bytes of X (tall) and alpha m < SDCA_ALPHA_M, else sdca (wide:
-    # 13 * 50 doubles > 20 * 50 / 2; or tall with alpha m = 2)
+    # 18 * 50 doubles > 20 * 50 / 2; or tall with alpha m = 2)
     rng = np.random.default_rng(3)
     tall, wide = rng.normal(size=(200, 5)), rng.normal(size=(20, 50))
     for X, alpha, expected in [(tall, 1e-4, "newton"), (tall, 1e-2, "sdca"),
@@ -183,6 +183,10 @@ def test_auto_rule_for_smooth_l2_depends_on_shape():
         assert fr.solvers.choose_solver(fr.Problem(X, y, loss="logistic", alpha=alpha)) == expected
         # the hinge loss is not smooth: sdca whatever alpha and shape
         assert fr.solvers.choose_solver(fr.Problem(X, y, loss="hinge", alpha=alpha)) == "sdca"
+        # regression losses with a dual step follow the same rule (Huber's box: no probe)
+        for loss in ("squared", "huber"):
+            assert fr.solvers.choose_solver(fr.Problem(X, X[:, 0], loss=loss, alpha=alpha)) \
+                == expected, loss
 
 
 def test_warm_start_w0_lbfgs():
