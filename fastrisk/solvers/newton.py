@@ -306,13 +306,12 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
             it += 1
             M = hess.preconditioner() if precondition else None
             target = _target(mon, J)
-            residual = math.sqrt(problem.alpha * target)
-            if quadratic:  # every step is the last: J is its own quadratic model
-                s, r, _, xs = _steihaug_cg(hess, g, delta, cg_tol, int(max_cg), M,
-                                           finish=(math.inf, residual), finish_cg=int(max_cg))
-            else:
-                s, r, _, xs = _steihaug_cg(hess, g, delta, cg_tol, int(max_cg), M,
-                                           finish=(FINISH * target, residual))
+            # the squared loss's every step is the last: J is its own quadratic model
+            decrease, finish_cg = (math.inf, int(max_cg)) if quadratic else \
+                (FINISH * target, FINISH_CG)
+            s, r, _, xs = _steihaug_cg(hess, g, delta, cg_tol, int(max_cg), M,
+                                       finish=(decrease, math.sqrt(problem.alpha * target)),
+                                       finish_cg=finish_cg)
             line = _Line(problem, w, s, f, hess.directional(s, xs))
             if globalization == "trust_region":
                 step, delta = _trust_region_step(line, J, g, s, r, delta, first=it == 1)
