@@ -51,7 +51,7 @@ STANDARD_RUNS = {
     "binary_imdb2": ["compare_binary.py", "--datasets", "imdb", "--threads", "2",
                      "--out", "benchmarks/results/compare_binary_imdb_2threads.md"],
     "regression": ["compare_binary.py", "--datasets", "abalone,housing,reuters,a9a,w8a,ijcnn1",
-                   "--losses", "squared,huber",
+                   "--losses", "squared,huber,poisson",
                    "--out", "benchmarks/results/compare_regression.md"],
     "l1": ["compare_l1.py"],
     "logistic_sdca": ["logistic_sdca.py"],

@@ -187,6 +187,11 @@ def test_auto_rule_for_smooth_l2_depends_on_shape():
         for loss in ("squared", "huber"):
             assert fr.solvers.choose_solver(fr.Problem(X, X[:, 0], loss=loss, alpha=alpha)) \
                 == expected, loss
+        # Poisson has no dual step: newton where its vectors fit, whatever alpha m (else
+        # rule 7's lbfgs)
+        counts = np.abs(np.round(X[:, 0]))
+        assert fr.solvers.choose_solver(fr.Problem(X, counts, loss="poisson", alpha=alpha)) \
+            == ("newton" if X is tall else "lbfgs")
 
 
 def test_warm_start_w0_lbfgs():

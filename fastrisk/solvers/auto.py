@@ -9,8 +9,8 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    Its over-relaxed epochs are ahead of L-BFGS and of the peers on few features
    (MNIST) as on many (20 Newsgroups), at alpha 1e-4 and 1e-6
    (benchmarks/compare_multiclass.py);
-2. a binary or regression loss with a second derivative (logistic, squared hinge,
-   smoothed hinge, squared, Huber, ...), penalty "l2", and Newton's working vectors
+2. a scalar loss with a second derivative (logistic, squared hinge, smoothed hinge,
+   squared, Huber, Poisson, ...), penalty "l2", and Newton's working vectors
    (about NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
    when the loss has an SDCA dual step (squared and smoothed hinge and Huber with a
    box it can shrink, logistic with its inexact step, squared) and
@@ -82,16 +82,16 @@ SDCA.  Logistic keeps Newton below SDCA_ALPHA_M: its SDCA epochs (an inexact
 IMDB bigrams stays with SDCA (rule 5): Newton's working vectors there exceed the
 bound of rule 2 (benchmarks/memory_binary.py measures both solvers' memory).
 
-Regression (squared and Huber losses, delta 1; abalone and housing with their targets,
-Reuters, a9a, w8a and ijcnn1 with the labels as targets; alpha 1e-4 and 1e-6; time to a
-certified 1e-3 on 1 thread; ``benchmarks/compare_binary.py --losses squared,huber``):
-below SDCA_ALPHA_M Newton is first among fastrisk's solvers or within 1.3x of the first
-(ijcnn1, Huber: accelerated SDCA), and up to 12x ahead of L-BFGS (Reuters, squared,
-alpha 1e-6: 0.064 s against SDCA's 0.38 s and L-BFGS's 0.25 s);
-above it SDCA is within 2x of Newton (ahead on ijcnn1 and Reuters, behind on a9a and w8a,
-where the squared loss's Newton is one conjugate-gradient solve) and 1.5-5x ahead of
-L-BFGS.  Huber's box gets no probe: at small alpha m its plain SDCA is as slow as the
-squared loss's.
+Regression and counts (squared, Huber with delta 1 and Poisson losses; abalone and
+housing with their targets, Reuters, a9a, w8a and ijcnn1 with the labels as targets; alpha
+1e-4 and 1e-6; time to a certified 1e-3 on 1 thread; ``benchmarks/compare_binary.py
+--losses squared,huber,poisson``): below SDCA_ALPHA_M Newton is first among fastrisk's
+solvers or within 1.4x of the first (ijcnn1, Huber: accelerated SDCA), and up to 12x
+ahead of L-BFGS (Reuters, squared, alpha 1e-6: 0.10 s against SDCA's 0.48 s and
+L-BFGS's 0.37 s); above it SDCA is within 2x of Newton (ahead on ijcnn1 and Reuters,
+behind on a9a and w8a, where the squared loss's Newton is one conjugate-gradient solve)
+and 1.5-5x ahead of L-BFGS.  Huber's box gets no probe: at small alpha m its plain SDCA
+is as slow as the squared loss's.  Poisson (no dual step): Newton 5-7x ahead of L-BFGS.
 
 The other rules come from benchmarks/compare_peers.py (the "solver='auto'"
 section of benchmarks/RESULTS.md): SDCA is the fastest fastrisk solver for hinge
@@ -156,8 +156,7 @@ def _preferences(problem):
         return ["msdca"] + (["lbfgs", "bmrm"] if spec.smooth and reg.differentiable
                             else ["bmrm"])
     order = []
-    if spec.task in ("binary", "regression") and is_l2(reg) and data is not None \
-            and _newton_fits(problem):
+    if is_l2(reg) and data is not None and _newton_fits(problem):
         if spec.dual_step and (problem.alpha * data.n_samples >= SDCA_ALPHA_M or (
                 spec.dual_box and spec.task == "binary")):  # the band or the probe
             order.append("sdca")
