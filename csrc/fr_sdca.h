@@ -155,8 +155,15 @@ static inline double fr_squared_sdca_step(double u0, double f, double y, double 
 static inline double fr_huber_sdca_step(double u0, double f, double y, double p, double q,
                                         double tol)
 {
-    (void)tol;
-    return fr_clip((y - f + q * u0) / (1.0 + q), -p, p);
+    return fr_clip(fr_squared_sdca_step(u0, f, y, p, q, tol), -p, p);
+}
+
+/* The maximizer of u y - (u - u0) f - (q / 2) (u - u0)^2, the step of the losses whose
+ * -l*(-u) is u y on a box (absolute, quantile; epsilon-insensitive adds -eps |u|), before
+ * the box */
+static inline double fr_linear_dual_step(double u0, double f, double y, double q)
+{
+    return u0 + (y - f) / q;
 }
 
 /* absolute: -l*(-u) = u y on |u| <= 1 */
@@ -165,7 +172,7 @@ static inline double fr_absolute_sdca_step(double u0, double f, double y, double
 {
     (void)tol;
     (void)p;
-    return fr_clip(u0 + (y - f) / q, -1.0, 1.0);
+    return fr_clip(fr_linear_dual_step(u0, f, y, q), -1.0, 1.0);
 }
 
 /* quantile (tau = p): -l*(-u) = u y on -tau <= u <= 1 - tau (the absolute loss's step
@@ -174,7 +181,7 @@ static inline double fr_quantile_sdca_step(double u0, double f, double y, double
                                            double tol)
 {
     (void)tol;
-    return fr_clip(u0 + (y - f) / q, -p, 1.0 - p);
+    return fr_clip(fr_linear_dual_step(u0, f, y, q), -p, 1.0 - p);
 }
 
 /* epsilon-insensitive (eps = p): -l*(-u) = u y - eps |u| on |u| <= 1 */
@@ -182,7 +189,7 @@ static inline double fr_epsilon_insensitive_sdca_step(double u0, double f, doubl
                                                       double q, double tol)
 {
     (void)tol;
-    return fr_clip(fr_soft_threshold(u0 + (y - f) / q, p / q), -1.0, 1.0);
+    return fr_clip(fr_soft_threshold(fr_linear_dual_step(u0, f, y, q), p / q), -1.0, 1.0);
 }
 
 /* Shrinking (LIBLINEAR-style, for the losses with a box-constrained dual):

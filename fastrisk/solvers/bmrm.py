@@ -673,9 +673,11 @@ def cut_point(problem, w, best_w, floor, scale):
     data (the first LP step from a warm start near the optimum, whose cut is nearly
     flat); a cut at a point where the risk is finite but huge has entries (of the order
     of R_emp - b_0 times those of X) beyond the inner solver's numerical reach.  Any point
-    gives a valid cut (R_emp is convex), so the lower bounds stay certified; by convexity
-    along the segment the new cut's value at w is at least R_emp(w'), far above the
-    model's value there: the model is lifted where it was wrong.
+    gives a valid cut (R_emp is convex), so the lower bounds stay certified.  By convexity
+    along the segment, w' = w_best + t (w - w_best) with 0 < t < 1, the new cut's value at
+    w is at least R_emp(w') + (1 - t) / t (R_emp(w') - R_emp(w_best)): above R_emp(w'),
+    far above the model's value at w, wherever the halving stopped above the best
+    iterate's risk, as it does from a point where the risk overflowed.
     """
     spec = getattr(problem.loss, "spec", None)
     if best_w is None or spec is None or not spec.exponential:
