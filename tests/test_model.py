@@ -583,9 +583,12 @@ def test_save_keeps_links_and_special_files(tmp_path):
     try:
         model.save(fifo)
     finally:
-        if reader.is_alive():  # unblock a reader the save never wrote to
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        # the save wrote and closed the FIFO: the reader ends (it may still be running when
+        # save returns, and a writer opened then finds no reader once it has gone: ENXIO)
         reader.join(10)
+        if reader.is_alive():  # the save never opened the FIFO: unblock the reader
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            reader.join(10)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     (tmp_path / "copy.frm").write_bytes(received[0])
     assert np.array_equal(fr.load(tmp_path / "copy.frm").coef, model.coef)
