@@ -140,6 +140,35 @@ def load_imdb_bigrams():
 
 
 @functools.cache
+def load_imdb_ratings():
+    """The IMDB bigram matrix of ``load_imdb_bigrams`` with each review's star rating (1-4,
+    7-10, from its file name ``<id>_<rating>.txt``) as the target: a wide count problem.
+    The ratings are cached as .npy next to the matrix."""
+    import tarfile
+
+    X, _ = load_imdb_bigrams()
+    cache = IMDB_CACHE / "imdb_ratings_train.npy"
+    if not cache.exists():
+        names = []
+        with tarfile.open(shared_path("aclImdb-v1-train-test.tar.xz")) as tar:
+            for member in tar:
+                parts = member.name.split("/")
+                if member.isfile() and len(parts) == 4 and parts[1] == "train" \
+                        and parts[2] in ("pos", "neg"):
+                    names.append(member.name)
+        names.sort()  # the rows' order in load_imdb_bigrams
+        ratings = np.array([float(n.rsplit("_", 1)[1].split(".")[0]) for n in names])
+        IMDB_CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(".tmp.npy")
+        np.save(tmp, ratings)
+        os.replace(tmp, cache)
+    ratings = np.load(cache, allow_pickle=False)
+    if ratings.shape != (X.shape[0],):
+        raise ValueError(f"{cache} holds {ratings.shape} ratings for {X.shape[0]} reviews")
+    return X, ratings
+
+
+@functools.cache
 def load_20news():
     """20 Newsgroups "bydate" train set as tf-idf, (X CSR float64, y class 0..19): 11314 x 130108.
 
@@ -168,10 +197,13 @@ def load_20news():
 
 
 def load_dataset(name):
-    """(X, y) of a data set by short name: "imdb" (load_imdb_bigrams), "news20"
-    (load_20news) or a LIBSVM_SETS name (load_libsvm, training split)."""
+    """(X, y) of a data set by short name: "imdb" (load_imdb_bigrams), "imdb_ratings"
+    (load_imdb_ratings), "news20" (load_20news) or a LIBSVM_SETS name (load_libsvm,
+    training split)."""
     if name == "imdb":
         return load_imdb_bigrams()
+    if name == "imdb_ratings":
+        return load_imdb_ratings()
     if name == "news20":
         return load_20news()
     return load_libsvm(name)

@@ -12,8 +12,8 @@
  *
  * with f = <w, x_i> and q = c_i ||x_i||^2 / (lambda n) (times the mini-batch
  * factor beta).  Every supported loss has a closed form except the logistic,
- * solved inexactly, to the tolerance tol, by a safeguarded 1-D Newton
- * iteration (the closed forms ignore tol).  Kernels pick the step
+ * exponential and Poisson losses, solved inexactly, to the tolerance tol, by
+ * safeguarded 1-D Newton iterations (the closed forms ignore tol).  Kernels pick the step
  * function once per call (fr_sdca_step_for), never per row.
  */
 #ifndef FR_SDCA_H
@@ -70,16 +70,17 @@ static inline double fr_smoothed_hinge_sdca_step(double u0, double f, double y, 
  *
  * gives |t - t*| <= |F(t)|.  The step is inexact (Yu, Huang & Lin 2011,
  * Algorithm 3): it returns the first Newton iterate with |F(t)| <= tol (plus
- * the rounding floor FR_LOGISTIC_FLOOR), so the dual point sigma(t) stays
+ * the rounding floor FR_DUAL_ROOT_FLOOR), so the dual point sigma(t) stays
  * strictly feasible for any tol; the driver shrinks tol over the epochs.
  * The root lies between t_b = -y f and t_a = logit(s0), where F is known
  * without an exp: F(t_b) = q (sigma(-y f) - s0) (from the exp of the loss
  * value) and F(t_a) = t_a + y f (one log); they have opposite signs as sigma
  * increases.  Newton starts from the end with the smaller Newton step; an
  * iterate that leaves the bracket is replaced by bisection. */
-/* F's terms carry relative rounding errors of ~1e-16: the floor of the test on |F| */
-#define FR_LOGISTIC_FLOOR 1e-15
-#define FR_LOGISTIC_MAX_ITER 100
+/* F's terms carry relative rounding errors of ~1e-16: the floor of the test on |F|
+ * (here and in fr_exp_dual_root) */
+#define FR_DUAL_ROOT_FLOOR 1e-15
+#define FR_DUAL_ROOT_MAX_ITER 100
 
 /* sigma(t) and 1 - sigma(t) from e = exp(-|t|) */
 static inline void fr_sigmoid_pair(double t, double e, double *s, double *s1)
@@ -98,7 +99,7 @@ static inline double fr_logistic_dual_root(double s0, double z, double q, double
     int it;
     fr_sigmoid_pair(tb, eb, &sb, &sb1);
     Fb = q * (sb - s0);
-    floor_ = tol + FR_LOGISTIC_FLOOR * (fabs(z) + q + 1.0);
+    floor_ = tol + FR_DUAL_ROOT_FLOOR * (fabs(z) + q + 1.0);
     if (fabs(Fb) <= floor_) {
         *e_out = eb;
         return tb;
@@ -121,8 +122,8 @@ static inline double fr_logistic_dual_root(double s0, double z, double q, double
         e = exp(-fabs(t));
         fr_sigmoid_pair(t, e, &s, &s1);
         F = t + z + q * (s - s0);
-        if (fabs(F) <= floor_ + FR_LOGISTIC_FLOOR * fabs(t)
-                || hi - lo <= FR_LOGISTIC_FLOOR * (1.0 + fabs(t)) || it == FR_LOGISTIC_MAX_ITER)
+        if (fabs(F) <= floor_ + FR_DUAL_ROOT_FLOOR * fabs(t)
+                || hi - lo <= FR_DUAL_ROOT_FLOOR * (1.0 + fabs(t)) || it == FR_DUAL_ROOT_MAX_ITER)
             break;
         if (F > 0.0) hi = t; else lo = t;
         t -= F / (1.0 + q * s * s1);
@@ -139,6 +140,75 @@ static inline double fr_logistic_sdca_step(double u0, double f, double y, double
     t = fr_logistic_dual_root(y * u0, z, q, tol, exp(-fabs(z)), &e);
     fr_sigmoid_pair(t, e, &s, &s1);
     return y * s;
+}
+
+/* exponential and Poisson: -l*(-u) = r - r log r on r >= 0, with r = y u, z = y f
+ * (exponential, exp(-y f)) and r = y - u, z = -f (Poisson, exp(f) - y f).  In t = log r
+ * the step's optimality condition is
+ *
+ *     F(t) = t + z + q (e^t - r0) = 0,    F'(t) = 1 + q e^t >= 1,    F'' > 0,
+ *
+ * (r0: the r of u0), whose root is t* = a - W(q e^a), a = q r0 - z, W Lambert's function.
+ * F is convex, so Newton's iterates from a point with F >= 0 decrease monotonically to t*,
+ * and a Newton step from a point with F < 0 lands at F >= 0.  The start is the lower of
+ * two such points: log r0 when F(log r0) = log r0 + z >= 0, else the Newton step from it;
+ * and, when that is far (F(log r0) > 1) or r0 = 0, a - (L - log L + log L / (2 L)) with
+ * L = log(q) + a >= 1 (x = q e^a >= e: Hoorfar & Hassani 2008, Theorem 2.7, bound W(x)
+ * below by log x - log log x + log log x / (2 log x) and above by the same with
+ * e / (e - 1) for 1/2, so this start is within 1.09 log(L) / L of t*; else a itself,
+ * where F = q e^a > 0).
+ * The step is inexact like the logistic's: from the right of t*, |r - r*| <= e^t F(t)
+ * (F' >= 1) and the 1-D dual's slope is F(t), so r falls short of the coordinate's
+ * maximum by at most F^2 e^t; it stops when that is at most tol^2 / 4 (the logistic's
+ * bound, |F| |s - s*| <= tol tol / 4), or at the rounding floor of F. */
+static inline double fr_exp_dual_root(double r0, double z, double q, double tol,
+                                      double *r_out)
+{
+    double a, L, t, start, Fa, e, F, tol2 = 0.25 * tol * tol;
+    int it;
+    r0 = r0 > 0.0 ? r0 : 0.0;  /* a dual from elsewhere may sit outside the domain */
+    a = q * r0 - z;
+    start = INFINITY;
+    Fa = INFINITY;
+    if (r0 > 0.0) {
+        t = log(r0);
+        Fa = t + z;
+        start = Fa >= 0.0 ? t : t - Fa / (1.0 + q * r0);
+    }
+    if (Fa > 1.0) {
+        L = log(q) + a;
+        t = L >= 1.0 ? a - L + log(L) * (1.0 - 0.5 / L) : a;
+        start = t < start ? t : start;
+    }
+    t = start;
+    for (it = 0; ; ++it) {
+        e = exp(t);
+        F = t + z + q * (e - r0);
+        if (fabs(F) <= FR_DUAL_ROOT_FLOOR * (fabs(t) + fabs(z) + q * (e + r0) + 1.0)
+                || (F > 0.0 && F * F * e <= tol2) || it == FR_DUAL_ROOT_MAX_ITER)
+            break;
+        t -= F / (1.0 + q * e);
+    }
+    *r_out = e;
+    return t;
+}
+
+static inline double fr_exponential_sdca_step(double u0, double f, double y, double p,
+                                              double q, double tol)
+{
+    double r;
+    (void)p;
+    fr_exp_dual_root(y * u0, y * f, q, tol, &r);
+    return y * r;
+}
+
+static inline double fr_poisson_sdca_step(double u0, double f, double y, double p, double q,
+                                          double tol)
+{
+    double r;
+    (void)p;
+    fr_exp_dual_root(y - u0, -f, q, tol, &r);
+    return y - r;
 }
 
 /* squared: -l*(-u) = u y - u^2 / 2, unconstrained */
@@ -263,7 +333,8 @@ static inline double fr_epsilon_insensitive_sdca_grad(double u, double f, double
     X(FR_QUANTILE, fr_quantile) \
     X(FR_EPSILON_INSENSITIVE, fr_epsilon_insensitive)
 
-/* The shrinking gradient of a loss, or NULL when its dual has no box (logistic, squared). */
+/* The shrinking gradient of a loss, or NULL when its dual has no box (logistic, exponential,
+ * Poisson, squared). */
 static inline fr_sdca_grad_fn fr_sdca_grad_for(int kind)
 {
     switch (kind) {
@@ -277,15 +348,17 @@ static inline fr_sdca_grad_fn fr_sdca_grad_for(int kind)
 /* X-macro: the losses with a dual step (those with a box-constrained dual, then the others). */
 #define FR_SDCA_UNBOXED_LOSSES(X) \
     X(FR_LOGISTIC, fr_logistic) \
+    X(FR_EXPONENTIAL, fr_exponential) \
+    X(FR_POISSON, fr_poisson) \
     X(FR_SQUARED, fr_squared)
 
 #define FR_SDCA_LOSSES(X) FR_SDCA_BOX_LOSSES(X) FR_SDCA_UNBOXED_LOSSES(X)
 
-/* Whether a loss's step stops at the tolerance it is given (the logistic, the one
- * without a closed form); the closed-form steps ignore it. */
+/* Whether a loss's step stops at the tolerance it is given (those without a closed form:
+ * logistic, exponential, Poisson); the closed-form steps ignore it. */
 static inline int fr_sdca_inexact(int kind)
 {
-    return kind == FR_LOGISTIC;
+    return kind == FR_LOGISTIC || kind == FR_EXPONENTIAL || kind == FR_POISSON;
 }
 
 /* The step of a loss, or NULL when it has none. */
@@ -330,6 +403,8 @@ static inline double fr_unboxed_sdca_grad(double u, double f, double y, double p
 #define FR_BOX_VISIT(ID, FN) FR_DEFINE_SDCA_VISIT(FN, FN##_sdca_grad)
 FR_SDCA_BOX_LOSSES(FR_BOX_VISIT)
 FR_DEFINE_SDCA_VISIT(fr_squared, fr_unboxed_sdca_grad)
+FR_DEFINE_SDCA_VISIT(fr_exponential, fr_unboxed_sdca_grad)
+FR_DEFINE_SDCA_VISIT(fr_poisson, fr_unboxed_sdca_grad)
 #undef FR_BOX_VISIT
 #undef FR_DEFINE_SDCA_VISIT
 

@@ -187,11 +187,19 @@ def test_auto_rule_for_smooth_l2_depends_on_shape():
         for loss in ("squared", "huber"):
             assert fr.solvers.choose_solver(fr.Problem(X, X[:, 0], loss=loss, alpha=alpha)) \
                 == expected, loss
-        # Poisson has no dual step: newton where its vectors fit, whatever alpha m (else
-        # rule 7's lbfgs)
+        # Poisson and exponential: their curvature is unbounded, so on tall data newton where
+        # its vectors fit whatever alpha m; else as the others (their inexact dual steps)
         counts = np.abs(np.round(X[:, 0]))
         assert fr.solvers.choose_solver(fr.Problem(X, counts, loss="poisson", alpha=alpha)) \
-            == ("newton" if X is tall else "lbfgs")
+            == ("newton" if X is tall else expected)
+        assert fr.solvers.choose_solver(fr.Problem(X, y, loss="exponential", alpha=alpha)) \
+            == ("newton" if X is tall else expected)
+    # more features than samples with Newton's vectors fitting (18 * 100 doubles <= 80 * 100
+    # / 2): Poisson and exponential follow SDCA_ALPHA_M there (alpha m = 0.8 and 0.008)
+    X = rng.normal(size=(80, 100))
+    for alpha, expected in [(1e-2, "sdca"), (1e-4, "newton")]:
+        for loss, y in [("poisson", np.abs(np.round(X[:, 0]))), ("exponential", np.sign(X[:, 0]))]:
+            assert fr.solvers.choose_solver(fr.Problem(X, y, loss=loss, alpha=alpha)) == expected
 
 
 def test_warm_start_w0_lbfgs():

@@ -26,6 +26,16 @@ from reference.batch import hinge_l2_optimum
 DUAL_LOSSES = [name for name, spec in LOSSES.items() if spec.dual_step]
 PARAMS = {"smoothed_hinge": 0.5, "epsilon_insensitive": 0.1, "quantile": 0.3, "huber": 0.7}
 BINARY = {name for name in DUAL_LOSSES if LOSSES[name].task == "binary"}
+COUNTS = {name for name in DUAL_LOSSES if LOSSES[name].task == "counts"}
+
+
+def _targets(loss, rng, n):
+    """Labels +-1, counts (a fifth of them 0) or real targets, as the loss takes."""
+    if loss in BINARY:
+        return rng.choice([-1.0, 1.0], n)
+    if loss in COUNTS:
+        return np.where(rng.random(n) < 0.2, 0.0, rng.poisson(3.0, n).astype(float))
+    return rng.normal(size=n)
 
 
 def _dual_interval(loss, y, u0, f, q):
@@ -33,10 +43,12 @@ def _dual_interval(loss, y, u0, f, q):
     M = 10.0 * (abs(y) + abs(f) + abs(u0) + 1.0) * (1.0 + 1.0 / q)
     if loss in ("hinge", "smoothed_hinge", "logistic"):
         return min(0.0, y), max(0.0, y)
-    if loss == "squared_hinge":
+    if loss in ("squared_hinge", "exponential"):  # s = y u >= 0
         return (0.0, M) if y > 0 else (-M, 0.0)
     if loss == "squared":
         return -M, M
+    if loss == "poisson":  # the mean y - u >= 0
+        return -M, y
     if loss == "quantile":  # the pinball's slopes tau - 1 and tau, in -u
         return -PARAMS[loss], 1.0 - PARAMS[loss]
     if loss == "huber":  # the derivatives r clipped to [-delta, delta]
@@ -51,7 +63,7 @@ def test_only_inexact_steps_depend_on_their_tolerance(loss):
     spec, p = LOSSES[loss], PARAMS.get(loss, 0.0)
     rng = np.random.default_rng(2)
     n = 40
-    y = rng.choice([-1.0, 1.0], n) if loss in BINARY else rng.normal(size=n)
+    y = _targets(loss, rng, n)
     f, q = rng.normal(scale=2.0, size=n), np.exp(rng.uniform(-2.0, 2.0, n))
     u0 = np.array([0.5 * sum(_dual_interval(loss, yi, 0.0, 0.0, 1.0)) if loss in BINARY
                    else 0.0 for yi in y])
@@ -65,7 +77,7 @@ def test_dual_step_maximizes_the_dual_along_the_coordinate(loss):
     spec, p = LOSSES[loss], PARAMS.get(loss, 0.0)
     rng = np.random.default_rng(1)
     n = 60
-    y = rng.choice([-1.0, 1.0], n) if loss in BINARY else rng.normal(size=n)
+    y = _targets(loss, rng, n)
     f = rng.normal(scale=2.0, size=n)
     q = np.exp(rng.uniform(np.log(1e-2), np.log(1e2), n))
     u0 = np.empty(n)
@@ -119,6 +131,51 @@ def test_inexact_logistic_step_is_within_its_tolerance_of_the_root(tol):
     assert np.all(err <= (tol + floor) / 4.0 + 1e-15)
     if tol >= 1e-3:  # not vacuous: the inexact steps stop short of the root
         assert np.max(err) > 1e-3 * tol
+
+
+@pytest.mark.parametrize("loss", ["exponential", "poisson"])
+@pytest.mark.parametrize("tol", [1e-1, 1e-3, 1e-6, 0.0])
+def test_inexact_exponential_steps_fall_short_of_the_maximum_by_at_most_tol2_over_4(loss, tol):
+    # in r = y u (exponential) or r = y - u (Poisson) the 1-D dual is r - r log r - (u - u0) f
+    # - q (u - u0)^2 / 2; its maximiser, by brentq on the optimality condition in t = log r,
+    # against the step: r > 0 for any tol, and the dual value short by at most tol^2 / 4
+    # (plus the rounding of the values), for r0 inside the domain, at its end (r0 = 0) and
+    # far from the maximiser (q e^-z up to 1e6 at r0 = 0: the start from Lambert's W)
+    spec = LOSSES[loss]
+    rng = np.random.default_rng(6)
+    n = 400
+    y = rng.choice([-1.0, 1.0], n) if loss == "exponential" else rng.poisson(3.0, n) * 1.0
+    r0 = np.exp(rng.normal(scale=3.0, size=n))
+    r0[:80] = 0.0
+    f = rng.normal(scale=4.0, size=n)
+    q = np.exp(rng.uniform(np.log(1e-3), np.log(1e4), n))
+    sign, z = (y, y * f) if loss == "exponential" else (-1.0, -f)
+    u0 = y * r0 if loss == "exponential" else y - r0
+    r0 = y * u0 if loss == "exponential" else y - u0  # as the kernel sees it
+    u = _sdca.dual_step(spec.kernel_id, 0.0, u0, f, y, q, tol)
+    r = y * u if loss == "exponential" else y - u
+    assert np.all(r > 0.0)
+
+    def h(r_, i):
+        """The coordinate's dual at r_, as a function of r (u - u0 = sign (r - r0))."""
+        du = sign[i] * (r_ - r0[i]) if loss == "exponential" else -(r_ - r0[i])
+        return r_ - r_ * np.log(r_) - du * f[i] - 0.5 * q[i] * du * du
+
+    short = []
+    for i in range(n):
+        def F(t):
+            return t + z[i] + q[i] * (np.exp(t) - r0[i])
+
+        # the root lies between log r0 and -z; at r0 = 0, in [-z - q e^-z - 1, -z]
+        ends = [np.log(r0[i]), -z[i]] if r0[i] > 0 else [-z[i] - q[i] * np.exp(-z[i]) - 1, -z[i]]
+        t_star = brentq(F, min(ends), max(ends), xtol=1e-15, rtol=1e-15, maxiter=500)
+        h_star = h(np.exp(t_star), i)
+        short.append(h_star - h(r[i], i))
+        assert short[-1] <= tol * tol / 4.0 + 1e-13 * (1.0 + abs(h_star))
+        if tol == 0.0:
+            assert np.log(r[i]) == pytest.approx(t_star, rel=1e-12, abs=1e-12)
+    if tol >= 1e-3:  # not vacuous: the inexact steps stop short of the maximum
+        assert max(short) > 1e-4 * tol * tol
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -177,21 +234,24 @@ def _small_problem(loss, n=25, d=3, seed=0):
     w_true = rng.normal(size=d)
     if loss in BINARY:
         y = np.where(X @ w_true + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    elif loss in COUNTS:
+        y = rng.poisson(np.exp(0.5 * X @ w_true)).astype(float)
     else:
         y = X @ w_true + 0.3 * rng.normal(size=n)
     return X, y
 
 
-@pytest.mark.parametrize("loss", ["logistic", "hinge", "squared_hinge"])
+@pytest.mark.parametrize("loss", ["logistic", "hinge", "squared_hinge", "poisson"])
 @pytest.mark.parametrize("options", [dict(), dict(blocks=2), dict(batch_size=4)])
 def test_certified_dual_objective_is_the_conjugate_sum_at_the_returned_dual(loss, options):
     # the exact checks take the dual terms' sum from the epochs' per-row terms (single
     # coordinate, CoCoA+) or recompute them (mini-batch): either is D(u) at the returned u
+    # (Poisson with counts up to ~20: its conjugate is as flat as 1/20, thousands of epochs)
     X, y = _small_problem(loss, n=80, d=5, seed=4)
     c = np.random.default_rng(5).uniform(0.5, 2.0, size=len(y))
     alpha = 1e-2
     prob = fr.Problem(X, y, loss=loss, alpha=alpha, sample_weight=c)
-    res = fr.solve(prob, solver="sdca", tol=1e-8, max_iter=2000, random_state=0,
+    res = fr.solve(prob, solver="sdca", tol=1e-8, max_iter=20_000, random_state=0,
                    accelerated=False, **options)
     assert res.status == "converged"
     u, n = res.extra["dual"], len(y)
@@ -297,6 +357,23 @@ def test_single_coordinate_reaches_the_scipy_optimum(loss, case):
     for J, gap in zip(early.history.objective, early.history.bound):
         assert gap >= J - J_star - 1e-8
     assert early.history.bound[0] > 1e-6  # not yet converged: the check is not vacuous
+
+
+@pytest.mark.parametrize("loss", sorted(COUNTS | {"exponential"}))
+@pytest.mark.parametrize("options", [dict(blocks=2, n_threads=2),
+                                     dict(batch_size=8, variant="safe", n_threads=2),
+                                     dict(batch_size=8, variant="aggressive")])
+def test_inexact_exponential_steps_reach_the_scipy_optimum_in_parallel_modes(loss, options):
+    # CoCoA+ rounds and mini-batches take the exponential and Poisson steps from the same
+    # kernels as single-coordinate epochs; with their inexact tolerance tied to the gap they
+    # certify L-BFGS-B's optimum
+    X, y = _small_problem(loss, n=60, d=4, seed=8)
+    prob = fr.Problem(X, y, loss=loss, alpha=0.05)
+    J_star = _reference_optimum(X, prob.y, loss, 0.05)
+    res = fr.solve(prob, solver="sdca", tol=1e-9, max_iter=20_000, random_state=0, **options)
+    assert res.status == "converged"
+    assert res.objective == pytest.approx(J_star, rel=1e-7)
+    assert res.gap >= res.objective - J_star - 1e-9
 
 
 def test_stopping_certifies_the_best_primal_iterate_with_the_current_dual():
@@ -742,7 +819,7 @@ def test_input_errors_name_the_argument():
     with pytest.raises(ValueError, match="takes penalties with an l2 term"):
         fr.solve(fr.Problem(X, y, loss="hinge", penalty="l1"), solver="sdca")
     with pytest.raises(ValueError, match="dual step"):
-        fr.solve(fr.Problem(X, y, loss="exponential"), solver="sdca")
+        fr.solve(fr.Problem(X, y, loss="zero_margin"), solver="sdca")
 
 
 @pytest.mark.parametrize("loss", ["hinge", "absolute", "epsilon_insensitive"])

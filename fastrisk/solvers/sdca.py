@@ -37,10 +37,10 @@ estimated gaps are in ``extra``.  The estimate costs O(1) per epoch:
 the kernels keep the sums of the per-row loss and dual terms and ||w||^2,
 ||w||_1 up to date, and shuffle the visiting order themselves.
 
-The logistic loss has no closed-form step: its 1-D Newton solve stops at a
-tolerance (Yu, Huang & Lin 2011, Algorithm 3) tied to the duality gap, from the
-gap of the start, then each epoch's estimate and each exact check
-(STEP_TOL_GAP below); any tolerance keeps the dual point feasible, so the
+The logistic, exponential and Poisson losses have no closed-form step: their 1-D Newton
+solves stop at a tolerance (Yu, Huang & Lin 2011, Algorithm 3, for the logistic) tied to
+the duality gap, from the gap of the start, then each epoch's estimate and each exact
+check (STEP_TOL_GAP below); any tolerance keeps the dual point feasible, so the
 certificate is the same.
 
 Shrinking (Hsieh et al. 2008, as in LIBLINEAR) skips rows whose dual is at a
@@ -98,9 +98,10 @@ BOUND_SAMPLE, BOUND_BUCKET = 2**18, 64
 # most weights (a block's private copy of w, 2 MiB: about one core's L2 cache)
 COCOA_GRAIN, COCOA_CONDITION, COCOA_MAX_WEIGHTS = 500_000, (1.0, 2.0), 2**18
 AGGRESSIVE_OMEGA = 0.25  # weight of rho in the geometric decrease of beta
-# The logistic step is inexact (csrc/fr_sdca.h; Yu, Huang & Lin 2011, Algorithm 3): it stops
-# at |t - t*| <= eps in t = logit(y u).  A row's coordinate dual then falls short of its
-# maximum by at most (c_i / n) eps^2 / 4 (|h'| = |F| <= eps and |s - s*| <= eps / 4), an
+# The logistic, exponential and Poisson steps are inexact (csrc/fr_sdca.h; Yu, Huang & Lin
+# 2011, Algorithm 3): at the tolerance eps a row's coordinate dual falls short of its maximum
+# by at most (c_i / n) eps^2 / 4 (logistic: |t - t*| <= eps in t = logit(y u), so |h'| <= eps
+# and |s - s*| <= eps / 4; exponential and Poisson: the step stops at that bound), an
 # epoch's dual by mean(c) eps^2 / 4.  eps = sqrt(STEP_TOL_GAP gap / mean(c)), from the gap of
 # the start (exact) and then the estimated gap of each epoch (never increased), keeps the
 # shortfall below STEP_TOL_GAP / 4 of the gap.
@@ -348,7 +349,7 @@ class _SDCA:
         return P - self.D
 
     def tighten_steps(self, gap):
-        """The logistic step's tolerance lowered to match a gap (see STEP_TOL_GAP); an estimate
+        """The inexact steps' tolerance lowered to match a gap (see STEP_TOL_GAP); an estimate
         that is not positive (it is not a bound) leaves it as it is."""
         if np.isfinite(gap) and gap > 0.0 and self.mean_c > 0.0:
             self.step_tol = min(self.step_tol, float(np.sqrt(STEP_TOL_GAP * gap / self.mean_c)))
@@ -619,8 +620,9 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     (aggressive), ``batch_size``, ``variant`` ("cocoa+" with ``blocks``: K),
     ``parts`` (the threads of row-split epochs, when they run), ``row_visits`` (rows read
     by the epochs), ``n_active`` (rows not shrunk at the end), ``step_tol`` (the final
-    tolerance of the inexact logistic step on |logit(y u_i) - t*|, t* the coordinate's
-    maximiser).
+    tolerance eps of the inexact steps of the logistic, exponential and Poisson losses:
+    each leaves its coordinate's dual within c_i eps^2 / (4 n) of the maximum; 0 for the
+    closed-form steps).
     """
     SOLVER_INFO.check(problem)
     check_budget(tol, max_iter, time_limit)
