@@ -23,8 +23,6 @@ the star ratings as counts in compare_binary.py's compare_counts_imdb.md.
 
 import argparse
 import datetime
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -36,6 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from fastrisk.problem import Problem  # noqa: E402
 from fastrisk.solvers import choose_solver, solve  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from compare_binary import machine  # noqa: E402
 
 DATASETS = ("a9a", "w8a", "ijcnn1", "abalone", "phishing", "mushrooms", "reuters")
 ALPHAS = (1e-3, 1e-4, 1e-5)
@@ -62,12 +63,6 @@ def timed(problem, solver, repeat):
         seconds = time.perf_counter() - start
         best = (seconds, res) if best is None or seconds < best[0] else best
     return best
-
-
-def machine():
-    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load "
-            f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, python {platform.python_version()}")
 
 
 def main(argv=None):
