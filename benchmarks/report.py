@@ -81,7 +81,10 @@ same J); t(eps) is the first time a method's objective is within a factor
 (1 + eps) of J_best; ratio = t / (the best peer's t), so a ratio below 1 means
 the fastrisk solver was faster than every peer. "-" means "not reached within the
 budget" (peers are rerun with growing budgets from scratch), not "never".
-"auto" is the solver `solver="auto"` picked for the problem when it ran."""
+"auto" is the solver `solver="auto"` picked for the problem when it ran.
+A heading's "certified J* >= L" is the best lower bound J - gap of fastrisk's runs:
+J_best is within J_best - L of J*, and where that is large no method solved the
+problem within its budget (the times are then to J_best, not to J*)."""
 
 
 # ---- rendering (also used by compare_peers.py for its printed output) -------------------
@@ -98,8 +101,11 @@ def table(r):
     """Markdown table of one problem: seconds to each eps and the ratio to the best peer."""
     best_peer = _best_peer_times(r)
     rows, cols = r["shape"]
+    lower = r.get("J_lower")
+    bound = ("" if lower is None else f", certified J* >= {lower:.10g} "
+             f"(J_best - that bound = {(r['J_best'] - lower) / abs(r['J_best']):.1e} J_best)")
     lines = [f"### {r['dataset']} ({rows} x {cols}), {r['setting']} "
-             f"(fastrisk loss {r['loss']}), J_best = {r['J_best']:.10g}", "",
+             f"(fastrisk loss {r['loss']}), J_best = {r['J_best']:.10g}{bound}", "",
              "| method | " + " | ".join(f"t({eps:g}) s | ratio" for eps in EPSILONS) + " |",
              "|---|" + "---:|---:|" * len(EPSILONS)]
     for name, ts in r["times"].items():
@@ -147,8 +153,8 @@ def write_result(results_dir, r):
     """Store one problem's result (overwrites the previous result of that problem)."""
     path = result_path(results_dir, r["dataset"], r["setting"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    keep = ("dataset", "setting", "shape", "loss", "J_best", "times", "peers", "auto",
-            "budget", "machine", "load", "date", "command")
+    keep = ("dataset", "setting", "shape", "loss", "J_best", "J_lower", "times", "peers",
+            "auto", "budget", "machine", "load", "date", "command")
     path.write_text(json.dumps({k: r[k] for k in keep}, indent=1) + "\n")
     return path
 
