@@ -1,11 +1,15 @@
 """Multiclass side by side: time to 1e-3 and 1e-4 relative suboptimality of the same objective.
 
 Cases (no intercept, so every method minimizes the same
-J(W) = alpha/2 ||W||^2 + (1/m) sum_i loss(W x_i, y_i)):
+J(W) = alpha/2 ||W||^2 + (1/m) sum_i loss(W x_i, y_i), or with alpha ||W||_1 for the
+l1 case):
 
 * 20 Newsgroups tf-idf (11314 x 130108, 20 classes), softmax, alpha 1e-4 and 1e-6;
 * 20 Newsgroups, multiclass hinge (Crammer-Singer), alpha 1e-4 and 1e-6;
-* MNIST test set (10000 x 778, 10 classes), softmax, alpha 1e-4.
+* MNIST test set (10000 x 778, 10 classes), softmax, alpha 1e-4;
+* 20 Newsgroups, softmax with the l1 penalty, alpha 1e-4 (``news20-softmax-l1-1e-4``,
+  not in the default set: its own report, below), against saga, the one scikit-learn
+  solver of the multinomial l1 problem, and cyanure's l1.
 
 Methods, one after another in one process, on ``--threads`` threads (BLAS and
 OpenMP pools limited with threadpoolctl): fastrisk ``solver="auto"`` and its
@@ -26,7 +30,7 @@ compare_peers.tighten: a coarse sequence (max_iter 1, 2, 4, ...; tol 1e-1,
 ``BUDGET_FACTOR`` times that), or stalled; then the fine budgets (quarter
 doublings, quarter decades) before the first run that reached each eps.
 
-J* comes from a fastrisk msdca run to a certified relative gap of 1e-8 (at
+J* comes from a fastrisk msdca run (mcd for the l1 case) to a certified relative gap of 1e-8 (at
 most ``--ref-seconds``; its certified gap is reported), computed once per
 case, and every point any method reached: J* = the smallest objective seen.
 The time to eps is the first time J(W) <= J* (1 + eps).
@@ -36,7 +40,9 @@ thread pairs of up to six methods, most of which stop at the target early):
 
     python benchmarks/compare_multiclass.py --threads 1,2 --budget 8
 
-writes benchmarks/results/compare_multiclass.md (regenerated) and prints it.
+writes benchmarks/results/compare_multiclass.md (regenerated) and prints it; the l1 case:
+
+    python benchmarks/compare_multiclass.py --cases news20-softmax-l1-1e-4 --threads 1 --budget 30 --out benchmarks/results/compare_multiclass_l1.md
 """
 
 import argparse
@@ -56,26 +62,32 @@ from compare_peers import TOLS, iteration_grid, tighten, time_to  # noqa: E402
 from fastrisk.solvers.auto import choose  # noqa: E402
 
 EPSILONS = (1e-3, 1e-4)
-CASES = {  # name -> (data set, loss, alpha)
-    "news20-softmax-1e-4": ("news20", "softmax", 1e-4),
-    "news20-softmax-1e-6": ("news20", "softmax", 1e-6),
-    "news20-hinge-1e-4": ("news20", "multiclass_hinge", 1e-4),
-    "news20-hinge-1e-6": ("news20", "multiclass_hinge", 1e-6),
-    "mnist-softmax-1e-4": ("mnist", "softmax", 1e-4),
+CASES = {  # name -> (data set, loss, alpha, penalty)
+    "news20-softmax-1e-4": ("news20", "softmax", 1e-4, "l2"),
+    "news20-softmax-1e-6": ("news20", "softmax", 1e-6, "l2"),
+    "news20-hinge-1e-4": ("news20", "multiclass_hinge", 1e-4, "l2"),
+    "news20-hinge-1e-6": ("news20", "multiclass_hinge", 1e-6, "l2"),
+    "mnist-softmax-1e-4": ("mnist", "softmax", 1e-4, "l2"),
 }
+L1_CASES = {"news20-softmax-l1-1e-4": ("news20", "softmax", 1e-4, "l1")}  # --cases only
 # Crammer-Singer at alpha 1e-6 is the slow case for every method: LIBLINEAR's own run to
 # 1e-3 and msdca's (several hundred epochs) each take about twice the standard budget, and
 # the reruns before them count too: it gets BUDGET_FACTOR times --budget.
 BUDGET_FACTOR = {"news20-hinge-1e-6": 6.0}
 # bmrm, the other certified solver of the hinge, stays above 1e-2 relative suboptimality
 # within the budget on both 20 Newsgroups hinge cases: left out
-FASTRISK_SOLVERS = {"softmax": ("msdca", "lbfgs"), "multiclass_hinge": ("msdca",)}
+# (loss, penalty) -> fastrisk's solvers besides auto's choice; bmrm, the certified solver of
+# the l1 case before mcd, for comparison
+FASTRISK_SOLVERS = {("softmax", "l2"): ("msdca", "lbfgs"), ("multiclass_hinge", "l2"): ("msdca",),
+                    ("softmax", "l1"): ("mcd", "bmrm")}
+REFERENCE_SOLVER = {"l2": "msdca", "l1": "mcd"}
 # msdca-acc (msdca with accelerated=True, fastrisk/solvers/_catalyst.py) only on MNIST, the
 # case inside _catalyst.AUTO_BAND: on 20 Newsgroups (more features than rows) it is slower
 ACCELERATED_CASES = {"mnist-softmax-1e-4"}
+ALL_CASES = {**CASES, **L1_CASES}
 
 
-def peers(loss, alpha, m, n_threads):
+def peers(loss, alpha, m, n_threads, penalty="l2"):
     """{name: (make(budget_index) -> estimator, n_budgets)} with the same objective."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.svm import LinearSVC
@@ -86,15 +98,16 @@ def peers(loss, alpha, m, n_threads):
         return {"LinearSVC crammer_singer": (lambda i: LinearSVC(
             multi_class="crammer_singer", C=C, tol=tols[i], max_iter=100000,
             fit_intercept=False, random_state=0), len(tols))}
+    l1 = penalty == "l1"
     out = {f"LogReg {s}": ((lambda s: lambda i: LogisticRegression(
         solver=s, C=C, tol=0.0 if s != "newton-cg" else 1e-14, max_iter=iters[i],
-        fit_intercept=False, random_state=0))(s), len(iters))
-        for s in ("lbfgs", "saga", "newton-cg")}
+        fit_intercept=False, random_state=0, **({"l1_ratio": 1.0} if l1 else {})))(s),
+        len(iters)) for s in (("saga",) if l1 else ("lbfgs", "saga", "newton-cg"))}
     try:
         from cyanure.estimators import Classifier
 
         out["cyanure"] = (lambda i: Classifier(
-            loss="multiclass-logistic", penalty="l2", lambda_1=alpha, fit_intercept=False,
+            loss="multiclass-logistic", penalty=penalty, lambda_1=alpha, fit_intercept=False,
             tol=tols[i], max_iter=100000, n_threads=n_threads, verbose=False,
             multi_class="multinomial"), len(tols))
     except ImportError:
@@ -156,14 +169,14 @@ def peer_fit(make, X, y, k):
 
 def reference(case, n_threads, ref_seconds, log):
     """(X, y, J_ref, certified gap) of ``case`` from a long msdca run."""
-    dataset, loss, alpha = CASES[case]
+    dataset, loss, alpha, penalty = ALL_CASES[case]
     from conftest import load_dataset
 
     X, y = load_dataset(dataset)
-    problem = fr.Problem(X, y, loss=loss, alpha=alpha, n_threads=n_threads)
-    ref = fr.solve(problem, "msdca", tol=1e-8, max_iter=10**7, time_limit=ref_seconds,
-                   random_state=1, n_threads=n_threads)
-    log(f"  reference msdca: J={ref.objective:.12g} certified gap {ref.gap:.3g} "
+    problem = fr.Problem(X, y, loss=loss, alpha=alpha, penalty=penalty, n_threads=n_threads)
+    ref = fr.solve(problem, REFERENCE_SOLVER[penalty], tol=1e-8, max_iter=10**7,
+                   time_limit=ref_seconds, random_state=1, n_threads=n_threads)
+    log(f"  reference {ref.solver}: J={ref.objective:.12g} certified gap {ref.gap:.3g} "
         f"({ref.status}, {ref.n_iter} epochs, {ref.history.seconds[-1]:.1f} s)")
     return X, y, ref.objective, ref.gap
 
@@ -171,10 +184,10 @@ def reference(case, n_threads, ref_seconds, log):
 def run_case(case, n_threads, budget, ref, log):
     from threadpoolctl import threadpool_limits
 
-    dataset, loss, alpha = CASES[case]
+    dataset, loss, alpha, penalty = ALL_CASES[case]
     X, y, J_ref, ref_gap = ref
     def make_problem():
-        return fr.Problem(X, y, loss=loss, alpha=alpha, n_threads=n_threads)
+        return fr.Problem(X, y, loss=loss, alpha=alpha, penalty=penalty, n_threads=n_threads)
 
     problem = make_problem()
     k = problem.n_classes
@@ -184,13 +197,13 @@ def run_case(case, n_threads, budget, ref, log):
     with threadpool_limits(n_threads):
         auto = choose(problem)
         extra = ("msdca-acc",) if case in ACCELERATED_CASES else ()
-        for name in dict.fromkeys((auto, *FASTRISK_SOLVERS[loss], *extra)):
+        for name in dict.fromkeys((auto, *FASTRISK_SOLVERS[loss, penalty], *extra)):
             runs[name] = restarts(fastrisk_fit(make_problem, name), len(ITERS), problem, budget,
                                   targets, stall=False)
             s, J = runs[name][-1]
             log(f"  {name:26s} {len(runs[name]):3d} runs, last {s:8.2f}s  J={J:.12g}")
         peer_names = []
-        for name, (make, n) in peers(loss, alpha, X.shape[0], n_threads).items():
+        for name, (make, n) in peers(loss, alpha, X.shape[0], n_threads, penalty).items():
             runs[name] = restarts(peer_fit(make, X, y, k), n, problem, budget, targets)
             peer_names.append(name)
             s, J = runs[name][-1]

@@ -63,9 +63,16 @@ def test_benchmark_report_is_regenerated_not_appended(tmp_path):
     assert report.write_report(tmp_path, out) == 1
     text = out.read_text()
     assert text.count("### a9a (10 x 3), hinge-l2-1e-4") == 1
+    assert "(fastrisk loss hinge), J_best = 0.5\n" in text  # no bound stored: none claimed
     assert "| sdca | 0.500 | 0.50 | 1.000 | 0.50 | - | - |" in text
     assert "| a9a | hinge-l2-1e-4 | sdca | sdca | 0.50 | 0.50 | sdca | 0.50 | 0.50 | - | - | - |" \
         in text
+    # a certified lower bound is shown with J_best's distance from it
+    report.write_result(tmp_path, dict(base, J_lower=0.25, times={"sdca": [0.5, 1.0, None],
+                                                                  "LinearSVC": [1.0, 2.0, 4.0]}))
+    report.write_report(tmp_path, out)
+    assert "J_best = 0.5, certified J* >= 0.25 (J_best - that bound = 5.0e-01 J_best)" \
+        in out.read_text()
     assert "9.000" not in text
     assert text.count("### Another script") == 1        # another script's report, once
 

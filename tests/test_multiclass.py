@@ -331,13 +331,15 @@ def test_softmax_finishing_epoch_lowers_the_primal(shared_file, monkeypatch):
 def test_auto_choice():
     """solver='auto' (fastrisk/solvers/auto.py): msdca for the multiclass hinge and for
     softmax with an l2 penalty on more or fewer features than samples, lbfgs where msdca
-    does not apply (no strongly convex penalty), bmrm for l1."""
+    does not apply (no strongly convex penalty), mcd for softmax with l1 and bmrm for the
+    hinge with l1."""
     from fastrisk.solvers import choose_solver
 
     X, y = data(m=50, d=80, k=3)
     assert choose_solver(Problem(X, y, loss="softmax")) == "msdca"
     assert choose_solver(Problem(X, y, loss="multiclass_hinge")) == "msdca"
-    assert choose_solver(Problem(X, y, loss="softmax", penalty="l1")) == "bmrm"
+    assert choose_solver(Problem(X, y, loss="softmax", penalty="l1")) == "mcd"
+    assert choose_solver(Problem(X, y, loss="multiclass_hinge", penalty="l1")) == "bmrm"
     X, y = data(m=100, d=10, k=3)
     assert choose_solver(Problem(X, y, loss="softmax")) == "msdca"
     assert choose_solver(Problem(X, y, loss="multiclass_hinge")) == "msdca"

@@ -4,11 +4,14 @@ The rule (first match wins; estimators show the choice in ``solver_``):
 
 1. vector losses (softmax, multiclass_hinge): ``msdca`` (multiclass SDCA)
    with a penalty that has an l2 term ("l2", "elasticnet" with l1_ratio < 1: its
-   record) on data (X, y); otherwise ``lbfgs`` when the
+   record) on data (X, y); otherwise, for the softmax loss with an l1 term ("l1"),
+   ``mcd`` (multinomial proximal Newton, certified); otherwise ``lbfgs`` when the
    loss is smooth and the penalty differentiable ("l2", "lp"), else ``bmrm``.
-   Its over-relaxed epochs are ahead of L-BFGS and of the peers on few features
+   msdca's over-relaxed epochs are ahead of L-BFGS and of the peers on few features
    (MNIST) as on many (20 Newsgroups), at alpha 1e-4 and 1e-6
-   (benchmarks/compare_multiclass.py);
+   (benchmarks/compare_multiclass.py); with the l1 penalty alone BMRM, the one
+   certified solver before mcd, makes no progress on 20 Newsgroups (its LP over
+   2 k d variables; compare_multiclass_l1.md in benchmarks/RESULTS.md, with saga);
 2. a scalar loss with a second derivative (logistic, squared hinge, smoothed hinge,
    squared, Huber, Poisson, ...), penalty "l2", and Newton's working vectors
    (about NEWTON_VECTORS of length n_weights) within half the bytes of X: ``sdca``
@@ -167,8 +170,8 @@ def _preferences(problem):
         return ["bmrm"]
     if spec.vector:
         # msdca needs rows and a penalty with an l2 term (its record): else the next one
-        return ["msdca"] + (["lbfgs", "bmrm"] if spec.smooth and reg.differentiable
-                            else ["bmrm"])
+        return ["msdca"] + (["mcd"] if spec.smooth and has_l1_term(reg) else []) + (
+            ["lbfgs", "bmrm"] if spec.smooth and reg.differentiable else ["bmrm"])
     order = []
     if is_l2(reg) and data is not None and _newton_fits(problem):
         band = problem.alpha * data.n_samples >= SDCA_ALPHA_M and (
