@@ -168,7 +168,7 @@ def peer_fit(make, X, y, k):
 
 
 def reference(case, n_threads, ref_seconds, log):
-    """(X, y, J_ref, certified gap) of ``case`` from a long msdca run."""
+    """(X, y, J_ref, certified gap) of ``case`` from a long run of REFERENCE_SOLVER."""
     dataset, loss, alpha, penalty = ALL_CASES[case]
     from conftest import load_dataset
 

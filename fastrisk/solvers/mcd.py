@@ -55,6 +55,7 @@ from fastrisk.solvers._checks import start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
+LOSS = "softmax"                  # the loss whose gradient, Hessian and conjugate are below
 FORCING = 0.1                     # inner stop: violations <= FORCING x those of J at W
 MAX_INNER_PASSES = 1000
 SIGMA, MAX_LINE_STEPS = 0.01, 30  # Armijo constant and backtracking steps (newGLMNET)
@@ -187,7 +188,7 @@ SOLVER_INFO = SolverInfo(
     func=solve_mcd,
     accepts_penalty=lambda reg: reg.l1_l2() is not None,
     penalty_rule="penalties with an l1/l2 split (l1, elasticnet, l2)",
-    accepts_loss=lambda spec: spec.vector and spec.smooth,
+    accepts_loss=lambda spec: spec.name == LOSS,
     loss_rule="the softmax loss",
     start="w",
     certificate="duality gap J(W) - D(A), A the rescaled loss derivatives",
