@@ -112,6 +112,15 @@ def _write_cache(name, X, y):
     return X, y
 
 
+def _imdb_train_reviews(tar):
+    """The members of the IMDB archive that are labeled training reviews (train/pos, neg)."""
+    for member in tar:
+        parts = member.name.split("/")
+        if member.isfile() and len(parts) == 4 and parts[1] == "train" \
+                and parts[2] in ("pos", "neg"):
+            yield member
+
+
 @functools.cache
 def load_imdb_bigrams():
     """IMDB train set as unigram+bigram tf-idf, (X CSR float64, y -1/+1): 25000 x ~1.5M, ~8.8M nnz.
@@ -127,12 +136,9 @@ def load_imdb_bigrams():
         return cached
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    docs, labels = [], []
     with tarfile.open(shared_path("aclImdb-v1-train-test.tar.xz")) as tar:
-        for member in tar:
-            parts = member.name.split("/")
-            if member.isfile() and len(parts) == 4 and parts[1] == "train" and parts[2] in ("pos", "neg"):
-                docs.append((member.name, tar.extractfile(member).read().decode("utf-8", "replace")))
+        docs = [(member.name, tar.extractfile(member).read().decode("utf-8", "replace"))
+                for member in _imdb_train_reviews(tar)]
     docs.sort()
     labels = np.array([1.0 if name.split("/")[2] == "pos" else -1.0 for name, _ in docs])
     X = TfidfVectorizer(ngram_range=(1, 2)).fit_transform([text for _, text in docs]).tocsr()
@@ -149,14 +155,8 @@ def load_imdb_ratings():
     X, _ = load_imdb_bigrams()
     cache = IMDB_CACHE / "imdb_ratings_train.npy"
     if not cache.exists():
-        names = []
         with tarfile.open(shared_path("aclImdb-v1-train-test.tar.xz")) as tar:
-            for member in tar:
-                parts = member.name.split("/")
-                if member.isfile() and len(parts) == 4 and parts[1] == "train" \
-                        and parts[2] in ("pos", "neg"):
-                    names.append(member.name)
-        names.sort()  # the rows' order in load_imdb_bigrams
+            names = sorted(member.name for member in _imdb_train_reviews(tar))  # the rows' order
         ratings = np.array([float(n.rsplit("_", 1)[1].split(".")[0]) for n in names])
         IMDB_CACHE.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_suffix(".tmp.npy")

@@ -128,13 +128,14 @@ def model_passes(const floating[::1] values, const index_t[::1] indices,
 
 def scan(const double[:, ::1] G, const double[:, ::1] W, double lam1, double lam2):
     """One pass over the coordinates at W with the loss gradient G (both (n_weights, k)):
-    (the sum of the optimality violations of J's coordinates, ||W||_1, ||W||^2, the
-    working set's features, its classes).  The violation of (j, c) is the distance from 0
+    (the sum of the optimality violations of J's coordinates, ||W||_1, ||W||^2,
+    max |G|, ||S_lam1(G)||^2 (the certificate's two readings of G), the working set's
+    features, its classes).  The violation of (j, c) is the distance from 0
     of the minimum-norm subgradient of J along it; the working set holds the nonzero
     coordinates and the zero ones whose |G| exceeds lam1 (newGLMNET's set without its
     shrinking margin)."""
     cdef Py_ssize_t n_w = G.shape[0], k = G.shape[1], j, c, n_set = 0, t = 0
-    cdef double viol = 0.0, l1 = 0.0, l2 = 0.0, g, w
+    cdef double viol = 0.0, l1 = 0.0, l2 = 0.0, top = 0.0, shrunk = 0.0, g, w, a
     with nogil:
         for j in range(n_w):
             for c in range(k):
@@ -150,6 +151,10 @@ def scan(const double[:, ::1] G, const double[:, ::1] W, double lam1, double lam
                     n_set += 1
                 l1 += fabs(w)
                 l2 += w * w
+                a = fabs(G[j, c])
+                top = a if a > top else top
+                if a > lam1:
+                    shrunk += (a - lam1) * (a - lam1)
     cols = np.empty(n_set, dtype=np.int64)
     classes = np.empty(n_set, dtype=np.int64)
     cdef int64_t[::1] cv = cols, kv = classes
@@ -161,4 +166,4 @@ def scan(const double[:, ::1] G, const double[:, ::1] W, double lam1, double lam
                     cv[t] = j
                     kv[t] = c
                     t += 1
-    return viol, l1, l2, cols, classes
+    return viol, l1, l2, top, shrunk, cols, classes

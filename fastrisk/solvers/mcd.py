@@ -47,12 +47,14 @@ import math
 
 import numpy as np
 
-from fastrisk import _mcd
+from fastrisk import _mcd, _msdca
 from fastrisk.columns import column_view
 from fastrisk.config import solver_threads
+from fastrisk.losses import vector_loss
 from fastrisk.regularizers import penalty_weights
 from fastrisk.solvers._checks import start_weights
 from fastrisk.solvers._info import SolverInfo
+from fastrisk.solvers.msdca import LOSS_IDS as _msdca_ids
 from fastrisk.stopping import Monitor
 
 LOSS = "softmax"                  # the loss whose gradient, Hessian and conjugate are below
@@ -61,35 +63,25 @@ MAX_INNER_PASSES = 1000
 SIGMA, MAX_LINE_STEPS = 0.01, 30  # Armijo constant and backtracking steps (newGLMNET)
 NU = 1e-12                        # added to the model's Hessian diagonal (newGLMNET)
 ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line search slack)
-STALL_ITERATIONS = 3              # iterations whose line search fails: "stalled"
+STALL_ITERATIONS = 3              # line searches failing in a row: "stalled"
 
 
-def _softmax_rows(S, yi, c, m):
-    """(P, the loss (1/m) sum_i c_i phi(s_i, y_i)) at the scores S."""
-    top = S.max(axis=1, keepdims=True)
-    E = np.exp(S - top)
-    total = E.sum(axis=1, keepdims=True)
-    lse = np.log(total[:, 0]) + top[:, 0]
-    margins = lse - S[np.arange(m), yi]
-    return E / total, float((margins if c is None else c * margins).sum()) / m
+def _loss(S, yi, c, m):
+    """(the rows' loss derivatives P - Y, the loss (1/m) sum_i c_i phi(s_i, y_i)) at the
+    scores S (fastrisk.losses.vector_loss)."""
+    values, R = vector_loss(LOSS, S, yi)
+    return R, float((values if c is None else c * values).sum()) / m
 
 
-def _entropy(P):
-    """H(p_i) of every row."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return -np.where(P > 0.0, P * np.log(P), 0.0).sum(axis=1)
-
-
-def _dual(P, Y, G, c, m, lam1, lam2):
-    """D of the module docstring at the rows' probabilities P (G: X^T (c (P - Y)) / m)."""
-    if lam2 > 0.0:
-        v = np.maximum(np.abs(G) - lam1, 0.0)
-        H = _entropy(P)
-        return float((H if c is None else c * H).sum()) / m - float((v * v).sum()) / (2 * lam2)
-    top = float(np.abs(G).max(initial=0.0))
-    s = 1.0 if top <= lam1 else lam1 / top
-    H = _entropy(s * P + (1.0 - s) * Y)
-    return float((H if c is None else c * H).sum()) / m
+def _dual(P, yi, c_arg, m, lam1, lam2, top, shrunk):
+    """D of the module docstring at the rows' probabilities P, from max |G| (``top``) and
+    ||S_lam1(G)||^2 (``shrunk``), G = X^T (c (P - Y)) / m; P is overwritten."""
+    if lam2 == 0.0 and top > lam1:  # the l1 dual's box: rescale toward e_y
+        s = lam1 / top
+        P *= s
+        P[np.arange(m), yi] += 1.0 - s
+    entropy = _msdca.dual_terms(P, yi, c_arg, _msdca_ids[LOSS], np.empty(m))
+    return entropy / m - (shrunk / (2 * lam2) if lam2 > 0.0 else 0.0)
 
 
 def solve_mcd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
@@ -113,8 +105,7 @@ def solve_mcd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
     cols_x = column_view(data, threads).arrays  # (values, indices, indptr, dense)
     yi = problem.y.astype(np.int64)
     c = problem.sample_weight
-    Y = np.zeros((m, k))
-    Y[np.arange(m), yi] = 1.0
+    c_arg = np.empty(0) if c is None else c
     W = np.ascontiguousarray(start_weights(problem, start).reshape(k, n_w).T)
     S = np.zeros((m, k))
     support = np.flatnonzero(W.reshape(-1))
@@ -127,15 +118,15 @@ def solve_mcd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
     it, status = 0, None
     with mon.interruptible():
         while status is None:
-            P, loss = _softmax_rows(S, yi, c, m)
-            R = P - Y
-            if c is not None:
-                R *= c[:, None]
-            R /= m
+            R, loss = _loss(S, yi, c, m)
+            P = R.copy()
+            P[np.arange(m), yi] += 1.0
+            R *= (1.0 / m) if c is None else c[:, None] / m
             _mcd.column_products(*cols_x, R, G, threads)
-            viol, l1, l2, cols, classes = _mcd.scan(G, W, lam1, lam2)
+            viol, l1, l2, top, shrunk, cols, classes = _mcd.scan(G, W, lam1, lam2)
             J = loss + lam1 * l1 + 0.5 * lam2 * l2
-            D_best = max(D_best, _dual(P, Y, G, c, m, lam1, lam2))
+            np.copyto(R, P)  # R's pass is done: its memory takes the rescaled P
+            D_best = max(D_best, _dual(R, yi, c_arg, m, lam1, lam2, top, shrunk))
             status = mon.check(it, W.T.reshape(-1), J, max(J - D_best, 0.0), keep_best=False)
             if status is not None:
                 break
@@ -161,7 +152,7 @@ def solve_mcd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
                                     + lam2 * (w * d + 0.5 * d * d)))
             t, accepted = 1.0, False
             for _ in range(MAX_LINE_STEPS):
-                _, loss_t = _softmax_rows(S + t * Z, yi, c, m)
+                _, loss_t = _loss(S + t * Z, yi, c, m)
                 J_t = loss_t + lam1 * l1 + 0.5 * lam2 * l2 + float(np.sum(
                     lam1 * (np.abs(w + t * d) - np.abs(w)) + lam2 * t * (w * d + 0.5 * t * d * d)))
                 if J_t <= J + SIGMA * t * decrease + ROUNDOFF * abs(J):
@@ -169,6 +160,9 @@ def solve_mcd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
                     break
                 t *= 0.5
             if not accepted or decrease >= 0.0:
+                # the same W gives the same model: only a tighter inner solve can give
+                # another direction; STALL_ITERATIONS of them fail: the precision limit
+                eps_in *= 0.25
                 stalls += 1
                 if stalls >= STALL_ITERATIONS:
                     status = "stalled"
