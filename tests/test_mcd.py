@@ -137,3 +137,74 @@ def test_auto_and_the_solver_rules():
     assert fr.solvers.choose_solver(net) == "msdca"
     with pytest.raises(ValueError, match="softmax"):
         fr.solve(fr.Problem(X, y, loss="multiclass_hinge", penalty="l1"), solver="mcd")
+
+
+def test_extrapolation_finds_the_fixed_point_of_a_linear_iteration():
+    """Anderson's extrapolation of x_{k+1} = A x_k + b from ANDERSON + 1 iterates in 3
+    dimensions is the fixed point (I - A)^-1 b: the differences A^k (x_1 - x_0) satisfy
+    A's characteristic polynomial, whose coefficients (normalized to sum 1) are an exact
+    c; their Gram matrix is singular there (the ridge's case)."""
+    from fastrisk.solvers import mcd
+
+    rng = np.random.default_rng(0)
+    n = 3
+    Q = np.linalg.qr(rng.normal(size=(n, n)))[0]
+    A = Q @ np.diag([0.3, 0.6, 0.9]) @ Q.T  # linear convergence, rate 0.9
+    b = rng.normal(size=n)
+    xs = [np.zeros(n)]
+    for _ in range(mcd.ANDERSON):
+        xs.append(A @ xs[-1] + b)
+    fixed = np.linalg.solve(np.eye(n) - A, b)
+    assert np.linalg.norm(xs[-1] - fixed) > 0.1 * np.linalg.norm(fixed)  # not there yet
+    np.testing.assert_allclose(mcd._extrapolate(xs), fixed, rtol=1e-6)
+    assert mcd._extrapolate([np.ones(n)] * (mcd.ANDERSON + 1)) is None
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_inner_solve_minimizes_the_explicit_quadratic_model(sparse):
+    """The inner solve (coordinate passes with extrapolation) against the model built
+    from the explicit multinomial Hessian: _model_value equals g.d + d.H d / 2 + the
+    penalty, and with lam1 = 0 the solve reaches the model's minimizer, the solution of
+    (H + lam2 I) d = -(g + lam2 w)."""
+    from fastrisk import _mcd
+    from fastrisk.columns import column_view
+    from fastrisk.solvers import mcd
+
+    X, y = _problem_data(m=60, d=4, k=3, seed=5, sparse=sparse)
+    prob = fr.Problem(X, y, loss="softmax", penalty="l2", alpha=0.05)
+    Xd = np.asarray(X.todense()) if sp.issparse(X) else X
+    m, d, k = Xd.shape[0], Xd.shape[1], 3
+    rng = np.random.default_rng(1)
+    W = rng.normal(size=(d, k))  # feature-major, as mcd keeps it
+    S = Xd @ W
+    P = np.exp(S - logsumexp(S, axis=1)[:, None])
+    g = (Xd.T @ (P - np.eye(k)[y]) / m).ravel()  # coordinate t = (j, c) at j k + c
+    Hl = sum(np.kron(np.outer(Xd[i], Xd[i]), np.diag(P[i]) - np.outer(P[i], P[i]))
+             for i in range(m)) / m
+    lam2 = 0.05
+    cols, classes = np.repeat(np.arange(d), k), np.tile(np.arange(k), d)
+    w = W.ravel()
+    cols_x = column_view(prob.data, 1).arrays
+    PT = np.ascontiguousarray(P.T)
+    r = np.full(m, 1.0 / m)
+    CPT = PT * r
+    H = np.empty(d * k)
+    _mcd.hessian_diagonal(*cols_x, cols, classes, CPT * (1.0 - PT), H)
+    np.testing.assert_allclose(H, np.diag(Hl), rtol=1e-12)
+    H += lam2
+    # the model's value at an arbitrary D
+    D = rng.normal(size=d * k)
+    Z = np.zeros((m, k))
+    _mcd.add_columns(*cols_x, cols, classes, D, Z)
+    value = mcd._model_value(g, w, D, np.ascontiguousarray(Z.T), (P * Z).sum(1), CPT, r,
+                             0.3, lam2)
+    u = w + D
+    expected = g @ D + 0.5 * D @ Hl @ D + 0.3 * np.abs(u).sum() + 0.5 * lam2 * u @ u
+    assert value == pytest.approx(expected, rel=1e-12)
+    # the minimizer with lam1 = 0
+    D_star = np.linalg.solve(Hl + lam2 * np.eye(d * k), -(g + lam2 * w))
+    D_hat, Z_hat, passes = mcd._inner_solve(cols_x, cols, classes, g, H, w, PT, CPT, r, 0.0,
+                                            lam2, 1e-13)
+    assert passes > mcd.ANDERSON  # the extrapolation took part
+    np.testing.assert_allclose(D_hat, D_star, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(Z_hat, Xd @ D_hat.reshape(d, k), rtol=1e-8, atol=1e-10)

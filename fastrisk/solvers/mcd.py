@@ -18,12 +18,17 @@ class c; W is kept feature-major, W[j, c].  Each outer iteration:
    H = (1/m) sum_i c_i x_i x_i^T (x) (diag(p_i) - p_i p_i^T) the loss Hessian: each step
    minimizes the model along one coordinate exactly (a soft threshold with the Hessian's
    diagonal), the model's score changes Z = X D^T and their p-weighted row sums kept up
-   to date (``model_passes``), until the coordinates' violations in a pass sum to at most
+   to date (``model_pass``), until the coordinates' violations in a pass sum to at most
    eps_in times those of J at W (an inexact Newton forcing term), or MAX_INNER_PASSES.
    eps_in starts at FORCING and is divided by 4 each time one pass meets it (as in
    ``cd``, after LIBLINEAR): a pass's sum is taken as it goes, each coordinate's
    violation before its step and after the steps before it, so on correlated columns
-   one pass can meet a loose eps_in while the model's minimizer is still far;
+   one pass can meet a loose eps_in while the model's minimizer is still far.  There
+   coordinate descent converges linearly along a few slow directions: every ANDERSON
+   passes the last ANDERSON + 1 iterates D are extrapolated (Anderson acceleration of
+   coordinate descent, Bertrand & Massias 2021; Z of the extrapolation costs one pass
+   without the slopes), and the extrapolation replaces the iterate when it lowers the
+   model;
 5. Armijo line search along D (newGLMNET's eqs. (19)-(20)), J(W + t D) from S + t Z in
    O(m k) per trial, with the slack of J's rounding: near the optimum J is flat to
    machine precision while W, and with it the certificate, still moves by the Newton
@@ -63,6 +68,8 @@ MAX_INNER_PASSES = 1000
 SIGMA, MAX_LINE_STEPS = 0.01, 30  # Armijo constant and backtracking steps (newGLMNET)
 NU = 1e-12                        # added to the model's Hessian diagonal (newGLMNET)
 ROUNDOFF = 1e-15                  # relative round-off of evaluating J (line search slack)
+ANDERSON = 5                      # passes between extrapolations of the inner iterates
+EXTRAPOLATION_RIDGE = 1e-12       # relative ridge of the extrapolation's Gram matrix
 STALL_ITERATIONS = 3              # line searches failing in a row: "stalled"
 
 
@@ -82,6 +89,58 @@ def _dual(P, yi, c_arg, m, lam1, lam2, top, shrunk):
         P[np.arange(m), yi] += 1.0 - s
     entropy = _msdca.dual_terms(P, yi, c_arg, _msdca_ids[LOSS], np.empty(m))
     return entropy / m - (shrunk / (2 * lam2) if lam2 > 0.0 else 0.0)
+
+
+def _model_value(g, w, d, ZT, pz, CPT, r, lam1, lam2):
+    """The quadratic model of step 4 at D (up to its constant): G.d + lam1 ||w + d||_1 +
+    lam2/2 ||w + d||^2 + (1/2) sum_i r_i (sum_c p_ic z_ic^2 - pz_i^2), the last term
+    d.H_loss d (r_i = c_i / m, CPT = r P class-major)."""
+    u = w + d
+    curv = float(np.einsum("ci,ci->", CPT, ZT * ZT)) - float(r @ (pz * pz))
+    return float(g @ d) + lam1 * float(np.abs(u).sum()) + 0.5 * lam2 * float(u @ u) + 0.5 * curv
+
+
+def _inner_solve(cols_x, cols, classes, g, H, w, PT, CPT, r, lam1, lam2, tol):
+    """(D on the working set, its score changes Z = X D^T (m, k), passes) of step 4."""
+    k, m = PT.shape
+    d, ZT, pz = np.zeros(cols.shape[0]), np.zeros((k, m)), np.zeros(m)
+    iterates, passes = [d.copy()], 0
+    while passes < MAX_INNER_PASSES:
+        total = _mcd.model_pass(*cols_x, cols, classes, g, H, w, d, PT, CPT, ZT, pz, lam1,
+                                lam2)
+        passes += 1
+        if total <= tol:
+            break
+        iterates.append(d.copy())
+        if len(iterates) == ANDERSON + 1:
+            d_ex, iterates = _extrapolate(iterates), [d.copy()]
+            if d_ex is None:
+                continue
+            Z_ex = np.zeros((m, k))
+            _mcd.add_columns(*cols_x, cols, classes, d_ex, Z_ex)
+            ZT_ex = np.ascontiguousarray(Z_ex.T)
+            pz_ex = np.einsum("ci,ci->i", PT, ZT_ex)
+            if (_model_value(g, w, d_ex, ZT_ex, pz_ex, CPT, r, lam1, lam2)
+                    < _model_value(g, w, d, ZT, pz, CPT, r, lam1, lam2)):
+                d, ZT, pz = d_ex, ZT_ex, pz_ex
+    return d, np.ascontiguousarray(ZT.T), passes
+
+
+def _extrapolate(iterates):
+    """Anderson's extrapolation sum_k c_k x_k of the iterates x_1..x_K of the list
+    [x_0, ..., x_K]: sum c = 1 and c minimizing ||sum_k c_k (x_k - x_{k-1})||
+    (Bertrand & Massias 2021), c proportional to (U U^T)^-1 1 for the differences U,
+    whose Gram matrix gets a relative ridge of EXTRAPOLATION_RIDGE (it is singular once
+    the iterates span fewer than K directions); None when the iterates do not move."""
+    X = np.array(iterates)
+    U = np.diff(X, axis=0)
+    M = U @ U.T
+    scale = float(np.trace(M))
+    if not scale > 0.0:
+        return None
+    M.flat[::M.shape[0] + 1] += EXTRAPOLATION_RIDGE * scale
+    z = np.linalg.solve(M, np.ones(M.shape[0]))
+    return (z / z.sum()) @ X[1:]
 
 
 def solve_mcd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
@@ -133,15 +192,15 @@ def solve_mcd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
             it += 1
             # the model over the working set (step 4)
             n_set = cols.shape[0]
-            CP = P / m if c is None else P * (c[:, None] / m)
+            PT = np.ascontiguousarray(P.T)  # class-major for the coordinate kernels
+            r = np.full(m, 1.0 / m) if c is None else c / m  # the rows' weights c_i / m
+            CPT = PT * r
             H = np.empty(n_set)
-            _mcd.hessian_diagonal(*cols_x, cols, classes, CP * (1.0 - P), H)
+            _mcd.hessian_diagonal(*cols_x, cols, classes, CPT * (1.0 - PT), H)
             H += lam2 + NU
             g, w = G[cols, classes], W[cols, classes]
-            d, Z, pz = np.zeros(n_set), np.zeros((m, k)), np.zeros(m)
-            passes, _ = _mcd.model_passes(*cols_x, cols, classes, g, H, w, d,
-                                          P, CP, Z, pz, lam1, lam2, MAX_INNER_PASSES,
-                                          eps_in * viol)
+            d, Z, passes = _inner_solve(cols_x, cols, classes, g, H, w, PT, CPT, r, lam1, lam2,
+                                        eps_in * viol)
             n_passes += passes
             if passes == 1:
                 eps_in *= 0.25
