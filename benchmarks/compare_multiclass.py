@@ -43,7 +43,8 @@ thread pairs of up to six methods, most of which stop at the target early):
 
 writes benchmarks/results/compare_multiclass.md (regenerated) and prints it; the l1 cases:
 
-    python benchmarks/compare_multiclass.py --cases news20-softmax-l1-1e-4,mnist-softmax-l1-1e-4 --threads 1 --budget 30 --out benchmarks/results/compare_multiclass_l1.md
+    python benchmarks/compare_multiclass.py --cases news20-softmax-l1-1e-4,mnist-softmax-l1-1e-4 \
+        --threads 1 --budget 30 --ref-seconds 90 --out benchmarks/results/compare_multiclass_l1.md
 """
 
 import argparse
