@@ -247,9 +247,17 @@ def table(results):
                          + " | ".join(cells) + " |")
     lines += ["", "ratio = time / the best peer's time to the same eps (< 1: fastrisk faster); "
               "'-': not reached within the budget.", ""]
-    lines += [f"* {r['case']} ({r['shape'][0]} x {r['shape'][1]}), {r['threads']} thread(s): "
-              f"J* = {r['J_star']:.12g} (reference run's certified gap {r['ref_gap']:.2g})"
-              for r in results]
+    for r in results:
+        lines.append(f"* {r['case']} ({r['shape'][0]} x {r['shape'][1]}), {r['threads']} "
+                     f"thread(s): J* = {r['J_star']:.12g} (reference run's certified gap "
+                     f"{r['ref_gap']:.2g})")
+        # a '-' says how far the method got: its lowest J, and when its runs first reached it
+        short = [(name, min(pts, key=lambda p: (p[1], p[0])))
+                 for name, pts in r["runs"].items() if r["times"][name][0] is None and pts]
+        if short:
+            lines[-1] += "; not within " + f"{EPSILONS[0]:g}: " + ", ".join(
+                f"{name} {(J - r['J_star']) / r['J_star']:.1e} above J* (its run of {s:.1f} s)"
+                for name, (s, J) in short)
     return "\n".join(lines)
 
 
