@@ -251,7 +251,7 @@ def table(results):
         lines.append(f"* {r['case']} ({r['shape'][0]} x {r['shape'][1]}), {r['threads']} "
                      f"thread(s): J* = {r['J_star']:.12g} (reference run's certified gap "
                      f"{r['ref_gap']:.2g})")
-        # a '-' says how far the method got: its lowest J, and when its runs first reached it
+        # a '-' says how far the method got: its lowest J and the shortest run that reached it
         short = [(name, min(pts, key=lambda p: (p[1], p[0])))
                  for name, pts in r["runs"].items() if r["times"][name][0] is None and pts]
         if short:

@@ -45,7 +45,8 @@ every other solver.  G of step 1 is the pass the certificate needs: it costs O(m
 
 Columns: X's column view (fastrisk/columns.py: a CSC copy for CSR input, column-major for
 dense, made once and kept on the Dataset).  Memory beyond it: P, S, Z and a few other
-(m, k) arrays, and G (n_weights, k).
+(m, k) arrays, G (n_weights, k) and the inner solve's last ANDERSON + 1 iterates (vectors
+over the working set).
 """
 
 import math
