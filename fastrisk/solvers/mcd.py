@@ -166,6 +166,7 @@ def solve_mcd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
     yi = problem.y.astype(np.int64)
     c = problem.sample_weight
     c_arg = np.empty(0) if c is None else c
+    r = np.full(m, 1.0 / m) if c is None else c / m  # the rows' weights c_i / m
     W = np.ascontiguousarray(start_weights(problem, start).reshape(k, n_w).T)
     S = np.zeros((m, k))
     support = np.flatnonzero(W.reshape(-1))
@@ -181,7 +182,7 @@ def solve_mcd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
             R, loss = _loss(S, yi, c, m)
             P = R.copy()
             P[np.arange(m), yi] += 1.0
-            R *= (1.0 / m) if c is None else c[:, None] / m
+            R *= r[:, None]
             _mcd.column_products(*cols_x, R, G, threads)
             viol, l1, l2, top, shrunk, cols, classes = _mcd.scan(G, W, lam1, lam2)
             J = loss + lam1 * l1 + 0.5 * lam2 * l2
@@ -194,7 +195,6 @@ def solve_mcd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
             # the model over the working set (step 4)
             n_set = cols.shape[0]
             PT = np.ascontiguousarray(P.T)  # class-major for the coordinate kernels
-            r = np.full(m, 1.0 / m) if c is None else c / m  # the rows' weights c_i / m
             CPT = PT * r
             H = np.empty(n_set)
             _mcd.hessian_diagonal(*cols_x, cols, classes, CPT * (1.0 - PT), H)
