@@ -344,7 +344,7 @@ class _LinearModelBase(BaseEstimator):
             options["max_iter"] = self.max_iter
         options.update(overrides)
         if self.solver == "auto":
-            options = default_budget(options)
+            options = default_budget(options, name)
         if previous is not None:
             options.update(_continuation(info, previous, problem, changed))
         run = (lambda opts: run_auto(problem, name, opts)) if self.solver == "auto" \
@@ -383,8 +383,8 @@ class _LinearModelBase(BaseEstimator):
                           "increase max_iter or time_limit", ConvergenceWarning, stacklevel=5)
         if result.status == "stalled" and math.isfinite(result.gap) \
                 and result.gap > self.tol * result.objective and not overrides:
-            warnings.warn(f"solver {name!r} stalled (its steps no longer decrease J) with a "
-                          f"certified gap {result.gap:.3g} above tol * J = "
+            warnings.warn(f"solver {name!r} stalled (its steps no longer improve J or its "
+                          f"bound) with a certified gap {result.gap:.3g} above tol * J = "
                           f"{self.tol * result.objective:.3g}; raise alpha or tol, standardize "
                           "X, or try another solver", ConvergenceWarning, stacklevel=5)
         return result, name

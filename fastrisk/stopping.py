@@ -22,8 +22,17 @@ from fastrisk.solvers._checks import check_int, check_number
 logger = logging.getLogger("fastrisk")
 
 # "stalled": the solver cannot make further progress in floating point (e.g. a line search
-# failing at the precision limit) before its certificate reached ``tol``.
+# failing at the precision limit) before its certificate reached ``tol``, or its iterations
+# stopped improving J and the certified lower bound (``Monitor.stalled``).
 STATUSES = ("converged", "max_iter", "time_limit", "callback", "interrupted", "stalled")
+
+# Monitor.stalled: after STALL_START recorded iterations, at each power of two, the run is
+# stalled when its second half improved neither the best objective nor the best certified
+# lower bound J - bound of its first half by more than STALL_GAIN |J|: the iterations
+# repeat themselves (a dual method at an alpha so small that its primal point X^T u /
+# (alpha m) is useless, a Newton method whose steps no longer change J and whose dual
+# point no longer moves).
+STALL_START, STALL_GAIN = 128, 1e-12
 
 
 class _CurrentStderr(logging.StreamHandler):
@@ -144,13 +153,19 @@ class Monitor:
     the run nor what it returns), and stops the run by returning False (or numpy's
     False_); None or True go on, and any other value is refused as a likely mistake.
 
+    ``stall_rule``: stop with "stalled" when the run stops making progress (``stalled``);
+    for the solvers whose every iteration moves J or their dual point unless they are
+    stuck (Newton and dual coordinate methods), not for the cutting-plane methods, whose
+    model can improve for many iterations without changing the best J or the lower bound,
+    nor for the stochastic methods, whose iterates wander.
+
     The clock (``History.seconds``, ``time_limit``) stops while the callback runs, the
     copy of w it receives included: what a callback records (a trajectory of iterates,
     say) does not count as the solver's time.
     """
 
     def __init__(self, problem, solver, *, tol, max_iter, time_limit=None, callback=None,
-                 verbose=0, abs_tol=0.0):
+                 verbose=0, abs_tol=0.0, stall_rule=False):
         check_budget(tol, max_iter, time_limit)
         check_number(abs_tol, "abs_tol", 0.0)
         if callback is not None and not callable(callback):
@@ -158,6 +173,7 @@ class Monitor:
         self.problem, self.solver = problem, solver
         self.tol, self.max_iter, self.time_limit = float(tol), int(max_iter), time_limit
         self.abs_tol = float(abs_tol)
+        self.stall_rule = bool(stall_rule)
         self.interrupted = False
         self.callback, self.verbose = callback, check_int(verbose, "verbose", low=0)
         self.last_log = -math.inf
@@ -192,7 +208,32 @@ class Monitor:
             return "max_iter"
         if self.time_limit is not None and seconds >= self.time_limit:
             return "time_limit"
+        if self.stall_rule and self.stalled():
+            return "stalled"
         return None
+
+    def stalled(self):
+        """Whether the run stopped making progress (STALL_START's rule), checked when the
+        number of recorded iterations is a power of two (amortized O(1))."""
+        n = len(self.history)
+        if n < STALL_START or n & (n - 1):
+            return False
+        J = np.asarray(self.history.objective)
+        with np.errstate(invalid="ignore"):
+            lower = J - np.asarray(self.history.bound)
+        exact = np.asarray(self.history.exact)
+        half = n // 2
+        J_first, J_second = J[:half][exact[:half]], J[half:][exact[half:]]
+        if J_first.shape[0] == 0 or J_second.shape[0] == 0:
+            return False
+        slack = STALL_GAIN * float(np.abs(J_second).min())
+        if not float(J_second.min()) >= float(J_first.min()) - slack:
+            return False  # J decreased (or is NaN: no verdict)
+        low_first, low_second = lower[:half], lower[half:]
+        low_first = low_first[np.isfinite(low_first)]
+        low_second = low_second[np.isfinite(low_second)]
+        return low_second.shape[0] == 0 or (
+            low_first.shape[0] > 0 and float(low_second.max()) <= float(low_first.max()) + slack)
 
     def _callback_stops(self, iteration):
         entered = time.perf_counter()

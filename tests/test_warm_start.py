@@ -134,6 +134,58 @@ def test_auto_default_budget_honours_tol():
     assert short.status == "max_iter" and short.n_iter == 1000
 
 
+def test_auto_ends_where_a_tiny_alpha_leaves_nothing_to_certify():
+    """alpha 1e-20 on separable data: the optimum's weights are huge, J decreases towards 0
+    step after step and the dual points certify nothing of it.  solver="auto" without
+    max_iter gives the proximal Newton solvers their record's Newton steps (cd: J keeps
+    falling, the run ends on max_iter after them), and the Monitor's stall rule ends the
+    runs that repeat themselves (msdca's dual steps at such an alpha leave w = 0, mcd's
+    J and D stop moving), instead of running for auto's hour."""
+    from fastrisk.solvers import SOLVERS
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 5))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    res = fr.solve(fr.Problem(X, y, loss="logistic", penalty="l1", alpha=1e-20), tol=1e-4)
+    assert res.solver == "cd" and res.status == "max_iter"
+    assert res.n_iter == SOLVERS["cd"].auto_max_iter
+    assert res.objective < 1e-9 * np.log(2)  # the steps went on decreasing J
+    y3 = np.digitize(X[:, 0], [-0.5, 0.5])
+    for penalty, solver in (("l2", "msdca"), ("l1", "mcd")):
+        res = fr.solve(fr.Problem(X, y3, loss="softmax", penalty=penalty, alpha=1e-20), tol=1e-4)
+        assert res.solver == solver and res.status == "stalled", (solver, res.status)
+        assert res.n_iter <= 256 and res.gap > 1e-4 * res.objective
+
+
+def test_the_stall_rule_needs_a_run_that_repeats_itself():
+    """Monitor's stall rule (fastrisk/stopping.py): checked at powers of two from
+    STALL_START recorded iterations; a run whose second half improved neither J nor the
+    certified lower bound J - bound stops "stalled"; one that improved either goes on;
+    a Monitor without the rule never stops so."""
+    from fastrisk.stopping import STALL_START, Monitor
+
+    prob = fr.Problem(np.eye(3), np.array([1.0, -1.0, 1.0]), alpha=1.0)
+
+    def run(objective, bound, stall_rule=True, n=4 * STALL_START):
+        mon = Monitor(prob, "test", tol=0.0, max_iter=10 ** 9, stall_rule=stall_rule)
+        for it in range(1, n + 1):
+            status = mon.check(it, np.zeros(3), objective(it), bound(it))
+            if status is not None:
+                return status, it
+        return None, n
+
+    assert run(lambda it: 1.0, lambda it: 0.5) == ("stalled", STALL_START)
+    assert run(lambda it: 1.0, lambda it: 0.5, stall_rule=False) == (None, 4 * STALL_START)
+    assert run(lambda it: 1.0 + 1.0 / it, lambda it: 1.0) == (None, 4 * STALL_START)  # J falls
+    # J flat while the lower bound J - bound rises: progress
+    assert run(lambda it: 1.0, lambda it: 1.0 / it) == (None, 4 * STALL_START)
+    # no certificate at all (NaN bounds) and J flat: stalled
+    assert run(lambda it: 1.0, lambda it: np.nan) == ("stalled", STALL_START)
+    # the first half's best J is not beaten later: stalled at the next power of two
+    assert run(lambda it: 1.0 if it < 10 else 2.0, lambda it: np.nan) == ("stalled",
+                                                                         STALL_START)
+
+
 def test_online_regression_divergence_is_reported():
     """On an uncentred target (abalone-like: y in [1, 29]) the squared loss's data-scaled
     steps (fastrisk/solvers/_steps.py) neither diverge nor warn; a Lipschitz loss keeps the

@@ -142,7 +142,7 @@ def solve(problem, solver="auto", **options):
             solver = choose_solver(problem)
             solver_info(solver).check(problem)
             with sized_memory_errors(problem, solver):
-                return run(problem, solver, default_budget(options))
+                return run(problem, solver, default_budget(options, solver))
         info = solver_info(solver)
         info.check(problem)
         with sized_memory_errors(problem, solver):

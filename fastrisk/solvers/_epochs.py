@@ -95,11 +95,12 @@ def _check_objective(solver, J):
 
 
 def run_epochs(problem, solver, method, *, tol, abs_tol, max_iter, time_limit, callback,
-               verbose, check_every):
-    """Run ``method`` epoch by epoch until a stop status; returns the Result."""
+               verbose, check_every, stall_rule=False):
+    """Run ``method`` epoch by epoch until a stop status; returns the Result
+    (``stall_rule``: Monitor's, for a method whose bound is a duality gap)."""
     check_every = check_int(check_every, "check_every", low=0)
     mon = Monitor(problem, solver, tol=tol, max_iter=max_iter, time_limit=time_limit,
-                  callback=callback, verbose=verbose, abs_tol=abs_tol)
+                  callback=callback, verbose=verbose, abs_tol=abs_tol, stall_rule=stall_rule)
     estimate = getattr(method, "estimate", None)
     checked = getattr(method, "checked", None)
     status, epochs, last = None, 0, None

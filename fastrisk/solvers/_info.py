@@ -40,6 +40,8 @@ class SolverInfo:
     threads:      honours ``n_threads`` (OpenMP kernels).
     oracle_only:  needs only ``problem.oracle`` (Dask oracles, user-defined risks).
     epochs:       ``max_iter`` counts epochs (passes over the rows), not iterations.
+    auto_max_iter: the ``max_iter`` that ``solver="auto"`` gives it when none is given
+                  (None: auto's AUTO_MAX_ITER, with its time limit).
     stream_options: options ``partial_fit`` adds to one ordered epoch per chunk
                   (``max_iter=1, shuffle=False``), as (name, value) pairs.
     """
@@ -56,6 +58,7 @@ class SolverInfo:
     threads: bool = True
     oracle_only: bool = False
     epochs: bool = False
+    auto_max_iter: Optional[int] = None
     stream_options: Tuple[Tuple[str, object], ...] = ()
 
     def __post_init__(self):

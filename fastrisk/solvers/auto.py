@@ -119,7 +119,11 @@ first, but for a nonsmooth loss it has no certificate to honour ``tol``.
 
 Budget: without ``max_iter``, "auto" runs until ``tol`` is certified, for at most
 AUTO_TIME_LIMIT seconds (``default_budget``): an epoch count that suits one data set
-stops another short of ``tol``.
+stops another short of ``tol``.  A proximal Newton solver (``cd``, ``mcd``) gets the
+iteration count of its record instead (``auto_max_iter``): its steps near an optimum it
+can certify are few, and where they are many the certificate cannot follow (an l1 weight
+so small that the optimum's weights are huge, on separable data: J decreases towards 0
+step after step while the rescaled dual point certifies nothing of it).
 
 A candidate is skipped when its registry record (``SOLVER_INFO``) does not
 accept the problem, e.g. on a Dask problem, which has only its risk oracle.
@@ -203,12 +207,13 @@ def choose(problem):
     raise ValueError(f"no solver takes {problem!r}")
 
 
-def default_budget(options):
-    """``options`` with auto's budget: without ``max_iter``, AUTO_MAX_ITER iterations and
-    (unless given) a time limit of AUTO_TIME_LIMIT seconds; a given max_iter is kept as is."""
+def default_budget(options, name):
+    """``options`` with auto's budget for solver ``name``: without ``max_iter``, its record's
+    ``auto_max_iter`` or AUTO_MAX_ITER iterations, and (unless given) a time limit of
+    AUTO_TIME_LIMIT seconds; a given max_iter is kept as is."""
     if options.get("max_iter") is not None:
         return options
-    options = dict(options, max_iter=AUTO_MAX_ITER)
+    options = dict(options, max_iter=SOLVERS[name].auto_max_iter or AUTO_MAX_ITER)
     if options.get("time_limit") is None:
         options["time_limit"] = AUTO_TIME_LIMIT
     return options

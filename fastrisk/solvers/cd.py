@@ -221,7 +221,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     screening = check_bool(screening, "screening")
     check_choice(inner, "inner", ("auto", "columns", "gram"))
     mon = Monitor(problem, "cd", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                  callback=callback, verbose=verbose, abs_tol=abs_tol)
+                  callback=callback, verbose=verbose, abs_tol=abs_tol,
+                  stall_rule=True)
     data, loss = problem.data, problem.loss
     m, n_weights = data.n_samples, data.n_weights
     threads = max(1, min(solver_threads(problem, n_threads), data.nnz // PASS_GRAIN))
@@ -667,4 +668,6 @@ SOLVER_INFO = SolverInfo(
     start="w",
     certificate="duality gap J(w) - D(u), u the rescaled loss derivatives",
     threads=True,
+    # Newton steps, its own default (solvers/auto.py's Budget)
+    auto_max_iter=solve_cd.__kwdefaults__["max_iter"],
 )

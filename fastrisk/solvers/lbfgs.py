@@ -92,7 +92,8 @@ def solve_lbfgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
     precondition = check_choice(precondition, "precondition", tuple(SCALE_POWER))
     scaled = SCALE_POWER[precondition] > 0 and has_diagonal(problem)
     mon = Monitor(problem, "lbfgs", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                  callback=callback, verbose=verbose, abs_tol=abs_tol)
+                  callback=callback, verbose=verbose, abs_tol=abs_tol,
+                  stall_rule=True)
     # the variables L-BFGS runs on: w itself, or W feature-major (module docstring)
     if isinstance(problem.oracle, VectorOracle):
         runs_on = copy.copy(problem)

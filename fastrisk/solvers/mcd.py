@@ -174,7 +174,8 @@ def solve_mcd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None,
                      W.reshape(-1)[support], S)
     G = np.empty((n_w, k))
     mon = Monitor(problem, "mcd", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                  callback=callback, verbose=verbose, abs_tol=abs_tol)
+                  callback=callback, verbose=verbose, abs_tol=abs_tol,
+                  stall_rule=True)
     D_best, n_passes, n_set, stalls, t, eps_in = -math.inf, 0, 0, 0, 1.0, FORCING
     it, status = 0, None
     with mon.interruptible():
@@ -247,4 +248,6 @@ SOLVER_INFO = SolverInfo(
     start="w",
     certificate="duality gap J(W) - D(A), A the rescaled loss derivatives",
     threads=True,
+    # Newton steps, its own default (solvers/auto.py's Budget)
+    auto_max_iter=solve_mcd.__kwdefaults__["max_iter"],
 )

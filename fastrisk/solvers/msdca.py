@@ -460,9 +460,11 @@ def solve_msdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=Non
         if use_acceleration(accelerated, problem, R2):
             return run_epochs(problem, "msdca", Accelerated(state, R2), tol=tol, abs_tol=abs_tol,
                               max_iter=max_iter, time_limit=time_limit, callback=callback,
-                              verbose=verbose, check_every=check_every)
+                              verbose=verbose, check_every=check_every,
+                              stall_rule=True)
         mon = Monitor(problem, "msdca", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                      callback=callback, verbose=verbose, abs_tol=abs_tol)
+                      callback=callback, verbose=verbose, abs_tol=abs_tol,
+                      stall_rule=True)
         n, k, c = problem.n_samples, problem.n_classes, problem.sample_weight
         if start is None:
             state.row_loss[:] = (np.log(k) if state.loss == LOSS_IDS["softmax"] else 1.0) * (

@@ -275,7 +275,8 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
     if globalization not in GLOBALIZATIONS:
         raise ValueError(f"globalization must be one of {GLOBALIZATIONS}, got {globalization!r}")
     mon = Monitor(problem, "newton", tol=tol, max_iter=max_iter, time_limit=time_limit,
-                  callback=callback, verbose=verbose, abs_tol=abs_tol)
+                  callback=callback, verbose=verbose, abs_tol=abs_tol,
+                  stall_rule=True)
     cert = GapCertificate(problem, need_scores=True)
     hess = _Hessian(problem)
 

@@ -652,7 +652,8 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
             method = Accelerated(method, R2)
         return run_epochs(problem, "sdca", method, tol=tol, abs_tol=abs_tol,
                           max_iter=max_iter, time_limit=time_limit, callback=callback,
-                          verbose=verbose, check_every=check_every)
+                          verbose=verbose, check_every=check_every,
+                          stall_rule=True)
 
 
 def _minibatch_workspace(data, b, n_blocks, aggressive):
