@@ -135,7 +135,7 @@ def pegasos_epoch(const floating[::1] data, const index_t[::1] indices,
     if avg_start >= 0 and u.shape[0] != v.shape[0]:
         raise ValueError("u must have len(v) when averaging")
     load(&w, v, u, scalars, counters)
-    deriv = <double*>malloc(batch_size * sizeof(double))
+    deriv = <double*>malloc(min(batch_size, max(n, 1)) * sizeof(double))  # a step: <= n rows
     if deriv == NULL:
         raise MemoryError()
     with nogil:

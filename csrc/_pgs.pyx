@@ -107,7 +107,7 @@ def pgs_epoch(const floating[::1] data, const index_t[::1] indices,
         return BAD_LOSS, 0, 0
     if batch_size < 1 or phi.shape[0] != D:
         raise ValueError("batch_size must be >= 1 and phi must have len(theta)")
-    deriv = <double*>malloc(batch_size * sizeof(double))
+    deriv = <double*>malloc(min(batch_size, max(n, 1)) * sizeof(double))  # a step: <= n rows
     if deriv == NULL:
         raise MemoryError()
     last = D - 1

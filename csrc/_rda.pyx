@@ -198,7 +198,7 @@ def dual_averaging_epoch(const floating[::1] data, const index_t[::1] indices,
         raise ValueError("schedule arrays are too short for this call")
     if accelerated and (alpha.shape[0] < n_steps + 2 or A.shape[0] < n_steps + 2):
         raise ValueError("alpha and A are too short for this call")
-    fbuf = np.empty(batch_size)
+    fbuf = np.empty(min(batch_size, max(n_rows, 1)))  # a step reads at most n_rows rows
     cdef double[::1] f = fbuf
     sc.rows = &schedule[0, 0]
     sc.r0 = t0
@@ -294,7 +294,7 @@ def adaptive_rda_epoch(const floating[::1] data, const index_t[::1] indices,
     if coords.shape[1] != 3:
         raise ValueError("coords must have shape (n_weights, 3)")
     n_steps = (n_rows + batch_size - 1) // batch_size
-    fbuf = np.empty(batch_size)
+    fbuf = np.empty(min(batch_size, max(n_rows, 1)))  # a step reads at most n_rows rows
     cdef double[::1] f = fbuf
     with nogil:
         for step in range(n_steps):
@@ -401,7 +401,7 @@ def pnorm_rda_epoch(const floating[::1] data, const index_t[::1] indices,
     if acc.shape[0] != D:
         raise ValueError("S and acc must have the same length")
     n_steps = (n_rows + batch_size - 1) // batch_size
-    fbuf = np.empty(batch_size)
+    fbuf = np.empty(min(batch_size, max(n_rows, 1)))  # a step reads at most n_rows rows
     cdef double[::1] f = fbuf
     pos_buf = np.full(D, -1, dtype=np.intp)
     act_buf = np.empty(D, dtype=np.intp)
@@ -684,7 +684,7 @@ def pnorm_rda_epoch_integral(const floating[::1] data, const index_t[::1] indice
     ne = qi                                   # P holds k = 0 .. q - 1
     n_steps = (n_rows + batch_size - 1) // batch_size
     t_end = t0 + n_steps
-    fbuf = np.empty(batch_size)
+    fbuf = np.empty(min(batch_size, max(n_rows, 1)))  # a step reads at most n_rows rows
     cdef double[::1] f = fbuf
     # per coordinate, side by side (one cache line per row coordinate; see PCoord),
     # and the bucket links
@@ -874,7 +874,7 @@ def truncated_gradient_epoch(const floating[::1] data, const index_t[::1] indice
         raise ValueError("coords must have shape (n_weights, 2)")
     n_steps = (n_rows + batch_size - 1) // batch_size
     t_end = t0 + n_steps
-    fbuf = np.empty(batch_size)
+    fbuf = np.empty(min(batch_size, max(n_rows, 1)))  # a step reads at most n_rows rows
     cdef double[::1] f = fbuf
     with nogil:
         for step in range(n_steps):

@@ -45,6 +45,7 @@ from fastrisk.config import MAX_THREADS
 from fastrisk.losses import LOSSES
 from fastrisk.regularizers import PENALTIES
 from fastrisk.solvers import SOLVERS, solvers_for
+from fastrisk.solvers._checks import SIZE_MAX
 
 
 class UserError(Exception):
@@ -86,8 +87,10 @@ def _read_npz(path):
             X = z["X"]
         else:
             shape = z["shape"]
-            if shape.shape != (2,) or shape.dtype.kind not in "iu" or (shape < 0).any():
-                raise ValueError(f"shape must hold two integers >= 0, got {shape!r:.60}")
+            if shape.shape != (2,) or shape.dtype.kind not in "iu" or (shape < 0).any() \
+                    or (shape > SIZE_MAX).any():
+                raise ValueError(f"shape must hold two integers >= 0 and <= 2**62, got "
+                                 f"{shape!r:.60}")
             arrays = {k: z[k] for k in ("data", "indices", "indptr")}
             for k in ("indices", "indptr"):
                 if arrays[k].ndim != 1 or arrays[k].dtype.kind not in "iu":
@@ -117,7 +120,10 @@ def _check_data(X, y):
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"y has shape {y.shape}, expected ({X.shape[0]},): one label or "
                          "target per row of X")
-    if y.dtype.kind not in "biufUS":
+    if y.dtype.kind == "S":  # scikit-learn refuses byte-string labels
+        raise TypeError(f"y holds byte strings (dtype {y.dtype}): store the labels as str "
+                        "(np.str_) or numbers")
+    if y.dtype.kind not in "biufU":
         raise TypeError(f"y must hold numbers, bools or strings, got dtype {y.dtype}")
     return X, y
 
@@ -446,6 +452,10 @@ def evaluate(model, X, y, notes=None):
                 notes.append("AUC not computed: it needs the labels of both classes and "
                              "no others")
         return scores
+    y = np.asarray(y)
+    if y.dtype.kind not in "biuf":
+        raise UserError(f"DATA targets must be numbers for a {model.loss} model (a regressor), "
+                        f"got labels of dtype {y.dtype}")
     pred = model.predict(X)
     return {"RMSE": math.sqrt(metrics.mean_squared_error(y, pred)),
             "MAE": metrics.mean_absolute_error(y, pred), "R2": metrics.r2_score(y, pred)}

@@ -121,8 +121,13 @@ _BLAS_CONTROLLER = None
 
 
 def show_config(file=None):
-    """Print version, OpenMP status, thread count and compiler flags."""
+    """Print version, OpenMP status, thread count and compiler flags (to ``file``, a text
+    stream; None: stdout)."""
     from fastrisk import __version__
+
+    if file is not None and not callable(getattr(file, "write", None)):
+        raise TypeError(f"file must be a text stream with a write method or None, got "
+                        f"{type(file).__name__}")
 
     openmp = f"on (OpenMP {_buildinfo.OPENMP_VERSION})" if OPENMP else "off (serial build)"
     lines = [

@@ -25,6 +25,7 @@ below (a target far from 0 sets alpha_max through the penalized intercept).
 """
 
 import inspect
+import itertools
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -41,7 +42,7 @@ from fastrisk.estimators import (LinearClassifier, LinearRegressor, _canonical,
                                  _mean_one, _sample_weight, one_fit_at_a_time)
 from fastrisk.losses import LOSSES
 from fastrisk.problem import Problem
-from fastrisk.regpath import alpha_max, check_alphas
+from fastrisk.regpath import MAX_ALPHAS, alpha_max, check_alphas
 from fastrisk.regularizers import make_regularizer
 from fastrisk.solvers._checks import check_int, check_number
 
@@ -53,8 +54,20 @@ def _fold_indices(folds, n):
     there are none (an empty iterable, or a generator used up by a previous fit) or a part
     is not a non-empty array of row indices in [0, n) (a boolean mask of length n is
     taken as its indices, as scikit-learn takes it)."""
-    out = []
-    for f, (train, test) in enumerate(folds, 1):
+    out, folds = [], iter(folds)
+    for f in itertools.count(1):
+        try:  # a splitter's generator unpacks the folds of an iterable cv itself
+            fold = next(folds)
+        except StopIteration:
+            break
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"cv: fold {f} is not a (train, test) pair of row indices "
+                             f"({exc})") from None
+        try:
+            train, test = fold
+        except (TypeError, ValueError):
+            raise ValueError(f"cv: fold {f} must be a (train, test) pair of row indices, got "
+                             f"{fold!r}") from None
         pair = []
         for part, rows in (("training", train), ("held-out", test)):
             rows = np.asarray(rows)
@@ -149,7 +162,7 @@ class _CVMixin:
     def _grid(self, X, y, sample_weight):
         if self.alphas is not None:
             return check_alphas(self.alphas)
-        check_int(self.n_alphas, "n_alphas", low=1)
+        check_int(self.n_alphas, "n_alphas", low=1, high=MAX_ALPHAS)
         check_number(self.eps, "eps", low=0.0, high=1.0, low_open=True, high_open=True)
         split = make_regularizer(self.penalty, l1_ratio=self.l1_ratio, p=self.p).l1_l2()
         top = 0.0
@@ -230,9 +243,13 @@ class _CVMixin:
                 est = self._base(**dict(params, alpha=float(a)))
                 est.fit(X[train], y[train], **({} if sw is None else
                                                 {"sample_weight": sw[train]}))
-                out[k] = scorer(est, X[test], y[test],
-                                **({} if score_w is None or not weighted_scores else
-                                   {"sample_weight": score_w[test]}))
+                score = scorer(est, X[test], y[test],
+                               **({} if score_w is None or not weighted_scores else
+                                  {"sample_weight": score_w[test]}))
+                try:
+                    out[k] = score
+                except (TypeError, ValueError):
+                    raise TypeError(f"scoring must return a number, got {score!r}") from None
             return out
 
         # the folds' threads (each fit runs one kernel thread): None means one per core

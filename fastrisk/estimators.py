@@ -30,6 +30,7 @@ import contextlib
 import functools
 import math
 import numbers
+import sys
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -784,8 +785,8 @@ def estimator_from_model(model):
     params = dict(loss=model.loss, penalty=model.penalty, alpha=model.alpha,
                   loss_param=model.loss_param,
                   solver=model.solver if model.solver in SOLVERS else "auto",
-                  fit_intercept=bool(model.info.get("fit_intercept", True)),
-                  intercept_scaling=float(model.info.get("intercept_scaling", 1.0)))
+                  fit_intercept=_info_field(model, "fit_intercept", True, bool),
+                  intercept_scaling=_info_field(model, "intercept_scaling", 1.0, float))
     # the penalty's parameter as saved; None (the parameter of another penalty, or one a
     # file written before the field does not record) leaves the estimator's default
     params.update({k: v for k, v in (("l1_ratio", model.l1_ratio), ("p", model.p))
@@ -803,7 +804,26 @@ def estimator_from_model(model):
         est.feature_names_in_ = np.array(model.feature_names, dtype=object)
     est.solver_ = model.solver
     est._n_samples = model.n_samples
-    est.n_iter_ = int(model.info.get("n_iter", 0))
-    est.objective_ = model.info.get("objective", math.nan)
-    est.gap_ = model.info.get("gap", math.nan)
+    est.n_iter_ = _info_field(model, "n_iter", 0, int)
+    est.objective_ = _info_field(model, "objective", math.nan, float)
+    est.gap_ = _info_field(model, "gap", math.nan, float)
     return est
+
+
+def _info_field(model, key, default, kind):
+    """``model.info[key]`` (``default`` when absent) as a ``kind``: bool, int (>= 0) or float
+    (None: NaN); ValueError naming the entry for any other value (a file's info is free JSON,
+    and bool("false") or int("x") would mislead or fail without saying where)."""
+    value = model.info.get(key, default)
+    if kind is bool:
+        ok = isinstance(value, bool)
+    elif kind is int:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    else:
+        value = math.nan if value is None else value
+        ok = isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)
+                                          and abs(value) <= sys.float_info.max)
+    if not ok:
+        expected = {bool: "a bool", int: "an integer >= 0", float: "a number or None"}[kind]
+        raise ValueError(f"model.info[{key!r}] must be {expected}, got {value!r:.80}")
+    return kind(value)

@@ -248,15 +248,30 @@ class Loss:
 
     def values(self, f, y):
         """Kernel (l(f_i, y_i), l'(f_i, y_i)) for scalar losses."""
-        f = np.ascontiguousarray(f, dtype=np.float64)
-        y = np.ascontiguousarray(y, dtype=np.float64)
+        f, y = self._vectors(f, "f", y)
         return _oracle.loss_values(self.spec.kernel_id, self.param, f, y)
 
     def conjugate(self, a, y):
         """Kernel l*(a_i) at y_i for scalar losses (+inf outside the domain)."""
-        a = np.ascontiguousarray(a, dtype=np.float64)
-        y = np.ascontiguousarray(y, dtype=np.float64)
+        a, y = self._vectors(a, "a", y)
         return _oracle.loss_conjugates(self.spec.kernel_id, self.param, a, y)
+
+    def _vectors(self, v, name, y):
+        """(v, y) as float64 vectors of one length, for the element-wise kernels."""
+        if self.spec.vector:
+            raise ValueError(f"the {self.name} loss is a vector loss: it has no element-wise "
+                             "values (fastrisk.losses.vector_loss)")
+        out = []
+        for arg, label in ((v, name), (y, "y")):
+            arr = np.asarray(arg)
+            if arr.dtype.kind not in "biuf" or arr.ndim != 1:
+                raise ValueError(f"{label} must be a 1-d array of real numbers, got dtype "
+                                 f"{arr.dtype}, shape {arr.shape}")
+            out.append(np.ascontiguousarray(arr, dtype=np.float64))
+        if out[0].shape != out[1].shape:
+            raise ValueError(f"{name} and y must have the same length, got {out[0].shape[0]} "
+                             f"and {out[1].shape[0]}")
+        return out
 
 
 def psd_factor(M):

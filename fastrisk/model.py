@@ -389,7 +389,7 @@ class LinearModel:
         may have been changed since the model was built, so they pass the constructor's
         checks again first: what is written is what ``load`` accepts.
         """
-        path = os.fspath(path)
+        path = _file_path(path)
         if not (np.isfinite(self.coef).all() and np.isfinite(self.intercept).all()):
             raise ValueError("coef or intercept contains NaN or infinity (a diverged fit?); "
                              "such a model predicts nothing meaningful and is not saved")
@@ -555,16 +555,21 @@ def _check_meta(meta, path):
                                  f"info value 'nan', 'inf' or '-inf'")
 
 
+def _file_path(path):
+    """``path`` (str, bytes or os.PathLike) as a str; TypeError naming it otherwise."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a file path (str, bytes or os.PathLike), got "
+                        f"{type(path).__name__}")
+    return os.fsdecode(path)
+
+
 def load(path):
     """Read a model written by ``LinearModel.save`` / ``estimator.save``; see the module docstring.
 
     Raises FileNotFoundError for a missing file and ValueError naming the file for anything
     else that is not a valid model file, whatever parser (zip, .npy header, JSON) finds it.
     """
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        raise TypeError(f"path must be a file path (str, bytes or os.PathLike), got "
-                        f"{type(path).__name__}")
-    path = os.fsdecode(path)  # str, bytes or a path object
+    path = _file_path(path)
     try:
         with open(path, "rb"):
             pass

@@ -105,8 +105,10 @@ def partition_rows(n_samples, n_partitions):
     """
     if isinstance(n_partitions, (list, tuple, np.ndarray)):
         sizes = np.asarray(n_partitions)
+        # each size in [1, n_samples] before the sum (a wrapped int64 sum could match)
         if sizes.ndim != 1 or sizes.size == 0 or sizes.dtype.kind not in "iu" \
-                or (sizes < 1).any() or sizes.sum() != n_samples:
+                or (sizes < 1).any() or (sizes > n_samples).any() \
+                or sum(int(size) for size in sizes) != n_samples:
             raise ValueError("n_partitions as a sequence must hold positive integer partition "
                              f"sizes summing to {n_samples}, got {n_partitions!r}")
         edges = np.concatenate([[0], np.cumsum(sizes)])

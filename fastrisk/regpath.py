@@ -23,10 +23,12 @@ from fastrisk.config import solver_threads
 from fastrisk.problem import Problem
 from fastrisk.regularizers import has_l1_term
 from fastrisk.columns import check_columns, column_view
-from fastrisk.solvers._checks import real_array
+from fastrisk.solvers._checks import check_int, real_array
 from fastrisk.solvers.cd import SOLVER_INFO as CD_INFO, solve_cd
 
 
+# the longest default grid (path, the CV estimators): each alpha is a solve
+MAX_ALPHAS = 10 ** 6
 # solve_cd's keyword arguments (the options a path passes on)
 _CD_KEYWORDS = frozenset(name for name, par in inspect.signature(solve_cd).parameters.items()
                          if par.kind is inspect.Parameter.KEYWORD_ONLY)
@@ -140,9 +142,7 @@ def path(X, y, *, loss="logistic", penalty="l1", l1_ratio=1.0, alphas=None, n_al
             raise ValueError(f"path: the default grid starts at alpha_max, which needs an l1 "
                              f"term (penalty {penalty!r}{setting}); pass alphas= for a "
                              f"penalty without one")
-        if not isinstance(n_alphas, (int, np.integer)) or isinstance(n_alphas, bool) \
-                or n_alphas < 1:
-            raise ValueError(f"n_alphas must be an integer >= 1, got {n_alphas!r}")
+        n_alphas = check_int(n_alphas, "n_alphas", low=1, high=MAX_ALPHAS)
         if not isinstance(eps, (int, float, np.number)) or not 0.0 < eps < 1.0:
             raise ValueError(f"eps must be a number in (0, 1), got {eps!r}")
         top = alpha_max(first, cols)

@@ -24,10 +24,14 @@ from fastrisk import _conj
 from fastrisk.solvers._checks import check_choice, check_number
 
 
-def _vec(x, name):
+def _vec(x, name, finite=False):
+    """``x`` as a contiguous float64 vector; ``finite``: NaN and inf refused (a prox's
+    thresholds would map NaN to 0)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     if x.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {x.shape}")
+    if finite and not np.isfinite(x).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
     return x
 
 
@@ -64,7 +68,7 @@ class L2:
         return _vec(w, "w").copy()
 
     def prox(self, v, t):
-        return _vec(v, "v") / (1.0 + _step(t))
+        return _vec(v, "v", finite=True) / (1.0 + _step(t))
 
     def conjugate(self, u):
         return self.value(u)
@@ -93,7 +97,7 @@ class L1:
         return np.sign(_vec(w, "w"))
 
     def prox(self, v, t):
-        return soft_threshold(v, t)
+        return soft_threshold(_vec(v, "v", finite=True), t)
 
     def conjugate(self, u):
         return 0.0 if np.abs(_vec(u, "u")).max(initial=0.0) <= 1.0 else np.inf
@@ -132,7 +136,7 @@ class ElasticNet:
         return r * np.sign(w) + (1.0 - r) * w
 
     def prox(self, v, t):
-        v, t, r = _vec(v, "v"), _step(t), self.l1_ratio
+        v, t, r = _vec(v, "v", finite=True), _step(t), self.l1_ratio
         out = np.empty_like(v)
         _conj.shrink(v, t * r, 1.0 / (1.0 + t * (1.0 - r)), out)
         return out
@@ -207,7 +211,7 @@ class Lp:
         phi(||v||_p) <= 0, so Brent's method on [0, ||v||_p] finds the N
         at which the trial point is the prox.  p = 2 is v / (1 + t).
         """
-        v, t, p = _vec(v, "v"), _step(t), self.p
+        v, t, p = _vec(v, "v", finite=True), _step(t), self.p
         if p == 2.0 or t == 0.0:
             return v / (1.0 + t)
         c = t / (p - 1.0)
@@ -285,6 +289,9 @@ PENALTIES = tuple(REGULARIZERS)
 
 
 def make_regularizer(penalty, *, l1_ratio=0.15, p=2.0):
-    """Regularizer for ``penalty`` in PENALTIES."""
+    """Regularizer for ``penalty`` in PENALTIES.  Every penalty's parameter is checked by its
+    own regularizer, used or not: a mistyped l1_ratio beside penalty="l2" is an error (as in
+    scikit-learn), not a value silently ignored."""
     check_choice(penalty, "penalty", PENALTIES)
-    return REGULARIZERS[penalty](l1_ratio, p)
+    made = {name: make(l1_ratio, p) for name, make in REGULARIZERS.items()}
+    return made[penalty]

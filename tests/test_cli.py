@@ -353,6 +353,11 @@ def _bad_npz(path, kind, X, y):
         np.savez(path, X=X + 1j, y=y)
     elif kind == "float shape":
         np.savez(path, **{**csr_arrays, "shape": np.array(X.shape, dtype=float)}, y=y)
+    elif kind == "huge shape":  # int(shape) beyond scipy's index range
+        np.savez(path, **{**csr_arrays, "shape": np.array([20, 2**64 - 1], dtype=np.uint64)},
+                 y=y)
+    elif kind == "byte-string labels":
+        np.savez(path, X=X, y=np.where(y > 0, b"yes", b"no"))
     elif kind == "float indices":
         np.savez(path, **{**csr_arrays, "indices": csr.indices.astype(float)}, y=y)
     elif kind == "index out of range":
@@ -375,6 +380,8 @@ def _bad_npz(path, kind, X, y):
     ("no y", "the .npz archive lacks 'y'"),
     ("complex X", r"X: Complex data not supported \(X must be real\)"),
     ("float shape", "shape must hold two integers >= 0"),
+    ("huge shape", r"shape must hold two integers >= 0 and <= 2\*\*62"),
+    ("byte-string labels", r"y holds byte strings \(dtype \|S3\): store the labels as str"),
     ("float indices", "indices must be a 1-d integer array"),
     ("index out of range", "X has column index 7 out of range"),
     ("one .npy", "not an .npz archive"),
@@ -391,6 +398,20 @@ def test_bad_npz_data_is_a_one_line_error(tiny, tmp_path, capsys, command, kind,
     assert code == 1 and out == ""
     line = _one_line_error(capsys)
     assert re.search(rf"DATA {re.escape(str(data))}: {message}", line), line
+
+
+def test_evaluating_a_regressor_on_string_labels_is_a_one_line_error(tiny, tmp_path, capsys):
+    """A regressor's metrics need numeric targets: labels read as strings are named as the
+    data's fault (not a float conversion error from inside scikit-learn)."""
+    root, X, y = tiny
+    fr.LinearRegressor(solver="lbfgs").fit(X, y).save(tmp_path / "reg.frm")
+    data = tmp_path / "labels.npz"
+    np.savez(data, X=X, y=np.where(y > 0, "yes", "no"))
+    code, out = run(["evaluate", tmp_path / "reg.frm", data])
+    assert code == 1 and out == ""
+    line = _one_line_error(capsys)
+    assert line == ("fastrisk: error: DATA targets must be numbers for a squared model (a "
+                    "regressor), got labels of dtype <U3"), line
 
 
 @pytest.mark.parametrize("argv,option", [

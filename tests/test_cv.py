@@ -101,7 +101,8 @@ def test_cv_validates_its_arguments():
         LinearClassifierCV(n_jobs=0).fit(X, y)
     with pytest.raises(ValueError, match=r"^eps must be a finite number > 0 and < 1, got 1.5$"):
         LinearClassifierCV(eps=1.5).fit(X, y)
-    with pytest.raises(ValueError, match=r"^n_alphas must be an integer >= 1, got True$"):
+    with pytest.raises(ValueError,
+                       match=r"^n_alphas must be an integer >= 1 and <= 1e\+06, got True$"):
         LinearClassifierCV(n_alphas=True).fit(X, y)
     # refused by name, not inside numpy or a comparison
     for alphas in ("a", [1e-2 + 1j], []):

@@ -173,6 +173,41 @@ BAD = [
     (lambda X, y: fr.Problem(X, y, alpha=0.0), ValueError, "alpha must be"),
     (lambda X, y: fr.Problem(X, y, n_threads=0), ValueError, "n_threads"),
     (lambda X, y: fr.Problem(X, y, n_partitions=0), ValueError, "n_partitions"),
+    # sizes whose uint64 sum wraps around to n_samples
+    (lambda X, y: fr.Problem(X, y, n_partitions=np.array([2**63, 2**63 + 20], dtype=np.uint64)),
+     ValueError, "^n_partitions as a sequence"),
+    # integer options reach the kernels as 64-bit integers
+    (lambda X, y: fr.solve(fr.Problem(X, y), "pegasos", batch_size=2**63), ValueError,
+     r"^batch_size must be an integer <= 2\*\*62, got 9223372036854775808$"),
+    (lambda X, y: fr.solve(fr.Problem(X, y, loss="logistic"), "newton", max_cg=2**63),
+     ValueError, r"^max_cg must be an integer <= 2\*\*62"),
+    (lambda X, y: fr.solve(fr.Problem(X, y), "bmrm", max_bundle="10"), ValueError,
+     r"^max_bundle must be None or an integer >= 2, got '10'$"),
+    (lambda X, y: fr.solve(fr.Problem(X, y), "prox_bundle", R=1e-300), ValueError,
+     r"^R must be a finite number >= 1e-150 and <= 1e\+150, got 1e-300$"),
+    (lambda X, y: fr.Problem(X, y).coef_intercept(np.zeros(3)), ValueError,
+     r"^w must be a real vector of length n_weights = 7, got float64 of shape \(3,\)$"),
+    (lambda X, y: fr.LinearClassifierCV(cv=[1, 2]).fit(X, y), ValueError, "^cv: fold 1 "),
+    (lambda X, y: fr.LinearClassifierCV(n_alphas=10**30).fit(X, y), ValueError,
+     r"^n_alphas must be an integer >= 1 and <= 1e\+06"),
+    (lambda X, y: fr.path(X, y, n_alphas=10**30), ValueError, "^n_alphas must be"),
+    (lambda X, y: fr.LinearClassifierCV(n_alphas=2, scoring=lambda e, X, y: "a").fit(X, y),
+     TypeError, "^scoring must return a number, got 'a'$"),
+    # a prox's threshold would map NaN to 0
+    (lambda X, y: fr.make_regularizer("l1").prox(np.array([np.nan, 1.0]), 0.1), ValueError,
+     r"^v must be finite \(no NaN or inf\)$"),
+    (lambda X, y: fr.make_regularizer("lp", p=1.5).prox(np.array([np.inf, 1.0]), 0.1),
+     ValueError, "^v must be finite"),
+    (lambda X, y: fr.Loss("logistic").values(np.zeros((3, 2)), np.ones(3)), ValueError,
+     r"^f must be a 1-d array of real numbers, got dtype float64, shape \(3, 2\)$"),
+    (lambda X, y: fr.Loss("logistic").conjugate(np.zeros(3), np.ones(4)), ValueError,
+     "^a and y must have the same length, got 3 and 4$"),
+    (lambda X, y: fr.show_config(file=5), TypeError, "^file must be a text stream"),
+    # a penalty's parameter is checked where another penalty is asked for too
+    (lambda X, y: fr.Problem(X, y, penalty="l2", l1_ratio="x"), ValueError,
+     r"^l1_ratio must be a finite number >= 0 and <= 1, got 'x'$"),
+    (lambda X, y: fr.LinearClassifier(penalty="l1", p=5.0).fit(X, y), ValueError,
+     r"^p must be a finite number > 1 and <= 2, got 5.0$"),
 ]
 
 

@@ -276,6 +276,28 @@ def test_missing_file_and_bad_arguments(tmp_path):
                     n_samples=1)
 
 
+@pytest.mark.parametrize("key, value, expected", [
+    ("n_iter", "x", "an integer >= 0"), ("n_iter", -1, "an integer >= 0"),
+    ("fit_intercept", "false", "a bool"), ("intercept_scaling", "1", "a number or None"),
+    ("objective", [1.0], "a number or None"), ("gap", 10 ** 400, "a number or None")])
+def test_estimator_from_a_model_with_a_foreign_info_entry(key, value, expected):
+    """A model's info is free JSON: the entries an estimator reads back are checked, and a
+    value of another type names the entry (bool("false") would be True)."""
+    model = _model()
+    model.info[key] = value
+    with pytest.raises(ValueError, match=rf"^model\.info\['{key}'\] must be {expected}, "):
+        fr.estimator_from_model(model)
+
+
+def test_save_and_load_name_a_path_that_is_not_one(tmp_path):
+    for call in (lambda: _model().save(5), lambda: fr.load(5)):
+        with pytest.raises(TypeError, match=r"^path must be a file path \(str, bytes or "
+                                            r"os\.PathLike\), got int$"):
+            call()
+    path = _model().save(os.fsencode(tmp_path / "m.frm"))  # bytes: a file name, decoded
+    assert (tmp_path / "m.frm").is_file() and fr.load(path).n_samples == _model().n_samples
+
+
 def _set_meta(members, meta_bytes):
     members["meta.npy"] = _npy(np.frombuffer(meta_bytes, dtype=np.uint8))
 

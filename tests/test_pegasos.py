@@ -305,3 +305,21 @@ def test_a_risk_zero_at_zero_gives_w_zero(solver):
     problem = fr.Problem(X, np.sign(X[:, 0]), loss="zero_margin", alpha=1e-2)
     res = fr.solve(problem, solver, max_iter=3, random_state=0)
     assert res.status == "converged" and not res.w.any() and res.objective == 0.0
+
+
+@pytest.mark.parametrize("solver, penalty", [
+    ("pegasos", {}), ("adaptive", {}), ("optimistic", {}), ("proximal", {}),
+    ("pgs", dict(penalty="lp", p=1.5)), ("rda", dict(penalty="l1")),
+    ("truncated_gradient", dict(penalty="l1")), ("sgd_l1", dict(penalty="l1"))])
+def test_a_batch_beyond_the_rows_is_one_step_over_all_of_them(solver, penalty):
+    """A step takes at most the m rows of an epoch, so batch_size = 2**62 (the largest the
+    options take) is batch_size = m, bit for bit; the kernels size their per-step buffers
+    by the rows a step can take (a buffer of batch_size entries would overflow its byte
+    count and be written past)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 5))
+    problem = fr.Problem(X, np.where(rng.standard_normal(40) > 0, 1, -1), alpha=1e-2,
+                         **penalty)
+    huge = fr.solve(problem, solver, batch_size=2**62, max_iter=3, random_state=0)
+    whole = fr.solve(problem, solver, batch_size=40, max_iter=3, random_state=0)
+    assert np.array_equal(huge.w, whole.w) and huge.n_iter == whole.n_iter == 3

@@ -23,6 +23,19 @@ def check_int(value, name, low=None, high=None, *, allow_none=False):
     return int(value)
 
 
+# the largest count or size a kernel takes (as a 64-bit signed integer, which it may add to
+# or double)
+SIZE_MAX = 2 ** 62
+
+
+def check_size(value, name, low=1, *, allow_none=False):
+    """``check_int`` for a count or size that reaches a kernel: at most SIZE_MAX."""
+    value = check_int(value, name, low, allow_none=allow_none)
+    if value is not None and value > SIZE_MAX:
+        raise ValueError(f"{name} must be an integer <= 2**62, got {value!r}")
+    return value
+
+
 def check_number(value, name, low=None, high=None, *, low_open=False, high_open=False):
     """A finite real number (not a bool) in the interval given by low/high and openness."""
     ok = isinstance(value, (numbers.Real, np.floating, np.integer)) \

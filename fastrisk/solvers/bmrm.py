@@ -79,7 +79,8 @@ import highspy
 import numpy as np
 
 from fastrisk._qp import cut_combination, sample_combination, sample_products
-from fastrisk.solvers._checks import check_int, check_number, finite_iterate, start_weights
+from fastrisk.solvers._checks import (check_int, check_number, check_size, finite_iterate,
+                                      start_weights)
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers.qp import simplex_qp
 from fastrisk.stopping import Monitor
@@ -285,6 +286,7 @@ def make_bundle(problem, max_bundle, floor, *, gram=True, extra=(), storage=None
     """
     from fastrisk.oracle import LocalOracle
 
+    max_bundle = check_size(max_bundle, "max_bundle", low=2, allow_none=True)
     n = problem.n_weights
     dense_k = default_max_bundle(n) if max_bundle is None else max_bundle
     if isinstance(problem.oracle, LocalOracle) and storage != "dense":

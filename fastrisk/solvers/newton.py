@@ -74,7 +74,7 @@ from fastrisk import _hessian, _oracle
 from fastrisk.config import single_threaded_blas
 from fastrisk.regularizers import is_l2
 from fastrisk.solvers._dual_gap import REACH, GapCertificate
-from fastrisk.solvers._checks import check_bool, start_weights
+from fastrisk.solvers._checks import check_bool, check_size, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
@@ -270,8 +270,7 @@ def solve_newton(problem, *, tol=1e-4, abs_tol=0.0, max_iter=200, time_limit=Non
         raise ValueError(reason)
     if not isinstance(cg_tol, (int, float, np.number)) or not 0 < cg_tol < 1:
         raise ValueError(f"cg_tol must be a number in (0, 1), got {cg_tol!r}")
-    if not isinstance(max_cg, (int, np.integer)) or isinstance(max_cg, bool) or max_cg < 1:
-        raise ValueError(f"max_cg must be an integer >= 1, got {max_cg!r}")
+    max_cg = check_size(max_cg, "max_cg")
     if globalization not in GLOBALIZATIONS:
         raise ValueError(f"globalization must be one of {GLOBALIZATIONS}, got {globalization!r}")
     mon = Monitor(problem, "newton", tol=tol, max_iter=max_iter, time_limit=time_limit,

@@ -68,7 +68,7 @@ import numpy as np
 from fastrisk import _pegasos
 from fastrisk.regularizers import is_l2
 from fastrisk.solvers._certificates import lemma5_bound
-from fastrisk.solvers._checks import (StartMismatch, check_bool, check_int, check_number,
+from fastrisk.solvers._checks import (StartMismatch, check_bool, check_number, check_size,
                                       finite_iterate, start_state)
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, run_epochs
 from fastrisk.solvers._info import SolverInfo
@@ -217,7 +217,7 @@ def _run(problem, solver, *, tol, abs_tol, max_iter, time_limit, callback, verbo
          epsilon=0.0, delta=0.1):
     _INFO[solver].check(problem)
     check_budget(tol, max_iter, time_limit)
-    batch_size = check_int(batch_size, "batch_size", low=1)
+    batch_size = check_size(batch_size, "batch_size")
     shuffle = check_bool(shuffle, "shuffle")
     if not (average in ("tail", "last") or (isinstance(average, (int, np.integer))
                                             and not isinstance(average, bool) and average >= 0)):

@@ -36,7 +36,7 @@ import numpy as np
 from fastrisk import _pgs
 from fastrisk.regularizers import norm_exponent
 from fastrisk.solvers._certificates import fenchel_bound
-from fastrisk.solvers._checks import (StartMismatch, check_bool, check_int, check_number,
+from fastrisk.solvers._checks import (StartMismatch, check_bool, check_number, check_size,
                                       finite_iterate, start_state)
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, other_solvers, run_epochs
 from fastrisk.solvers._info import SolverInfo
@@ -124,7 +124,7 @@ def solve_pgs(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=None, 
     SOLVER_INFO.check(problem)
     check_budget(tol, max_iter, time_limit)
     p = _p_of(problem)
-    batch_size = check_int(batch_size, "batch_size", low=1)
+    batch_size = check_size(batch_size, "batch_size")
     if B is not None:
         B = check_number(B, "B", 0.0, low_open=True)
     shuffle = check_bool(shuffle, "shuffle")

@@ -187,7 +187,8 @@ def solve_prox_bundle(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_lim
     """
     SOLVER_INFO.check(problem)
     lam = problem.alpha
-    R = min(1.0, 1.0 / math.sqrt(lam)) if R is None else check_number(R, "R", 0.0, low_open=True)
+    # R^2 divides the weights below: kept within the squares' range
+    R = min(1.0, 1.0 / math.sqrt(lam)) if R is None else check_number(R, "R", 1e-150, 1e150)
     if restart is not None:
         restart = check_number(restart, "restart", 0.0, 1.0, low_open=True, high_open=True)
     mon = Monitor(problem, "prox_bundle", tol=tol, max_iter=max_iter, time_limit=time_limit,

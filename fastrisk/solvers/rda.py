@@ -106,7 +106,7 @@ import numpy as np
 from fastrisk import _rda
 from fastrisk.regularizers import is_l1, soft_threshold
 from fastrisk.solvers._certificates import strong_convexity_bound
-from fastrisk.solvers._checks import (StartMismatch, check_bool, check_int, check_number,
+from fastrisk.solvers._checks import (StartMismatch, check_bool, check_number, check_size,
                                       finite_iterate, start_state)
 from fastrisk.solvers._epochs import check_kernel_status, epoch_orders, run_epochs
 from fastrisk.solvers._info import SolverInfo
@@ -318,7 +318,7 @@ def _rda_settings(problem, *, gamma, rho, batch_size, p_norm, accelerated, L, ad
     a continued run keeps the first call's defaults."""
     lam, sigma = _psi(problem)
     rho = check_number(rho, "rho", 0.0)
-    k = check_int(batch_size, "batch_size", low=1)
+    k = check_size(batch_size, "batch_size")
     previous = start_state(start, "rda", dict)
     if isinstance(previous, dict) and previous.get("solver") == "rda":
         gamma = previous["config"][3] if gamma is None else gamma
@@ -488,8 +488,8 @@ def _solve_truncation(problem, solver, truncate, *, tol, abs_tol, max_iter, time
     check_budget(tol, max_iter, time_limit)
     shuffle = check_bool(shuffle, "shuffle")
     lam = problem.alpha
-    k = check_int(batch_size, "batch_size", low=1)
-    K = check_int(K, "K", low=1)
+    k = check_size(batch_size, "batch_size")
+    K = check_size(K, "K")
     n_steps = -(-problem.n_samples // k)
     if eta is None:
         previous = start_state(start, solver, dict)

@@ -79,7 +79,8 @@ from fastrisk.config import single_threaded_blas, solver_threads
 from fastrisk.regularizers import L2_TERM_RULE, has_l2_term, scaled_weights, soft_threshold
 from fastrisk.solvers._catalyst import (PROBE_BAND, Accelerated, Probe, check_accelerated, pays,
                                         radius_sq, use_acceleration)
-from fastrisk.solvers._checks import check_bool, check_choice, check_int, check_rng, start_weights
+from fastrisk.solvers._checks import (check_bool, check_choice, check_int, check_rng,
+                                      check_size, start_weights)
 from fastrisk.solvers._epochs import check_kernel_status, run_epochs
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import check_budget
@@ -626,7 +627,7 @@ def solve_sdca(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None
     """
     SOLVER_INFO.check(problem)
     check_budget(tol, max_iter, time_limit)
-    batch_size = check_int(batch_size, "batch_size", low=1)
+    batch_size = check_size(batch_size, "batch_size")
     shrinking = check_bool(shrinking, "shrinking")
     variant = check_choice(variant, "variant", VARIANTS)
     accelerated = check_accelerated(accelerated, problem)
