@@ -140,7 +140,7 @@ def test_auto_ends_where_a_tiny_alpha_leaves_nothing_to_certify():
     max_iter gives the proximal Newton solvers their record's Newton steps (cd: J keeps
     falling, the run ends on max_iter after them), and the Monitor's stall rule ends the
     runs that repeat themselves (msdca's dual steps at such an alpha leave w = 0, mcd's
-    J and D stop moving), instead of running for auto's hour."""
+    J and D stop moving), instead of running for auto's time limit."""
     from fastrisk.solvers import SOLVERS
 
     rng = np.random.default_rng(0)
@@ -181,7 +181,7 @@ def test_the_stall_rule_needs_a_run_that_repeats_itself():
     assert run(lambda it: 1.0, lambda it: 1.0 / it) == (None, 4 * STALL_START)
     # no certificate at all (NaN bounds) and J flat: stalled
     assert run(lambda it: 1.0, lambda it: np.nan) == ("stalled", STALL_START)
-    # the first half's best J is not beaten later: stalled at the next power of two
+    # J rises after the first half's best and stays above it: stalled at the first check
     assert run(lambda it: 1.0 if it < 10 else 2.0, lambda it: np.nan) == ("stalled",
                                                                          STALL_START)
 
