@@ -18,7 +18,7 @@ from fastrisk.data import (
     encode_multiclass,
 )
 from fastrisk.losses import Loss
-from fastrisk.oracle import CheckedOracle, LocalOracle, VectorOracle
+from fastrisk.oracle import CheckedOracle, LocalOracle, VectorOracle, check_weights
 from fastrisk.regularizers import make_regularizer
 from fastrisk.solvers._checks import check_bool, check_int, check_number
 
@@ -158,11 +158,7 @@ class Problem:
         """(coef_, intercept_) in scikit-learn's shapes: (d,), float or (k, d), (k,)."""
         n_features, bias = ((self.data.n_features, self.data.bias) if self.data is not None
                             else self._layout)
-        w = np.asarray(w)
-        if w.dtype.kind not in "biuf" or w.shape != (self.n_weights,):
-            raise ValueError(f"w must be a real vector of length n_weights = {self.n_weights}, "
-                             f"got {w.dtype} of shape {w.shape}")
-        W = w.reshape(self.n_classes, -1)
+        W = check_weights(w, self.n_weights).reshape(self.n_classes, -1)
         coef = W[:, :n_features]  # a view of w: no second copy of a wide model
         intercept = W[:, -1] * bias if bias else np.zeros(self.n_classes)
         if self.n_classes > 1:

@@ -21,6 +21,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from fastrisk import _conj
+from fastrisk.data import _finite_or_raise
 from fastrisk.solvers._checks import check_choice, check_number
 
 
@@ -30,8 +31,8 @@ def _vec(x, name, finite=False):
     x = np.ascontiguousarray(x, dtype=np.float64)
     if x.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {x.shape}")
-    if finite and not np.isfinite(x).all():
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    if finite:
+        _finite_or_raise(x, name)
     return x
 
 
