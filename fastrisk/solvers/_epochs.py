@@ -21,6 +21,10 @@ limit, the callback, Ctrl-C, the history and the status.  A method has
     called after each exact check (SDCA moves its schedule, unshrinks rows).
 ``extra() -> dict``
     the method's ``Result.extra`` entries.
+``plateaus`` (optional, default False)
+    True while the method's certified pair (best J, best lower bound) may stay flat
+    for many epochs as it progresses (the outer loop of accelerated SDCA, whose centre
+    moves between its certificates): Monitor's stall rule is then off.
 
 Exact checks happen every ``check_every`` epochs (0: only when the method asks
 and at the end), at ``max_iter``, at the time limit and when the method
@@ -97,7 +101,8 @@ def _check_objective(solver, J):
 def run_epochs(problem, solver, method, *, tol, abs_tol, max_iter, time_limit, callback,
                verbose, check_every, stall_rule=False):
     """Run ``method`` epoch by epoch until a stop status; returns the Result
-    (``stall_rule``: Monitor's, for a method whose bound is a duality gap)."""
+    (``stall_rule``: Monitor's, for a method whose bound is a duality gap, off while the
+    method ``plateaus``)."""
     check_every = check_int(check_every, "check_every", low=0)
     mon = Monitor(problem, solver, tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol, stall_rule=stall_rule)
@@ -109,6 +114,7 @@ def run_epochs(problem, solver, method, *, tol, abs_tol, max_iter, time_limit, c
             done = method.run_epoch()
             epochs += 1
             J_est, asked = estimate(mon.tol, mon.abs_tol) if estimate else (math.nan, False)
+            mon.stall_rule = stall_rule and not getattr(method, "plateaus", False)
             if (done or asked or epochs >= mon.max_iter
                     or (check_every and epochs % check_every == 0)
                     or (time_limit is not None and mon.elapsed() >= time_limit)):
