@@ -10,6 +10,10 @@ J(w) = alpha ||w||_1 + (1/m) sum_i loss(<w, x_i>, y_i)):
 * ``squared``: l1 least squares on a data set with its -1/+1 labels as targets, alpha
   from ``--lasso-alpha`` (about 200 nonzeros on IMDB bigrams); peers: scikit-learn
   Lasso (alpha: (1/(2m))||y - Xw||^2 + alpha ||w||_1 is fastrisk's J), skglm Lasso;
+* ``hinge``: the l1-regularized hinge (the 1-norm SVM) at alpha 1e-4; fastrisk's auto
+  (``smoothing``) against BMRM's LP (the certified solver auto chose before it) and
+  scikit-learn's SGDClassifier (loss="hinge", penalty="l1": the same J; no other peer
+  takes it); J* from the linear program itself (scipy's HiGHS, ``hinge_lp``);
 * ``path``: 20 alphas from alpha_max down to 1e-4 (l1-logistic), fastrisk.path
   against skglm warm-started along the same grid and LIBLINEAR per alpha, each at
   one tolerance (saga, the slowest peer of the single problems, is left out);
@@ -31,9 +35,9 @@ repeated ``--repeat`` times, interleaved, and the best time is kept.
 
 Usage:
     python benchmarks/compare_l1.py
-runs the standard plan (``STANDARD``: logistic on a9a, w8a, reuters, imdb; squared,
-path and rda on imdb) with each peer's runs capped at ``--budget`` 5 seconds per
-repeat; at most 8 minutes on two quiet cores.  A part of it:
+runs the standard plan (``STANDARD``: logistic on a9a, w8a, reuters, imdb; hinge on
+a9a, w8a, reuters; squared, path and rda on imdb) with each peer's runs capped at
+``--budget`` 5 seconds per repeat; about 12 minutes on two quiet cores.  A part of it:
     python benchmarks/compare_l1.py --datasets a9a,w8a --settings logistic
 
 Writes benchmarks/results/compare_l1.md (regenerated) and prints the command.
@@ -59,7 +63,8 @@ from compare_peers import (TOLS, iteration_grid, load_dataset, machine, tighten,
 EPSILONS = (1e-3, 1e-4)
 # the standard invocation (no --datasets / --settings): every target of the comparison
 STANDARD = [("a9a", "logistic"), ("w8a", "logistic"), ("reuters", "logistic"),
-            ("imdb", "logistic"), ("imdb", "squared"), ("imdb", "path"), ("imdb", "rda")]
+            ("imdb", "logistic"), ("a9a", "hinge"), ("w8a", "hinge"), ("reuters", "hinge"),
+            ("imdb", "squared"), ("imdb", "path"), ("imdb", "rda")]
 ITERS = iteration_grid(0, 11)
 
 
@@ -104,6 +109,12 @@ def peers(setting, alpha, m):
         out["cyanure"] = (lambda i: Classifier(
             loss="logistic", penalty="l1", lambda_1=alpha, fit_intercept=False, tol=TOLS[i],
             max_iter=100000, verbose=False), len(TOLS))
+    elif setting == "hinge":
+        from sklearn.linear_model import SGDClassifier
+
+        out["sklearn SGD"] = (lambda i: SGDClassifier(
+            loss="hinge", penalty="l1", alpha=alpha, fit_intercept=False, tol=None,
+            max_iter=ITERS[i], random_state=0), len(ITERS))
     else:
         from skglm import Lasso as SkglmLasso
 
@@ -112,6 +123,35 @@ def peers(setting, alpha, m):
         out["skglm Lasso"] = (lambda i: SkglmLasso(
             alpha=alpha, fit_intercept=False, tol=TOLS[i], max_iter=1000), len(TOLS))
     return out
+
+
+class _Bmrm:
+    """fastrisk's BMRM (its LP for the l1 term) behind fit / coef_, for the hinge rows."""
+
+    def __init__(self, alpha, max_iter):
+        self.alpha, self.max_iter = alpha, max_iter
+
+    def fit(self, X, y):
+        problem = fr.Problem(X, y, loss="hinge", penalty="l1", alpha=self.alpha)
+        self.coef_ = fr.solve(problem, "bmrm", tol=1e-10, max_iter=self.max_iter).w
+        return self
+
+
+def hinge_lp(X, y, alpha):
+    """min (1/m) sum xi_i + alpha sum (p_j + q_j) over xi, p, q >= 0 with
+    xi_i >= 1 - y_i <p - q, x_i>: the l1-regularized hinge as a linear program (HiGHS).
+    Returns its optimal value."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    m, d = X.shape
+    YX = sp.csr_matrix(sp.diags(y) @ sp.csr_matrix(X))
+    A = sp.hstack([-sp.identity(m, format="csr"), -YX, YX], format="csr")
+    cost = np.concatenate([np.full(m, 1.0 / m), np.full(2 * d, alpha)])
+    res = linprog(cost, A_ub=A, b_ub=-np.ones(m), bounds=(0, None), method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"hinge_lp: {res.message}")
+    return float(res.fun)
 
 
 def run_peer(make, n, problem, X, y, J_star, budget):
@@ -154,19 +194,21 @@ def _fmt(t):
 def compare(dataset, setting, alpha, budget, repeat, log):
     X, y = load_dataset(dataset)
     y = np.where(y == np.unique(y)[1], 1.0, -1.0)
-    loss = "logistic" if setting == "logistic" else "squared"
+    loss = {"logistic": "logistic", "hinge": "hinge"}.get(setting, "squared")
     def make_problem():
         return fr.Problem(X, y, loss=loss, penalty="l1", alpha=alpha)
 
     problem = make_problem()
-    ref = fr.solve(problem, tol=1e-10, max_iter=10**6)
-    J_star = ref.objective
+    ref = fr.solve(problem, tol=1e-7 if setting == "hinge" else 1e-10, max_iter=10**6)
+    J_star = min(ref.objective, hinge_lp(X, y, alpha)) if setting == "hinge" else ref.objective
     nnz = X.nnz if hasattr(X, "nnz") else X.size
     log(f"{dataset} {setting} alpha={alpha:g}: shape {X.shape}, nnz {nnz}, "
-        f"J* = {J_star:.12g} (cd tol 1e-10: {ref.status}, gap {ref.gap:.2e}), "
+        f"J* = {J_star:.12g} ({ref.solver}: {ref.status}, gap {ref.gap:.2e}), "
         f"{int((ref.w != 0).sum())} nonzeros, auto -> {fr.solvers.choose_solver(problem)}")
     times, certified = {}, None
     peer_list = peers(setting, alpha, X.shape[0])
+    if setting == "hinge":
+        peer_list["fastrisk bmrm (not a peer)"] = (lambda i: _Bmrm(alpha, ITERS[i]), len(ITERS))
     for _ in range(repeat):
         pts, cert, res = run_auto(make_problem, budget)
         certified = cert if certified is None else [min(a, b) if a and b else a or b
@@ -194,7 +236,7 @@ def compare(dataset, setting, alpha, budget, repeat, log):
 
 
 def table(r):
-    peers_only = {k: v for k, v in r["best"].items() if k != "fastrisk auto"}
+    peers_only = {k: v for k, v in r["best"].items() if not k.startswith("fastrisk")}
     best_peer = [min((v[k] for v in peers_only.values() if v[k] is not None), default=None)
                  for k in range(len(EPSILONS))]
     lines = [f"### {r['dataset']}, {r['setting']}, alpha {r['alpha']:g} "
@@ -309,8 +351,8 @@ def main(argv=None):
                 for st in (args.settings or "logistic").split(",")]
     sections = []
     for dataset, setting in plan:
-        if setting in ("logistic", "squared"):
-            alpha = args.alpha if setting == "logistic" else args.lasso_alpha
+        if setting in ("logistic", "squared", "hinge"):
+            alpha = args.lasso_alpha if setting == "squared" else args.alpha
             r = compare(dataset, setting, alpha, args.budget, args.repeat, print)
             sections.append(table(r))
             print(sections[-1], flush=True)

@@ -142,6 +142,11 @@ class LossSpec:
         Newton model, whose conjugate gradient then runs on to the certificate's residual.
     exponential: l grows exponentially in the score (its value and derivatives overflow
         at scores of a few hundred; BMRM keeps its cuts at points where they do not).
+    moreau: for a non-smooth loss without a parameter, the name of the registered loss
+        whose instance with parameter gamma is its Moreau envelope
+        l_gamma(f) = min_v l(v) + (f - v)^2 / (2 gamma), i.e. l_gamma* = l* + gamma a^2 / 2
+        on the same domain (Nesterov 2005's smoothing); then
+        l - gamma lipschitz^2 / 2 <= l_gamma <= l.  The smoothing solver reads it.
     """
 
     name: str
@@ -160,6 +165,7 @@ class LossSpec:
     inverse_link: Optional[Callable] = field(default=None, repr=False, compare=False)
     quadratic: bool = False
     exponential: bool = False
+    moreau: Optional[str] = None
     reference: Optional[Callable] = field(default=None, repr=False, compare=False)
     conjugate_reference: Optional[Callable] = field(default=None, repr=False, compare=False)
 
@@ -180,7 +186,7 @@ def _spec(name, task, smooth, lipschitz, **kw):
 LOSSES = {
     s.name: s
     for s in [
-        _spec("hinge", "binary", False, 1.0),
+        _spec("hinge", "binary", False, 1.0, moreau="smoothed_hinge"),
         _spec("squared_hinge", "binary", True, None, curvature=1.0,
               piecewise_quadratic=True, conjugate_derivatives=_shifted_quadratic_derivatives),
         _spec("zero_margin", "binary", False, 1.0),

@@ -7,6 +7,8 @@ feature of value ``intercept_scaling`` and is regularized like the others
 (as LIBLINEAR does), so every solver minimizes the same J.
 """
 
+import copy
+
 import numpy as np
 
 from fastrisk.data import (
@@ -123,6 +125,23 @@ class Problem:
             raise ValueError(f"n_weights={self.n_weights} does not split into n_classes="
                              f"{n_classes} x (n_features={n_features} [+1 intercept])")
         return self
+
+    def with_loss(self, loss, loss_param=None):
+        """This problem with another scalar loss of the same task: the same data (shared, not
+        copied), targets, sample weights, penalty and alpha, and an oracle with the same
+        threads and row partitions (the smoothing solver's smoothed problems)."""
+        new = Loss(loss, loss_param)
+        old = getattr(self.loss, "spec", None)
+        if self.data is None or old is None or old.vector or new.spec.task != old.task:
+            raise ValueError(f"with_loss needs a Problem on data (X, y) with a scalar loss, "
+                             f"and a loss of the same task, got {loss!r} for {self!r}")
+        other = copy.copy(self)
+        other.loss = new
+        other.oracle = LocalOracle(
+            self.data, new, self.y, self.sample_weight, n_threads=self.oracle.n_threads,
+            n_partitions=[stop - start for start, stop in self.oracle.partitions],
+            columns=self.oracle.columns)
+        return other
 
     @property
     def n_samples(self):

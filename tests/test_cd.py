@@ -747,7 +747,9 @@ def test_registered_and_chosen_by_auto_for_l1_with_smooth_losses():
     for loss, penalty in [("logistic", "l1"), ("squared_hinge", "elasticnet")]:
         prob = fr.Problem(X, y, loss=loss, penalty=penalty, alpha=1e-2)
         assert fr.solvers.choose_solver(prob) == "cd"
-    assert fr.solvers.choose_solver(fr.Problem(X, y, loss="hinge", penalty="l1")) == "bmrm"
+    # a non-smooth loss: the hinge by its Moreau envelope (smoothing), the others by BMRM
+    assert fr.solvers.choose_solver(fr.Problem(X, y, loss="hinge", penalty="l1")) == "smoothing"
+    assert fr.solvers.choose_solver(fr.Problem(X, y, loss="absolute", penalty="l1")) == "bmrm"
     # an elastic net without its l1 term is the l2 penalty (its split): rule 2, as for l2
     no_l1 = fr.Problem(X, y, loss="logistic", penalty="elasticnet", l1_ratio=0.0, alpha=1e-2)
     assert fr.solvers.choose_solver(no_l1) == fr.solvers.choose_solver(

@@ -97,8 +97,8 @@ def _problems_for_threads():
     X = rng.standard_normal((60, 5))
     y2 = np.where(X[:, 0] > 0, 1.0, -1.0)
     y3 = np.argmax(X[:, :3], axis=1)
-    return [fr.Problem(X, y2, loss="logistic", penalty=penalty, alpha=1e-2, n_threads=1)
-            for penalty in ("l2", "l1")] + [
+    return [fr.Problem(X, y2, loss=loss, penalty=penalty, alpha=1e-2, n_threads=1)
+            for loss, penalty in (("logistic", "l2"), ("logistic", "l1"), ("hinge", "l1"))] + [
         fr.Problem(X, y3, loss="softmax", penalty="l2", alpha=1e-2, n_threads=1)]
 
 
@@ -121,5 +121,6 @@ def test_solver_threads_default_to_the_problems(monkeypatch):
         problem = next(p for p in _problems_for_threads() if info.why_not(p) is None)
         seen.clear()
         info.func(problem, max_iter=1)
-        assert seen == [1], (info.name, seen)
+        # (a solver that runs another, smoothing's stages of cd, resolves it once per call)
+        assert seen and set(seen) == {1}, (info.name, seen)
     assert config.solver_threads(_problems_for_threads()[0], 2) == min(2, config.n_cores())

@@ -31,9 +31,13 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    data (X, y): ``cd``
    (proximal Newton with coordinate-descent inner solves and a duality gap;
    benchmarks/compare_l1.py compares it with LIBLINEAR, saga, snapml, skglm and
-   cyanure; BMRM's LP stays for the non-smooth losses);
+   cyanure);
 5. a loss with an SDCA dual step and a strongly convex penalty ("l2", or
    "elasticnet" with l1_ratio < 1): ``sdca``;
+   then, for an l1 term and a non-smooth loss with a registered Moreau envelope (the
+   hinge), ``smoothing`` (cd on the smoothed loss, certified for the original one;
+   benchmarks/compare_l1.py's hinge rows: BMRM's LP, the certified solver before it,
+   ends on its budget there far from the optimum);
 6. penalty "lp" with a smooth Lipschitz loss: ``pgs`` (its steps assume bounded
    loss derivatives, and its certificate, the Fenchel bound at the oracle's
    gradient, goes to 0 only where the loss is differentiable: at a kink of the
@@ -190,6 +194,8 @@ def _preferences(problem):
         order.append("cd")
     if spec.dual_step and reg.strongly_convex:
         order.append("sdca")
+    if spec.moreau is not None and has_l1_term(reg):
+        order.append("smoothing")
     if spec.smooth and reg.l1_l2() is None and norm_exponent(reg) is not None \
             and spec.lipschitz is not None:
         order.append("pgs")
