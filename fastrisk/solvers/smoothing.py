@@ -97,8 +97,10 @@ def solve_smoothing(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=
             n_newton += stage.n_iter
             w, u = stage.w, stage.extra["dual"]
             J = problem.objective(w)
-            sq = u * u if c is None else c * u * u
-            D = stage.extra["dual_objective"] + 0.5 * gamma * float(sq.sum()) / m
+            D = -math.inf  # (a stage interrupted before its first certificate has no u)
+            if u is not None:
+                sq = u * u if c is None else c * u * u
+                D = stage.extra["dual_objective"] + 0.5 * gamma * float(sq.sum()) / m
             if D > D_best:
                 D_best, u_best = D, u
             status = mon.check(k, w, J, max(J - D_best, 0.0))
