@@ -15,7 +15,7 @@ from fastrisk import LinearClassifier
 from fastrisk.losses import LOSSES, Loss
 from fastrisk.problem import Problem
 from fastrisk.solvers import choose_solver, solve
-from helpers import random_problem
+from helpers import multiclass_data, random_problem
 
 
 def hinge_l1_lp(X, y, alpha, c=None, bias=0.0):
@@ -158,3 +158,20 @@ def test_stage_budget_ends_the_run():
         r = solve(prob, "smoothing", tol=1e-10, stage_max_iter=1)
     assert r.status == "max_iter" and r.extra["stage_status"] == "max_iter"
     assert r.n_iter == 1 and np.isfinite(r.gap)
+
+
+def test_one_vs_rest_fits_in_parallel_threads():
+    """The one-vs-rest problems share one Dataset and are solved in threads: each run's
+    stages read the column copy of X that the Dataset keeps (made by whichever run came
+    first), and every class's result is certified against its own linear program."""
+    X, y = multiclass_data(m=2000, d=60, k=4, seed=3)
+    est = LinearClassifier(loss="hinge", penalty="l1", alpha=1e-3, tol=1e-6, n_threads=2,
+                           random_state=0).fit(X, y)
+    assert est.solver_ == "smoothing" and set(est.status_) == {"converged"}
+    for j, label in enumerate(est.classes_):
+        yj = np.where(y == label, 1.0, -1.0)
+        J_lp = hinge_l1_lp(X, yj, 1e-3, bias=1.0)
+        w = np.append(est.coef_[j], est.intercept_[j])
+        J = Problem(X, yj, loss="hinge", penalty="l1", alpha=1e-3,
+                    fit_intercept=True).objective(w)
+        assert J == pytest.approx(J_lp, rel=2e-6)

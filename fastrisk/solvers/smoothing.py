@@ -13,8 +13,9 @@ smoothed problem J_gamma is one for the proximal Newton solver ``cd``.
 
 Algorithm (stages k = 0, 1, ...; gamma_0 = ``gamma``):
 
-1. minimize J_gamma_k by ``cd`` from the previous stage's w (one column copy of X for
-   every stage), to a relative gap tol_k;
+1. minimize J_gamma_k by ``cd`` from the previous stage's w, to a relative gap tol_k
+   (the column copy of X that cd makes is kept on the shared Dataset: one for every
+   stage, and for the other problems of a one-vs-rest fit);
 2. certificate of J: cd's dual point u lies in the domain of l_gamma*, which is that of l*,
    so it is feasible for J's dual too, and since the two conjugates differ by
    gamma a^2 / 2,
@@ -37,8 +38,6 @@ Algorithm (stages k = 0, 1, ...; gamma_0 = ``gamma``):
 
 import math
 
-from fastrisk.columns import column_view
-from fastrisk.config import solver_threads
 from fastrisk.solvers._checks import check_bool, check_int, check_number, start_weights
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.solvers.cd import penalty_split, solve_cd
@@ -82,7 +81,6 @@ def solve_smoothing(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=
     w = None if start is None else start_weights(problem, start)
     if getattr(start, "solver", None) == "smoothing":  # continue from its last stage's gamma
         gamma = min(gamma, float(start.extra["gamma"]))
-    cols = column_view(problem.data, solver_threads(problem, n_threads), scales=True)
     stage_tol = max(0.5 * mon.tol, STAGE_ERROR)
     D_best, u_best, n_newton, status, k, stage = -math.inf, None, 0, None, 0, None
     with mon.interruptible():
@@ -90,7 +88,7 @@ def solve_smoothing(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=
             smoothed = problem.with_loss(spec.moreau, gamma)
             left = None if time_limit is None else max(time_limit - mon.elapsed(), 0.0)
             stage = solve_cd(smoothed, tol=stage_tol, abs_tol=0.5 * mon.abs_tol,
-                             max_iter=stage_max_iter, time_limit=left, start=w, columns=cols,
+                             max_iter=stage_max_iter, time_limit=left, start=w,
                              n_threads=n_threads, random_state=random_state,
                              screening=screening, verbose=max(verbose - 1, 0))
             k += 1
