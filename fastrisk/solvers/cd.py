@@ -100,7 +100,8 @@ from fastrisk import _cd
 from fastrisk.columns import check_columns, column_view
 from fastrisk.config import solver_threads
 from fastrisk.regularizers import penalty_weights
-from fastrisk.solvers._checks import check_bool, check_choice, check_int, check_rng, start_weights
+from fastrisk.solvers._checks import (check_bool, check_choice, check_int, check_number,
+                                      check_rng, start_weights)
 from fastrisk.solvers._info import SolverInfo
 from fastrisk.stopping import Monitor
 
@@ -192,7 +193,7 @@ def score_step(problem):
 
 def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, callback=None,
              verbose=0, start=None, check_every=1, n_threads=None, random_state=None,
-             screening=True, columns=None, inner="auto"):
+             screening=True, columns=None, inner="auto", nu=NU):
     """Minimize ``problem`` by proximal Newton / coordinate descent; see the module docstring.
 
     ``max_iter`` counts Newton (outer) iterations.  Options beyond the common ones:
@@ -207,6 +208,9 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     inner: "columns" (inner passes over X_W), "gram" (over the Gram matrix of W) or
     "auto" (the one estimated cheaper, and from columns to Gram when the column passes
     creep; Gram up to GRAM_MAX_COLUMNS working columns).
+    nu: the term added to the model's Hessian diagonal, times the largest x_ij^2
+    (newGLMNET's nu, NU; at most 1); a larger one damps the steps along directions where the loss
+    has no curvature at w (fastrisk/solvers/smoothing.py's smoothed hinge).
 
     ``result.extra``: ``dual`` (the dual point u of the best D), ``dual_objective``,
     ``n_screened`` (columns removed by screening), ``screened`` (their boolean mask),
@@ -220,6 +224,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     check_every = check_int(check_every, "check_every", low=1)
     screening = check_bool(screening, "screening")
     check_choice(inner, "inner", ("auto", "columns", "gram"))
+    nu = check_number(nu, "nu", 0.0, 1.0, low_open=True)
     mon = Monitor(problem, "cd", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol,
                   stall_rule=True)
@@ -239,7 +244,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     # newGLMNET's nu for features in [-1, 1], in the units of the model's Hessian (x^2;
     # its square kept finite)
     top = min(float(maxabs.max(initial=0.0)), 1e150)
-    nu = NU * (top * top if top > 0.0 else 1.0)
+    nu *= top * top if top > 0.0 else 1.0
 
     w = start_weights(problem, start)
     f = np.empty(m)  # X w, from the columns of the support only (warm starts on a path)
