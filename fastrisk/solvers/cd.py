@@ -209,8 +209,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     "auto" (the one estimated cheaper, and from columns to Gram when the column passes
     creep; Gram up to GRAM_MAX_COLUMNS working columns).
     nu: the term added to the model's Hessian diagonal, times the largest x_ij^2
-    (newGLMNET's nu, NU; at most 1); a larger one damps the steps along directions where the loss
-    has no curvature at w (fastrisk/solvers/smoothing.py's smoothed hinge).
+    (newGLMNET's nu, NU; at most 1); a larger one damps the steps along directions where
+    the loss has no curvature at w (fastrisk/solvers/smoothing.py's smoothed hinge).
 
     ``result.extra``: ``dual`` (the dual point u of the best D), ``dual_objective``,
     ``n_screened`` (columns removed by screening), ``screened`` (their boolean mask),

@@ -13,9 +13,9 @@ smoothed problem J_gamma is one for the proximal Newton solver ``cd``.
 
 Algorithm (stages k = 0, 1, ...; gamma_0 = ``gamma``):
 
-1. minimize J_gamma_k by ``cd`` (its model damped by STAGE_NU) from the previous stage's w,
-   to a relative gap tol_k (the column copy of X that cd makes is kept on the shared Dataset: one for every
-   stage, and for the other problems of a one-vs-rest fit);
+1. minimize J_gamma_k by ``cd`` (its model damped by STAGE_NU) from the previous stage's
+   w, to a relative gap tol_k (the column copy of X that cd makes is kept on the shared
+   Dataset: one for every stage, and for the other problems of a one-vs-rest fit);
 2. certificate of J: cd's dual point u lies in the domain of l_gamma*, which is that of l*,
    so it is feasible for J's dual too, and since the two conjugates differ by
    gamma a^2 / 2,
