@@ -11,7 +11,7 @@ J(w) = alpha ||w||_1 + (1/m) sum_i loss(<w, x_i>, y_i)):
   from ``--lasso-alpha`` (about 200 nonzeros on IMDB bigrams); peers: scikit-learn
   Lasso (alpha: (1/(2m))||y - Xw||^2 + alpha ||w||_1 is fastrisk's J), skglm Lasso;
 * ``hinge``: the l1-regularized hinge (the 1-norm SVM) at alpha 1e-4; fastrisk's auto
-  (``smoothing``) against BMRM's LP (the certified solver auto chose before it) and
+  (``smoothing``) against BMRM's LP (the other certified solver that takes it) and
   scikit-learn's SGDClassifier (loss="hinge", penalty="l1": the same J; no other peer
   takes it); J* from the linear program itself (scipy's HiGHS, ``hinge_lp``);
 * ``path``: 20 alphas from alpha_max down to 1e-4 (l1-logistic), fastrisk.path

@@ -202,7 +202,7 @@ class Accelerated:
         self.eps = self.eta / (2.0 * (1.0 + self.eta ** -2)) * self.xi
         self.outer += 1
         self.inner_epochs = 0
-        self.inner_gap = np.inf  # (of the previous inner problem)
+        self.inner_gap = np.inf  # the new inner problem has had no exact check yet
 
     def run_epoch(self):
         self.inner.run_epoch()

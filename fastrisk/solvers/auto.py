@@ -36,8 +36,8 @@ The rule (first match wins; estimators show the choice in ``solver_``):
    "elasticnet" with l1_ratio < 1): ``sdca``;
    then, for an l1 term and a non-smooth loss with a registered Moreau envelope (the
    hinge), ``smoothing`` (cd on the smoothed loss, certified for the original one;
-   benchmarks/compare_l1.py's hinge rows: BMRM's LP, the certified solver before it,
-   ends on its budget there far from the optimum);
+   benchmarks/compare_l1.py's hinge rows: BMRM's LP, the other certified solver that
+   takes it, ends on its budget there far from the optimum);
 6. penalty "lp" with a smooth Lipschitz loss: ``pgs`` (its steps assume bounded
    loss derivatives, and its certificate, the Fenchel bound at the oracle's
    gradient, goes to 0 only where the loss is differentiable: at a kink of the

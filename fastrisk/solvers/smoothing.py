@@ -40,7 +40,7 @@ import math
 
 from fastrisk.solvers._checks import check_bool, check_int, check_number, start_weights
 from fastrisk.solvers._info import SolverInfo
-from fastrisk.solvers.cd import penalty_split, solve_cd
+from fastrisk.solvers.cd import SOLVER_INFO as CD_INFO, solve_cd
 from fastrisk.stopping import Monitor
 
 SHRINK = 0.1          # the smallest factor of gamma from one stage to the next
@@ -52,14 +52,6 @@ STAGE_ERROR = 0.1     # a stage's tolerance: this fraction of its predicted smoo
 # them (benchmarks/compare_l1.py's hinge rows), two decades below where the damped steps
 # get too short for a stage's budget
 STAGE_NU = 1e-5
-
-
-def _check_problem(problem):
-    spec = getattr(problem.loss, "spec", None)
-    if problem.data is None or spec is None or spec.vector or spec.moreau is None:
-        raise ValueError(SOLVER_INFO.why_not(problem) or "solver 'smoothing' needs a loss "
-                         "with a Moreau envelope (LossSpec.moreau)")
-    penalty_split(problem)
 
 
 def solve_smoothing(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=None,
@@ -76,10 +68,8 @@ def solve_smoothing(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=
     ``gamma`` (the last stage's), ``n_newton`` (cd's steps over all stages),
     ``stage_status`` (the last stage's cd status).
     """
-    _check_problem(problem)
+    SOLVER_INFO.check(problem)
     gamma = check_number(gamma, "gamma", 0.0, low_open=True)
-    if not math.isfinite(gamma):
-        raise ValueError(f"gamma must be finite, got {gamma!r}")
     stage_max_iter = check_int(stage_max_iter, "stage_max_iter", low=1)
     screening = check_bool(screening, "screening")
     mon = Monitor(problem, "smoothing", tol=tol, max_iter=max_iter, time_limit=time_limit,
@@ -89,7 +79,7 @@ def solve_smoothing(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=
     if getattr(start, "solver", None) == "smoothing":  # continue from its last stage's gamma
         gamma = min(gamma, float(start.extra["gamma"]))
     stage_tol = max(0.5 * mon.tol, STAGE_ERROR)
-    D_best, u_best, n_newton, status, k, stage = -math.inf, None, 0, None, 0, None
+    D_best, u_best, n_newton, status, k = -math.inf, None, 0, None, 0
     with mon.interruptible():
         while status is None:
             smoothed = problem.with_loss(spec.moreau, gamma)
@@ -100,12 +90,10 @@ def solve_smoothing(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=
                              screening=screening, nu=STAGE_NU, verbose=max(verbose - 1, 0))
             k += 1
             n_newton += stage.n_iter
-            w, u = stage.w, stage.extra["dual"]
+            w, u = stage.w, stage.extra["dual"]  # cd certifies its first iterate: u is set
             J = problem.objective(w)
-            D = -math.inf  # (a stage interrupted before its first certificate has no u)
-            if u is not None:
-                sq = u * u if c is None else c * u * u
-                D = stage.extra["dual_objective"] + 0.5 * gamma * float(sq.sum()) / m
+            sq = u * u if c is None else c * u * u
+            D = stage.extra["dual_objective"] + 0.5 * gamma * float(sq.sum()) / m
             if D > D_best:
                 D_best, u_best = D, u
             status = mon.check(k, w, J, max(J - D_best, 0.0))
@@ -124,14 +112,15 @@ def solve_smoothing(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=
     J = mon.best_objective
     return mon.result(status, k, objective=J, bound=max(J - D_best, 0.0), dual=u_best,
                       dual_objective=D_best, gamma=gamma, n_newton=n_newton,
-                      stage_status=None if stage is None else stage.status)
+                      stage_status=stage.status)
 
 
 SOLVER_INFO = SolverInfo(
     name="smoothing",
     func=solve_smoothing,
-    accepts_penalty=lambda reg: reg.l1_l2() is not None,
-    penalty_rule="penalties with an l1/l2 split (l1, elasticnet, l2)",
+    # the stages are cd's problems: its penalties
+    accepts_penalty=CD_INFO.accepts_penalty,
+    penalty_rule=CD_INFO.penalty_rule,
     accepts_loss=lambda spec: spec.moreau is not None and not spec.vector,
     loss_rule="non-smooth scalar losses with a registered Moreau envelope",
     start="w",
