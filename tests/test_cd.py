@@ -713,6 +713,8 @@ def test_input_errors_name_the_argument():
         solve_cd(prob, screening="yes")
     with pytest.raises(ValueError, match="inner"):
         solve_cd(prob, inner="newton")
+    with pytest.raises(ValueError, match="damping"):
+        solve_cd(prob, damping="lm")
     for nu in (0.0, 2.0, float("nan"), "1e-5"):
         with pytest.raises((ValueError, TypeError), match="nu"):
             solve_cd(prob, nu=nu)

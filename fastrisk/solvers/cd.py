@@ -36,7 +36,9 @@ Algorithm (newGLMNET, Yuan, Ho & Lin 2012, Algorithm 3; LIBLINEAR's ``solve_l1r_
    O(|W|^2) per pass; ``inner=``), where every few passes a Newton step on the model's
    nonzero coordinates (one Cholesky solve of their Gram block, kept in their orthant)
    takes over along the directions coordinate descent creeps on (collinear columns);
-5. Armijo line search along the model's minimizer (their eqs. (19)-(20)).
+5. Armijo line search along the model's minimizer (their eqs. (19)-(20)); with
+   ``damping="adaptive"`` the step it accepts sets the next model's damping nu
+   (Levenberg-Marquardt, below).
 
 Certificate (Massias, Gramfort & Salmon 2018, Section 3): any dual point u gives
 ``D(u) = -(1/m) sum_i c_i l*(u_i) - (1/(2 lam2)) ||S_lam1(X^T (c u / m))||^2 <= J*``
@@ -77,6 +79,19 @@ r = sqrt(2 (J(w) - D(u)) L max c / m) around v, and a column with
 again.  The restricted problem has the same optimum, so its gaps remain
 certificates.
 
+Damping: the model's Hessian diagonal carries nu (newGLMNET's 1e-12 by default, in units
+of the largest x_ij^2).  For a loss whose curvature vanishes outside a narrow zone (the
+smoothed hinge of fastrisk/solvers/smoothing.py) the model is flat along the columns whose
+rows left the zone, its minimizer lies far beyond the region where it describes J, and
+the line search cuts most steps to t << 1 after inner solves that crept to the model's
+far minimizer.  ``damping="adaptive"`` adapts nu as Levenberg (1944) and Marquardt (1963)
+do: after a step cut to t < 1, nu / t (along directions the damping dominates, a step
+about t times as long), at most 1 (times max x_ij^2); after a full step, nu DAMP_SHRINK,
+down to the ``nu`` given; and back to it once a step decreases J by at most DAMP_RESET
+times its round-off: there the line search's cuts are round-off, not the model's error,
+and the undamped model gives the dual point that certifies (a damped model's step, and
+its dual point, shrink toward the rescaled residual's).
+
 Columns: X is copied once into column order (``column_view``): for CSR input a
 CSC copy, i.e. the values and row indices of X again (nnz * (itemsize + index
 size) bytes) plus m entries for the intercept column, 8 (n_weights + 1) bytes of
@@ -110,6 +125,9 @@ RESTRICT = 0.5                    # largest fraction of the kept columns of a re
 SIGMA, MAX_LINE_STEPS = 0.01, 30  # Armijo constant and backtracking steps (newGLMNET)
 NU = 1e-12                        # added to the model's Hessian diagonal (newGLMNET), times
                                   # the largest x_ij^2 (``score_step``)
+DAMP_SHRINK = 0.25                # damping="adaptive": nu's factor after a full step
+DAMP_RESET = 1e3                  # and the decrease of J, in units of its round-off, below
+                                  # which nu returns to its least value
 MAX_INNER_PASSES = 1000
 FORCING = 0.1                     # inner stop: violations <= FORCING x the outer ones
 FORCING_FAR = 0.5                 # the same before the steps are certificate iterations
@@ -193,7 +211,7 @@ def score_step(problem):
 
 def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, callback=None,
              verbose=0, start=None, check_every=1, n_threads=None, random_state=None,
-             screening=True, columns=None, inner="auto", nu=NU):
+             screening=True, columns=None, inner="auto", nu=NU, damping="fixed"):
     """Minimize ``problem`` by proximal Newton / coordinate descent; see the module docstring.
 
     ``max_iter`` counts Newton (outer) iterations.  Options beyond the common ones:
@@ -211,6 +229,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     nu: the term added to the model's Hessian diagonal, times the largest x_ij^2
     (newGLMNET's nu, NU; at most 1); a larger one damps the steps along directions where
     the loss has no curvature at w (fastrisk/solvers/smoothing.py's smoothed hinge).
+    damping: "fixed" (nu throughout) or "adaptive" (nu from the line search's steps, at
+    least ``nu``; module docstring).
 
     ``result.extra``: ``dual`` (the dual point u of the best D), ``dual_objective``,
     ``n_screened`` (columns removed by screening), ``screened`` (their boolean mask),
@@ -225,6 +245,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     screening = check_bool(screening, "screening")
     check_choice(inner, "inner", ("auto", "columns", "gram"))
     nu = check_number(nu, "nu", 0.0, 1.0, low_open=True)
+    adaptive = check_choice(damping, "damping", ("fixed", "adaptive")) == "adaptive"
     mon = Monitor(problem, "cd", tol=tol, max_iter=max_iter, time_limit=time_limit,
                   callback=callback, verbose=verbose, abs_tol=abs_tol,
                   stall_rule=True)
@@ -244,7 +265,8 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     # newGLMNET's nu for features in [-1, 1], in the units of the model's Hessian (x^2;
     # its square kept finite)
     top = min(float(maxabs.max(initial=0.0)), 1e150)
-    nu *= top * top if top > 0.0 else 1.0
+    scale = top * top if top > 0.0 else 1.0
+    nu_min = nu = nu * scale
 
     w = start_weights(problem, start)
     f = np.empty(m)  # X w, from the columns of the support only (warm starts on a path)
@@ -550,6 +572,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     near = start is not None  # and as one whose previous step was near it (tight steps)
     status, it, n_passes, n_working, passes, n_gram = None, 0, 0, n_weights, 1, 0
     n_restricted, n_tight = 0, 0
+    t_step = 0.0  # the last line search's step
     stuck, D_seen = 0, -math.inf  # certificate iterations without progress, the last D
     # whether deriv, g, h and loss_value are those of the current f (a kept start's are)
     fresh = start is not None
@@ -566,6 +589,14 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
             bound = math.nan
             was_near = near
             near = P_prev - P <= max(GAP_DECREASE * abs(P), mon.tol * abs(P), mon.abs_tol)
+            if adaptive and t_step > 0.0:  # Levenberg-Marquardt (module docstring)
+                if P_prev - P <= DAMP_RESET * ROUNDOFF * abs(P):
+                    nu = nu_min
+                elif t_step < 1.0:
+                    nu = min(nu / t_step, scale)
+                else:
+                    nu = max(nu_min, DAMP_SHRINK * nu)
+                t_step = 0.0  # once per step (screening can repeat an iteration)
             if mon.met(P, P - D_best):
                 # a dual point met before (the model's, after a tight step) certifies w:
                 # no pass over the columns
@@ -634,6 +665,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
                                                 threads)
             _raise_on(st, problem)
             active = working.copy()
+            t_step = t
             if t == 0.0:  # no step: stalled, unless only the restricted problem was looked at
                 force_full = restricted
                 status = None if force_full else "stalled"

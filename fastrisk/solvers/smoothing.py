@@ -13,9 +13,10 @@ smoothed problem J_gamma is one for the proximal Newton solver ``cd``.
 
 Algorithm (stages k = 0, 1, ...; gamma_0 = ``gamma``):
 
-1. minimize J_gamma_k by ``cd`` (its model damped by STAGE_NU) from the previous stage's
-   w, to a relative gap tol_k (the column copy of X that cd makes is kept on the shared
-   Dataset: one for every stage, and for the other problems of a one-vs-rest fit);
+1. minimize J_gamma_k by ``cd`` (its model's damping adapted to its line search's steps,
+   from STAGE_NU) from the previous stage's w, to a relative gap tol_k (the column copy
+   of X that cd makes is kept on the shared Dataset: one for every stage, and for the
+   other problems of a one-vs-rest fit);
 2. certificate of J: cd's dual point u lies in the domain of l_gamma*, which is that of l*,
    so it is feasible for J's dual too, and since the two conjugates differ by
    gamma a^2 / 2,
@@ -45,12 +46,11 @@ from fastrisk.stopping import Monitor
 
 SHRINK = 0.1          # the smallest factor of gamma from one stage to the next
 STAGE_ERROR = 0.1     # a stage's tolerance: this fraction of its predicted smoothing error
-# cd's nu (its model's Hessian diagonal term, times max x_ij^2) for the stages: the smoothed
+# cd's smallest nu (its model's Hessian diagonal term, times max x_ij^2) for the stages,
+# whose damping adapts to the line search's steps (cd's damping="adaptive"): the smoothed
 # loss has no curvature outside its zone, so the model is flat along every column whose
-# rows left it and newGLMNET's 1e-12 lets those coordinates jump to their step limits,
-# after which the inner passes creep and the line searches cut the steps back; 1e-5 damps
-# them (benchmarks/compare_l1.py's hinge rows), two decades below where the damped steps
-# get too short for a stage's budget
+# rows left it, and newGLMNET's 1e-12 lets those coordinates jump to their step limits,
+# after which the inner passes creep and the line searches cut the steps back
 STAGE_NU = 1e-5
 
 
@@ -87,7 +87,8 @@ def solve_smoothing(problem, *, tol=1e-4, abs_tol=0.0, max_iter=100, time_limit=
             stage = solve_cd(smoothed, tol=stage_tol, abs_tol=0.5 * mon.abs_tol,
                              max_iter=stage_max_iter, time_limit=left, start=w,
                              n_threads=n_threads, random_state=random_state,
-                             screening=screening, nu=STAGE_NU, verbose=max(verbose - 1, 0))
+                             screening=screening, nu=STAGE_NU, damping="adaptive",
+                             verbose=max(verbose - 1, 0))
             k += 1
             n_newton += stage.n_iter
             w, u = stage.w, stage.extra["dual"]  # cd certifies its first iterate: u is set
