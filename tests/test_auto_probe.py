@@ -1,6 +1,7 @@
-"""solver="auto"'s probe (rule 2 of fastrisk/solvers/auto.py): plain SDCA for
-PROBE_EPOCHS epochs, then plain SDCA or Newton warm-started from the probe, by the
-documented rule (inside PROBE_BAND, sdca's own probe in one run).
+"""solver="auto"'s probes (rules 2 and 5 of fastrisk/solvers/auto.py): plain SDCA for
+PROBE_EPOCHS epochs, then SDCA, or Newton (the squared hinge) or smoothing (the hinge)
+warm-started from the probe, by the documented rule (inside PROBE_BAND, rule 2 leaves it
+to sdca's own probe in one run).
 
 Each choice is checked against the rule evaluated independently (a plain SDCA run of
 PROBE_EPOCHS epochs with the same random_state, whose first epochs are the probe's),
@@ -18,7 +19,7 @@ import fastrisk as fr
 from fastrisk.solvers import choose_solver, solve
 from fastrisk.solvers._catalyst import PROBE_BAND, PROBE_EPOCHS, PROBE_RATE
 from fastrisk.solvers._epochs import observed_rate
-from fastrisk.solvers.auto import SDCA_ALPHA_M
+from fastrisk.solvers.auto import SDCA_ALPHA_M, SMOOTHING_ALPHA_M, SMOOTHING_RATE, SMOOTHING_ROWS
 
 M, TOL = 400, 1e-4
 
@@ -92,12 +93,42 @@ def test_in_the_band_sdca_probes_alone():
     assert res.objective - J_star <= res.gap + 1e-9 * J_star
 
 
-def test_probe_applies_only_to_rule_2():
+@pytest.mark.parametrize("kind, expected", [
+    ("separable", "sdca"),      # fast plain SDCA: it continues
+    ("noisy", "smoothing"),     # slow plain SDCA: smoothing
+])
+def test_hinge_probe_and_certified_tol(kind, expected):
+    X, y, R2 = data(kind)
+    alpha = 2e-4 * R2 / M
+    assert alpha * M < SMOOTHING_ALPHA_M and X.shape[1] * SMOOTHING_ROWS <= M
+    prob = fr.Problem(X, y, loss="hinge", alpha=alpha)
+    assert choose_solver(prob) == "sdca"  # the probe starts with SDCA
+    res = solve(prob, "auto", tol=TOL, random_state=0)
+    plain = solve(prob, "sdca", tol=TOL, random_state=0, accelerated=False,
+                  max_iter=PROBE_EPOCHS)
+    rule = "sdca" if observed_rate(plain.extra["gap_estimates"]) <= SMOOTHING_RATE \
+        else "smoothing"
+    assert res.extra["probe"]["choice"] == rule == expected == res.solver
+    # the optimum certified by SDCA far below TOL (a dual method, independent of smoothing)
+    ref = solve(prob, "sdca", tol=1e-12, max_iter=10**7, random_state=0)
+    assert ref.status == "converged"
+    assert res.status == "converged" and res.gap <= TOL * res.objective
+    assert res.objective - ref.objective <= res.gap + ref.gap + 1e-12 * ref.objective
+    assert res.objective - ref.objective <= TOL * ref.objective + ref.gap
+    again = solve(prob, "auto", tol=TOL, random_state=0)
+    assert np.array_equal(res.w, again.w)  # deterministic
+
+
+def test_where_the_probes_apply():
     X, y, R2 = data("noisy")
     alpha = 2e-4 * R2 / M
-    # logistic keeps Newton; hinge has no Newton (sdca alone); above SDCA_ALPHA_M no probe
+    # logistic keeps Newton; the hinge above SMOOTHING_ALPHA_M or with more than
+    # 1/SMOOTHING_ROWS as many features as samples: sdca alone
     assert choose_solver(fr.Problem(X, y, loss="logistic", alpha=alpha)) == "newton"
-    assert "probe" not in solve(fr.Problem(X, y, loss="hinge", alpha=alpha), "auto",
+    assert "probe" not in solve(fr.Problem(X, y, loss="hinge", alpha=2 * SMOOTHING_ALPHA_M / M),
+                                "auto", tol=1e-3, random_state=0).extra
+    wide = np.hstack([X] * (M // (SMOOTHING_ROWS * X.shape[1]) + 1))
+    assert "probe" not in solve(fr.Problem(wide, y, loss="hinge", alpha=alpha), "auto",
                                 tol=1e-3, random_state=0).extra
     above = fr.Problem(X, y, loss="squared_hinge", alpha=2 * SDCA_ALPHA_M / M)
     assert "probe" not in solve(above, "auto", tol=1e-3, random_state=0).extra
@@ -108,3 +139,5 @@ def test_probe_applies_only_to_rule_2():
     # the estimators report the solver that finished
     clf = fr.LinearClassifier(loss="squared_hinge", alpha=alpha, tol=TOL, random_state=0)
     assert clf.fit(X, y).solver_ == "newton"
+    clf = fr.LinearClassifier(loss="hinge", alpha=alpha, tol=TOL, random_state=0)
+    assert clf.fit(X, y).solver_ == "smoothing"

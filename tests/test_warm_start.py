@@ -118,16 +118,17 @@ def test_sdca_start_from_another_solver_or_a_vector():
 
 def test_auto_default_budget_honours_tol():
     """solver="auto" without max_iter runs until tol is certified: this hinge problem
-    needs more SDCA epochs than SDCA's own default of 1,000, where sdca alone stops."""
+    needs more SDCA epochs than SDCA's own default of 1,000, where sdca alone stops (with
+    more than a tenth as many features as samples: no probe hands it to smoothing)."""
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(300, 20))
-    y = np.sign(X @ rng.normal(size=20) + 0.5 * rng.normal(size=300))
-    prob = fr.Problem(X, y, loss="hinge", alpha=1e-5)
+    X = rng.normal(size=(300, 40))
+    y = np.sign(X @ rng.normal(size=40) + 1.0 * rng.normal(size=300))
+    prob = fr.Problem(X, y, loss="hinge", alpha=3e-6)
     assert fr.solve(prob, solver="sdca", tol=1e-3, random_state=0).status == "max_iter"
     res = fr.solve(prob, tol=1e-3, random_state=0)
     assert res.solver == "sdca" and res.status == "converged" and res.n_iter > 1000
     assert res.gap <= 1e-3 * res.objective
-    est = fr.LinearClassifier(loss="hinge", alpha=1e-5, tol=1e-3, fit_intercept=False,
+    est = fr.LinearClassifier(loss="hinge", alpha=3e-6, tol=1e-3, fit_intercept=False,
                               random_state=0).fit(X, y)
     assert est.status_ == "converged" and est.gap_ <= 1e-3 * est.objective_
     short = fr.solve(prob, tol=1e-3, random_state=0, max_iter=1000)   # a given budget holds
