@@ -739,53 +739,6 @@ def inner_cd_gram(const double[:, ::1] H, int64_t[::1] active, const double[::1]
     return p, done
 
 
-cdef inline double dot4(const double* a, const double* b, Py_ssize_t n) noexcept nogil:
-    """sum_k a[k] b[k] in four interleaved partial sums, added in a fixed order: one
-    running sum would chain every multiply-add on the previous one's latency."""
-    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    cdef Py_ssize_t k = 0
-    while k + 4 <= n:
-        s0 += a[k] * b[k]
-        s1 += a[k + 1] * b[k + 1]
-        s2 += a[k + 2] * b[k + 2]
-        s3 += a[k + 3] * b[k + 3]
-        k += 4
-    while k < n:
-        s0 += a[k] * b[k]
-        k += 1
-    return (s0 + s1) + (s2 + s3)
-
-
-def cholesky_solve(double[:, ::1] A, double[::1] b):
-    """Solve A x = b for a symmetric positive definite A in place (x into b); False if
-    A is not numerically positive definite.
-
-    A dense Cholesky factorization (A = L L^T, L into the lower triangle of A, row by
-    row: each entry one dot product of two rows of L, ``dot4``) and two triangular
-    solves, in a fixed order: serial, so the bits do not depend on a BLAS's threads
-    (the systems are small: the support of a Newton step on the Gram matrix).
-    """
-    cdef Py_ssize_t i, j, k, n = A.shape[0]
-    cdef double acc
-    with nogil:
-        for j in range(n):
-            acc = A[j, j] - dot4(&A[j, 0], &A[j, 0], j)
-            if not acc > 0.0:
-                with gil:
-                    return False
-            A[j, j] = sqrt(acc)
-            for i in range(j + 1, n):
-                A[i, j] = (A[i, j] - dot4(&A[i, 0], &A[j, 0], j)) / A[j, j]
-        for i in range(n):
-            b[i] = (b[i] - dot4(&A[i, 0], &b[0], i)) / A[i, i]
-        for i in range(n - 1, -1, -1):
-            acc = b[i]
-            for k in range(i + 1, n):
-                acc -= A[k, i] * b[k]
-            b[i] = acc / A[i, i]
-    return True
-
-
 def column_combination(const floating[::1] data, const index_t[::1] indices,
                        const int64_t[::1] indptr, bint dense, const int64_t[::1] cols,
                        const double[::1] coef, double[::1] f):

@@ -885,18 +885,3 @@ def test_alpha_max_of_the_problems_cd_does_not_take():
     assert fr.alpha_max(oracle_only) == pytest.approx(fr.alpha_max(on_data), rel=1e-12)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 33, 150])
-def test_cholesky_solve_matches_numpy(n):
-    """The polish steps' dense solve (_cd.cholesky_solve, dot products in four partial sums)
-    against numpy.linalg.solve on well-conditioned SPD systems of every length mod 4, the
-    same bits on a repeat, and False (not a wrong answer) on an indefinite matrix."""
-    rng = np.random.default_rng(n)
-    B = rng.standard_normal((n, 2 * n + 1))
-    A = B @ B.T + 0.1 * np.eye(n)
-    b = rng.standard_normal(n)
-    x1, x2 = b.copy(), b.copy()
-    assert _cd.cholesky_solve(A.copy(), x1) and _cd.cholesky_solve(A.copy(), x2)
-    np.testing.assert_allclose(x1, np.linalg.solve(A, b), rtol=1e-9, atol=1e-12)
-    assert np.array_equal(x1, x2)
-    indefinite = A - 2.0 * np.linalg.eigvalsh(A).max() * np.eye(n)
-    assert not _cd.cholesky_solve(indefinite, b.copy())

@@ -104,16 +104,18 @@ columns sorted into rows: 16 nnz(X_W) + 8 (m + 1) bytes while it is built.  Pass
 ``columns=`` to reuse one copy across solves (regularization paths).  The inner
 passes are sequential; ``n_threads`` splits the copy (by rows, then by buckets of
 columns) and the column pass of step 1 (each column summed in row order:
-the bits do not depend on the thread count).
+the bits do not depend on the thread count); the BLAS calls (products with the Gram
+matrix, LAPACK's Cholesky factorization of the support's block) run on one BLAS thread.
 """
 
 import math
 
 import numpy as np
+from scipy.linalg import lapack
 
 from fastrisk import _cd
 from fastrisk.columns import check_columns, column_view
-from fastrisk.config import solver_threads
+from fastrisk.config import single_threaded_blas, solver_threads
 from fastrisk.regularizers import penalty_weights
 from fastrisk.solvers._checks import (check_bool, check_choice, check_int, check_number,
                                       check_rng, start_weights)
@@ -532,9 +534,10 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
         A = H[np.ix_(S, S)]
         A.flat[::S.shape[0] + 1] += lam2 + nu
         b = grad_w[S] + lam1 * sign + H[S] @ off  # the face model: b^T e + e^T A e / 2, e = x - w
-        e = b.copy()
-        if not _cd.cholesky_solve(A.copy(), e):
-            return 0.0
+        factor, info = lapack.dpotrf(A, lower=1)  # A = L L^T (LAPACK, one BLAS thread)
+        if info != 0:
+            return 0.0  # not numerically positive definite
+        e, _ = lapack.dpotrs(factor, b, lower=1)
         target = w_w[S] - e
         step = target - x
         ratios = np.full(S.shape[0], np.inf)
@@ -577,7 +580,7 @@ def solve_cd(problem, *, tol=1e-4, abs_tol=0.0, max_iter=1000, time_limit=None, 
     # whether deriv, g, h and loss_value are those of the current f (a kept start's are)
     fresh = start is not None
     active, force_full = kept, True  # the columns of step 1 on restricted iterations
-    with mon.interruptible():
+    with mon.interruptible(), single_threaded_blas():
         while status is None:
             it += 1
             if not fresh:
