@@ -883,5 +883,3 @@ def test_alpha_max_of_the_problems_cd_does_not_take():
                                          penalty="l1", alpha=1.0)
     on_data = fr.Problem(X, y, loss="logistic", penalty="l1", alpha=1.0)
     assert fr.alpha_max(oracle_only) == pytest.approx(fr.alpha_max(on_data), rel=1e-12)
-
-
