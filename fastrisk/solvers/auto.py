@@ -94,19 +94,19 @@ SDCA.  Logistic keeps Newton below SDCA_ALPHA_M: its SDCA epochs (an inexact
 IMDB bigrams stays with SDCA (rule 5): Newton's working vectors there exceed the
 bound of rule 2 (benchmarks/memory_binary.py measures both solvers' memory).
 
-The hinge's probe (rule 5): plain SDCA's epochs to a gap eps grow as 1/(alpha m eps)
-for the hinge (Shalev-Shwartz & Zhang 2013, Theorem 2), while the Newton steps of
+The hinge's probe (rule 5): plain SDCA's epochs to a gap eps grow as 1/(alpha m eps) for
+the hinge (Shalev-Shwartz & Zhang 2013, Theorem 2), while the Newton steps of
 ``smoothing``'s stages do not grow with 1/alpha; its column copy and passes pay on data
-with few features.  Time to a certified
-1e-3 with l2, SDCA (auto before this rule) against smoothing, no intercept: at alpha
-1e-7 (alpha m 0.001-0.005) a9a 9.1 s / 0.14 s, w8a 3.0 / 1.1 s, phishing 0.62 / 0.11 s,
-ijcnn1 0.11 / 0.12 s, with the intercept w8a 19.9 / 0.75 s and a9a 9.0 / 0.17 s; at
-3e-7 a9a (alpha m 0.0098) 3.3 / 0.17 s and phishing 0.35 / 0.11 s, while w8a and ijcnn1
-(alpha m 0.015) are tied or SDCA's; at 1e-6 (alpha m from 0.011) SDCA is first or tied
-on every set but a9a.  SDCA stays first on the separable mushrooms (0.08-0.11 s against
-0.2-0.4 s) and on Reuters (as many features as samples: 0.25 s against the 60 s time
-limit), and its first PROBE_EPOCHS plain epochs tell them apart: their observed rate is
-0.69-0.77 there and 0.97-1.02 on the other sets at every alpha and intercept measured.
+with few features. Time to a certified 1e-3 with l2, sdca alone (its accelerated="auto")
+against smoothing, no intercept: at alpha 1e-7 (alpha m 0.001-0.005) a9a 9.1 s / 0.14 s,
+w8a 3.0 / 1.1 s, phishing 0.62 / 0.11 s, ijcnn1 0.11 / 0.12 s, with the intercept w8a
+19.9 / 0.75 s and a9a 9.0 / 0.17 s; at 3e-7 a9a (alpha m 0.0098) 3.3 / 0.17 s and
+phishing 0.35 / 0.11 s, while w8a and ijcnn1 (alpha m 0.015) are tied or SDCA's; at 1e-6
+(alpha m from 0.011) SDCA is first or tied on every set but a9a. SDCA stays first on the
+separable mushrooms (0.08-0.11 s against 0.2-0.4 s) and on Reuters (as many features as
+samples: 0.25 s against the 60 s time limit), and its first PROBE_EPOCHS plain epochs
+tell them apart: their observed rate is 0.69-0.77 there and 0.97-1.02 on the other sets
+at every alpha and intercept measured.
 
 Regression and counts (squared, Huber with delta 1 and Poisson losses; abalone and
 housing with their targets, Reuters, a9a, w8a and ijcnn1 with the labels as targets; alpha
