@@ -72,9 +72,14 @@ def get_solver(name):
     return solver_info(name).func
 
 
+def takes(name, problem):
+    """Whether solver ``name`` is registered and its record accepts ``problem``."""
+    return name in SOLVERS and SOLVERS[name].why_not(problem) is None
+
+
 def solvers_for(problem):
     """The SolverInfo of every solver that can solve ``problem``, in name order."""
-    return [SOLVERS[name] for name in sorted(SOLVERS) if SOLVERS[name].why_not(problem) is None]
+    return [SOLVERS[name] for name in sorted(SOLVERS) if takes(name, problem)]
 
 
 def choose_solver(problem):

@@ -97,16 +97,14 @@ bound of rule 2 (benchmarks/memory_binary.py measures both solvers' memory).
 The hinge's probe (rule 5): plain SDCA's epochs to a gap eps grow as 1/(alpha m eps) for
 the hinge (Shalev-Shwartz & Zhang 2013, Theorem 2), while the Newton steps of
 ``smoothing``'s stages do not grow with 1/alpha; its column copy and passes pay on data
-with few features. Time to a certified 1e-3 with l2, sdca alone (its accelerated="auto")
-against smoothing, no intercept: at alpha 1e-7 (alpha m 0.001-0.005) a9a 9.1 s / 0.14 s,
-w8a 3.0 / 1.1 s, phishing 0.62 / 0.11 s, ijcnn1 0.11 / 0.12 s, with the intercept w8a
-19.9 / 0.75 s and a9a 9.0 / 0.17 s; at 3e-7 a9a (alpha m 0.0098) 3.3 / 0.17 s and
-phishing 0.35 / 0.11 s, while w8a and ijcnn1 (alpha m 0.015) are tied or SDCA's; at 1e-6
-(alpha m from 0.011) SDCA is first or tied on every set but a9a. SDCA stays first on the
-separable mushrooms (0.08-0.11 s against 0.2-0.4 s) and on Reuters (as many features as
-samples: 0.25 s against the 60 s time limit), and its first PROBE_EPOCHS plain epochs
-tell them apart: their observed rate is 0.69-0.77 there and 0.97-1.02 on the other sets
-at every alpha and intercept measured.
+with few features. The rule comes from sdca alone (its accelerated="auto") timed against
+smoothing to a certified 1e-3 on a9a, w8a, ijcnn1, phishing, mushrooms and Reuters at
+alpha 1e-6 to 1e-7, with and without an intercept: below SMOOTHING_ALPHA_M smoothing is
+first, by up to two orders of magnitude, on the sets with few features and overlapping
+classes, and above it plain SDCA is first or tied without an intercept; SDCA stays first
+on separable data (mushrooms) and on sparse text (Reuters), where its shrinking does far
+better than its bound, and the observed rate of its first PROBE_EPOCHS plain epochs
+tells those apart: well below SMOOTHING_RATE there, about 1 on the other sets.
 
 Regression and counts (squared, Huber with delta 1 and Poisson losses; abalone and
 housing with their targets, Reuters, a9a, w8a and ijcnn1 with the labels as targets; alpha
@@ -153,7 +151,7 @@ accept the problem, e.g. on a Dask problem, which has only its risk oracle.
 import time
 
 from fastrisk.regularizers import has_l1_term, is_l2, norm_exponent
-from fastrisk.solvers import SOLVERS
+from fastrisk.solvers import SOLVERS, takes
 from fastrisk.solvers._catalyst import PROBE_BAND, PROBE_EPOCHS, PROBE_RATE, pays, radius_sq
 from fastrisk.solvers._epochs import observed_rate
 
@@ -226,16 +224,11 @@ def _preferences(problem):
     return order + ["bmrm"]
 
 
-def _takes(name, problem):
-    """Whether solver ``name`` is registered and its record accepts ``problem``."""
-    return name in SOLVERS and SOLVERS[name].why_not(problem) is None
-
-
 def choose(problem):
     """Name of the solver the rule above picks for ``problem``, among those whose registry
     record accepts it (a Dask problem has no rows: only the oracle-only solvers)."""
     for name in _preferences(problem):
-        if _takes(name, problem):
+        if takes(name, problem):
             return name
     raise ValueError(f"no solver takes {problem!r}")
 
@@ -263,11 +256,11 @@ def _probe(problem):
         return None
     alpha_m = problem.alpha * data.n_samples
     if spec.smooth and alpha_m < SDCA_ALPHA_M and _newton_fits(problem) \
-            and _takes("newton", problem) and not _accelerated_sdca(problem):
+            and takes("newton", problem) and not _accelerated_sdca(problem):
         return "newton", PROBE_RATE
     if spec.moreau is not None and alpha_m < SMOOTHING_ALPHA_M \
             and data.n_features * SMOOTHING_ROWS <= data.n_samples \
-            and _takes("smoothing", problem):
+            and takes("smoothing", problem):
         return "smoothing", SMOOTHING_RATE
     return None
 
